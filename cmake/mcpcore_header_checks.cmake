@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
+# mcpcore_add_header_checks(<headers...>): for every public header,
+#  - a generated translation unit that includes it twice (self-containment, include guard),
+#    compiled in both modes (objects of mcpcore_header_checks_compiled / _header_only);
+#  - a ctest test that preprocesses it in compiled mode and fails above MCPCORE_HEADER_LINE_BUDGET
+#    lines (a deterministic proxy for compile cost; style guide §5.6).
+function(mcpcore_add_header_checks)
+  set(_sources "")
+  foreach(_header IN LISTS ARGN)
+    string(REPLACE "include/" "" _rel "${_header}")
+    string(MAKE_C_IDENTIFIER "${_rel}" _id)
+    set(_tu "${CMAKE_CURRENT_BINARY_DIR}/header_checks/${_id}.cpp")
+    file(CONFIGURE OUTPUT "${_tu}" CONTENT "#include <${_rel}>\n#include <${_rel}>\n")
+    list(APPEND _sources "${_tu}")
+    add_test(NAME header_budget.${_rel}
+             COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DHEADER=${_rel}
+                     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include -DBUDGET=${MCPCORE_HEADER_LINE_BUDGET}
+                     -P ${PROJECT_SOURCE_DIR}/cmake/mcpcore_header_budget.cmake)
+    set_tests_properties(header_budget.${_rel} PROPERTIES LABELS "unit;header")
+  endforeach()
+  add_library(mcpcore_header_checks_compiled OBJECT ${_sources})
+  target_link_libraries(mcpcore_header_checks_compiled PRIVATE mcpcore::mcpcore)
+  mcpcore_target_warnings(mcpcore_header_checks_compiled)
+  add_library(mcpcore_header_checks_header_only OBJECT ${_sources})
+  target_link_libraries(mcpcore_header_checks_header_only PRIVATE mcpcore::header_only)
+  mcpcore_target_warnings(mcpcore_header_checks_header_only)
+endfunction()

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every non-template definition of the library, compiled once into mcpcore::mcpcore.
+#ifndef MCPCORE_IMPL_SRC_HPP
+#define MCPCORE_IMPL_SRC_HPP
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  error "impl/src.hpp is for separate compilation; a header-only build must not compile it"
+#endif
+#if !defined(MCPCORE_SEPARATE_COMPILATION)
+#  error "compile the library with MCPCORE_SEPARATE_COMPILATION defined"
+#endif
+
+#include <mcpcore/impl/accept.ipp>
+#include <mcpcore/impl/canonical_json.ipp>
+#include <mcpcore/impl/correlation_id.ipp>
+#include <mcpcore/impl/error.ipp>
+#include <mcpcore/impl/json.ipp>
+#include <mcpcore/impl/json_writer.ipp>
+#include <mcpcore/impl/jsonrpc.ipp>
+#include <mcpcore/impl/sse.ipp>
+
+#endif  // MCPCORE_IMPL_SRC_HPP

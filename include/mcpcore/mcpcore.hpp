@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// Umbrella header for applications; the library and its tests include specific headers.
+#ifndef MCPCORE_MCPCORE_HPP
+#define MCPCORE_MCPCORE_HPP
+
+#include <mcpcore/accept.hpp>
+#include <mcpcore/canonical_json.hpp>
+#include <mcpcore/correlation_id.hpp>
+#include <mcpcore/error.hpp>
+#include <mcpcore/expected.hpp>
+#include <mcpcore/fwd.hpp>
+#include <mcpcore/json.hpp>
+#include <mcpcore/json_writer.hpp>
+#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/retry.hpp>
+#include <mcpcore/sse.hpp>
+#include <mcpcore/version.hpp>
+
+#endif  // MCPCORE_MCPCORE_HPP
