@@ -254,7 +254,9 @@ struct document::impl {
     detail::node* n = tape.data();
     detail::node* const last = n + tape.size();
     detail::scan_numbers(data, data + size, [&](const char* text, std::size_t len) {
-      while (n->kind != kind::number) ++n;
+      while (n < last && n->kind != kind::number) ++n;
+      MCPCORE_ASSERT(n < last);  // the scanner meets exactly the tape's numbers
+      if (n == last) return;
       const bool spelled = (n->flags & (detail::node_int64 | detail::node_uint64)) == 0 ||
                            ((n->flags & detail::node_int64) != 0 && n->i64 == 0);
       if (spelled) {
@@ -262,7 +264,6 @@ struct document::impl {
         n->size = static_cast<std::uint32_t>(len);
         n->flags |= detail::node_text;
       }
-      MCPCORE_ASSERT(n < last);
       ++n;
     });
   }
