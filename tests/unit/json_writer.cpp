@@ -249,6 +249,45 @@ TEST_SUITE("json_writer") {
     }
   }
 
+  TEST_CASE("a byte needing attention is found at every offset of the 8-byte fast path") {
+    // append_escaped skips plain bytes eight at a time; every other byte value, at every position
+    // of three words, must still be escaped or replaced exactly as the byte-wise rules say.
+    static constexpr char hex[] = "0123456789abcdef";
+    for (unsigned b = 0; b < 0x100; ++b) {
+      std::string expected_byte;
+      if (b == '"' || b == '\\') {
+        expected_byte = std::string{"\\"} + static_cast<char>(b);
+      } else if (b == '\b') {
+        expected_byte = "\\b";
+      } else if (b == '\f') {
+        expected_byte = "\\f";
+      } else if (b == '\n') {
+        expected_byte = "\\n";
+      } else if (b == '\r') {
+        expected_byte = "\\r";
+      } else if (b == '\t') {
+        expected_byte = "\\t";
+      } else if (b < 0x20) {
+        expected_byte = std::string{"\\u00"} + hex[b >> 4] + hex[b & 0xF];
+      } else if (b >= 0x80) {
+        expected_byte = "\xEF\xBF\xBD";  // alone between ASCII bytes, every non-ASCII byte is ill-formed
+      } else {
+        expected_byte = std::string(1, static_cast<char>(b));
+      }
+      for (std::size_t at = 0; at < 24; ++at) {
+        std::string input(24, 'a');
+        input[at] = static_cast<char>(b);
+        const std::string expected =
+            "\"" + std::string(at, 'a') + expected_byte + std::string(23 - at, 'a') + "\"";
+        if (escaped(input) != expected) {
+          CAPTURE(b);
+          CAPTURE(at);
+          CHECK(escaped(input) == expected);
+        }
+      }
+    }
+  }
+
   TEST_CASE("well-formed multi-byte UTF-8 passes through unchanged") {
     const std::string samples[] = {
         "\xC2\x80",              // U+0080, smallest 2-byte
