@@ -20,8 +20,8 @@ MCPCORE_BEGIN_NAMESPACE
 /// Keys compare as unescaped UTF-8 byte strings, which is Unicode code point order (RFC 8785's
 /// JCS sorts UTF-16 code units instead; the two differ only for keys mixing characters above
 /// U+FFFF with U+E000-U+FFFF, and mcpcore compares its own outputs only). Duplicate keys cannot
-/// occur: documents refuse them by default, and with `allow_duplicate_keys` the sort is stable,
-/// so members keep their source order.
+/// occur: documents refuse them by default, and with `allow_duplicate_keys` members with equal
+/// keys keep their source order.
 ///
 /// Numbers are not normalized: `1`, `1.0` and `1e0` stay distinct, as the approval machine
 /// requires (reference §5.2: the arguments the human approved are the arguments that run).

@@ -23,8 +23,12 @@ MCPCORE_DECL void write_canonical_rec(json::writer& w, json::value v, std::vecto
     case json::kind::object: {
       const std::size_t base = scratch.size();
       for (json::member m : v.members()) scratch.push_back(m);
-      std::stable_sort(scratch.begin() + static_cast<std::ptrdiff_t>(base), scratch.end(),
-                       [](const json::member& a, const json::member& b) { return a.key < b.key; });
+      // Ties (duplicate keys, when a document allows them) keep document order: a member's
+      // value node lies later in the tape than every earlier member's.
+      std::sort(scratch.begin() + static_cast<std::ptrdiff_t>(base), scratch.end(),
+                [](const json::member& a, const json::member& b) {
+                  return a.key < b.key || (a.key == b.key && a.value_node < b.value_node);
+                });
       w.begin_object();
       for (std::size_t i = base; i < base + v.size(); ++i) {
         w.key(scratch[i].key);
