@@ -90,108 +90,156 @@ void scan_numbers(const char* p, const char* end, F&& on_number) {
   }
 }
 
+// Converts simdjson's DOM tape into ours in one linear pass, without recursion.
+//
+// simdjson documents its tape format (doc/tape.md, stable since 0.3): one 64-bit word per value,
+// the type character in the top byte; strings point into a buffer of length-prefixed bytes;
+// numbers take a second word; containers point past their end. dom::document exposes the tape
+// and the string buffer as members. Reading them directly is several times faster than walking
+// dom::element (perf: the element walk was most of a typical message's parse); the fuzzers
+// check every result against simdjson's own accept/refuse decision.
 struct tape_builder {
+  struct frame {
+    std::size_t at;       // our node of the open container
+    std::uint32_t count;  // elements, or members (counted at their keys)
+    bool object;
+    bool expect_key;
+  };
+
   std::vector<detail::node>& tape;
+  std::vector<frame>& stack;
   std::vector<std::string_view>& keys;
   std::uint32_t max_depth;
   bool allow_duplicate_keys;
   bool needs_spelling = false;
-  std::uint32_t depth = 0;  // containers enclosing the value being walked
 
-  json_errc walk(simdjson::dom::element e) {
-    using simdjson::dom::element_type;
-    detail::node n{};
-    n.span = 1;
-    switch (e.type()) {
-      case element_type::ARRAY: return walk_array(e.get_array().value_unsafe());
-      case element_type::OBJECT: return walk_object(e.get_object().value_unsafe());
-      case element_type::STRING: {
-        const std::string_view s = e.get_string().value_unsafe();
-        n.kind = kind::string;
-        n.text = s.data();
-        n.size = static_cast<std::uint32_t>(s.size());
-        break;
+  static constexpr std::uint64_t payload_mask = 0x00FFFFFFFFFFFFFFULL;
+
+  json_errc build(const simdjson::dom::document& doc) {
+    const std::uint64_t* t = doc.tape.get();
+    const std::uint8_t* strings = doc.string_buf.get();
+    // t[0] is the root word; its payload is one past the closing root word.
+    const std::size_t last = static_cast<std::size_t>(t[0] & payload_mask) - 1;
+    stack.clear();
+    tape.reserve(last);  // at most one node per tape word
+    for (std::size_t i = 1; i < last;) {
+      const std::uint64_t word = t[i];
+      const char type = static_cast<char>(word >> 56);
+      switch (type) {
+        case '{':
+        case '[':
+          if (stack.size() == max_depth) return json_errc::depth_exceeded;
+          begin_value();
+          stack.push_back(frame{tape.size(), 0, type == '{', true});
+          tape.emplace_back();  // completed by close()
+          ++i;
+          continue;
+        case '}':
+        case ']':
+          if (auto ec = close(); ec != json_errc{}) return ec;
+          ++i;
+          continue;
+        case '"': {
+          if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+            ++stack.back().count;  // a key: counts the member
+            stack.back().expect_key = false;
+          } else {
+            begin_value();
+          }
+          const std::uint8_t* at = strings + (word & payload_mask);
+          std::uint32_t len = 0;
+          std::memcpy(&len, at, sizeof len);
+          // Nodes are written in place: assembling one on the stack and copying it costs a
+          // store-forwarding stall per value (perf: most of the build time).
+          detail::node& n = push(kind::string, 0);
+          n.text = reinterpret_cast<const char*>(at + sizeof len);
+          n.size = len;
+          ++i;
+          continue;
+        }
+        case 'l': {
+          begin_value();
+          const auto v = static_cast<std::int64_t>(t[i + 1]);
+          push(kind::number, detail::node_int64).i64 = v;
+          needs_spelling |= v == 0;  // "0" or "-0"
+          i += 2;
+          continue;
+        }
+        case 'u':
+          begin_value();
+          push(kind::number, detail::node_uint64).u64 = t[i + 1];
+          i += 2;
+          continue;
+        case 'd':
+          begin_value();
+          push(kind::number, 0);  // spelled by attach_spellings
+          needs_spelling = true;
+          i += 2;
+          continue;
+        case 't':
+        case 'f':
+          begin_value();
+          push(kind::boolean, type == 't' ? detail::node_true : 0);
+          ++i;
+          continue;
+        case 'n':
+          begin_value();
+          push(kind::null, 0);
+          ++i;
+          continue;
+        default:
+          MCPCORE_ASSERT(false);  // simdjson produced a tape word its format does not define
+          return json_errc::syntax_error;
       }
-      case element_type::INT64:
-        n.kind = kind::number;
-        n.i64 = e.get_int64().value_unsafe();
-        n.flags = detail::node_int64;
-        needs_spelling |= n.i64 == 0;  // "0" or "-0"
-        break;
-      case element_type::UINT64:
-        n.kind = kind::number;
-        n.u64 = e.get_uint64().value_unsafe();
-        n.flags = detail::node_uint64;
-        break;
-      case element_type::DOUBLE:
-        n.kind = kind::number;
-        n.text = nullptr;
-        needs_spelling = true;
-        break;
-      case element_type::BOOL:
-        n.kind = kind::boolean;
-        n.flags = e.get_bool().value_unsafe() ? detail::node_true : 0;
-        break;
-      case element_type::NULL_VALUE: n.kind = kind::null; break;
     }
-    tape.push_back(n);
-    return {};
+    return stack.empty() ? json_errc{} : json_errc::syntax_error;
   }
 
-  json_errc walk_array(simdjson::dom::array a) {
-    if (++depth > max_depth) return json_errc::depth_exceeded;
-    const std::size_t at = tape.size();
-    tape.push_back(detail::node{});
-    std::uint32_t count = 0;
-    for (simdjson::dom::element child : a) {
-      if (auto ec = walk(child); ec != json_errc{}) return ec;
-      ++count;
-    }
-    close(at, kind::array, count);
-    --depth;
-    return {};
-  }
-
-  json_errc walk_object(simdjson::dom::object o) {
-    if (++depth > max_depth) return json_errc::depth_exceeded;
-    const std::size_t at = tape.size();
-    tape.push_back(detail::node{});
-    std::uint32_t count = 0;
-    for (simdjson::dom::key_value_pair kv : o) {
-      detail::node k{};
-      k.kind = kind::string;
-      k.text = kv.key.data();
-      k.size = static_cast<std::uint32_t>(kv.key.size());
-      k.span = 1;
-      tape.push_back(k);
-      if (auto ec = walk(kv.value); ec != json_errc{}) return ec;
-      ++count;
-    }
-    close(at, kind::object, count);
-    --depth;
-    if (!allow_duplicate_keys && count > 1 && has_duplicate_key(at)) return json_errc::duplicate_key;
-    return {};
-  }
-
-  void close(std::size_t at, kind k, std::uint32_t count) {
-    detail::node& n = tape[at];
+  detail::node& push(kind k, std::uint8_t flags) {
+    detail::node& n = tape.emplace_back();
+    n.span = 1;
     n.kind = k;
-    n.size = count;
-    n.span = static_cast<std::uint32_t>(tape.size() - at);
+    n.flags = flags;
+    return n;
+  }
+
+  // A value (not a key) starts inside the innermost container.
+  void begin_value() {
+    if (stack.empty()) return;
+    frame& f = stack.back();
+    if (f.object) {
+      f.expect_key = true;  // after this value, the next string is a key
+    } else {
+      ++f.count;
+    }
+  }
+
+  json_errc close() {
+    const frame f = stack.back();
+    stack.pop_back();
+    detail::node& n = tape[f.at];
+    n.kind = f.object ? kind::object : kind::array;
+    n.size = f.count;
+    n.span = static_cast<std::uint32_t>(tape.size() - f.at);
+    if (f.object && !allow_duplicate_keys && f.count > 1 && has_duplicate_key(f.at))
+      return json_errc::duplicate_key;
+    return {};
   }
 
   // Small objects compare pairwise; larger ones sort their keys, so hostile inputs with many
   // members cost O(n log n), not O(n^2).
   bool has_duplicate_key(std::size_t at) {
     const value obj{&tape[at]};
-    keys.clear();
-    for (member m : obj.members()) keys.push_back(m.key);
-    if (keys.size() <= 8) {
-      for (std::size_t i = 0; i < keys.size(); ++i)
-        for (std::size_t j = i + 1; j < keys.size(); ++j)
-          if (keys[i] == keys[j]) return true;
+    if (obj.size() <= 8) {
+      for (auto i = obj.members().begin(); i != obj.members().end(); ++i) {
+        auto j = i;
+        for (++j; j != obj.members().end(); ++j)
+          if ((*i).key == (*j).key) return true;
+      }
       return false;
     }
+    keys.clear();
+    for (member m : obj.members()) keys.push_back(m.key);
     std::sort(keys.begin(), keys.end());
     return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
   }
@@ -238,8 +286,8 @@ struct document::impl {
     simdjson::dom::element root_element;
     if (auto e = parser.parse(reinterpret_cast<const std::uint8_t*>(data), size, false).get(root_element))
       return fail(make_error_code(detail::from_simdjson(e)));
-    detail::tape_builder builder{tape, keys, options.max_depth, options.allow_duplicate_keys};
-    if (auto ec = builder.walk(root_element); ec != json_errc{}) {
+    detail::tape_builder builder{tape, stack, keys, options.max_depth, options.allow_duplicate_keys};
+    if (auto ec = builder.build(parser.doc); ec != json_errc{}) {
       tape.clear();
       return fail(make_error_code(ec));
     }
@@ -272,6 +320,7 @@ struct document::impl {
   simdjson::dom::parser parser;
   std::string buffer;  // padded copy of the text for parse()
   std::vector<detail::node> tape;
+  std::vector<detail::tape_builder::frame> stack;  // open containers during the build
   std::vector<std::string_view> keys;  // scratch for the duplicate-key check
   const detail::node* root = nullptr;
 };
