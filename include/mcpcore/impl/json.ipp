@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,6 +91,28 @@ void scan_numbers(const char* p, const char* end, F&& on_number) {
   }
 }
 
+// The tape's storage: grown, never zero-filled (every node is written before it is read).
+struct node_buffer {
+  std::unique_ptr<node[]> data;
+  std::size_t capacity = 0;
+  std::size_t size = 0;
+
+  node* prepare(std::size_t n) {
+    if (n > capacity) {
+      const std::size_t grown = std::max(n, capacity + capacity / 2);
+      data = std::make_unique_for_overwrite<node[]>(grown);
+      capacity = grown;
+    }
+    size = 0;
+    return data.get();
+  }
+  void release() noexcept {
+    data.reset();
+    capacity = 0;
+    size = 0;
+  }
+};
+
 // Converts simdjson's DOM tape into ours in one linear pass, without recursion.
 //
 // simdjson documents its tape format (doc/tape.md, stable since 0.3): one 64-bit word per value,
@@ -106,12 +129,15 @@ struct tape_builder {
     bool expect_key;
   };
 
-  std::vector<detail::node>& tape;
+  node_buffer& tape;
   std::vector<frame>& stack;
   std::vector<std::string_view>& keys;
   std::uint32_t max_depth;
   bool allow_duplicate_keys;
   bool needs_spelling = false;
+  detail::node* base = nullptr;  // the tape's first node during the build
+  detail::node* out = nullptr;   // next node to write
+  frame* top = nullptr;          // innermost open container, or null at the root
 
   static constexpr std::uint64_t payload_mask = 0x00FFFFFFFFFFFFFFULL;
 
@@ -120,8 +146,14 @@ struct tape_builder {
     const std::uint8_t* strings = doc.string_buf.get();
     // t[0] is the root word; its payload is one past the closing root word.
     const std::size_t last = static_cast<std::size_t>(t[0] & payload_mask) - 1;
+    // At most one node per tape word: size the tape once and write through a pointer. Nodes are
+    // written in place; assembling one on the stack and copying it cost a store-forwarding
+    // stall per value (perf: most of the build time).
+    base = tape.prepare(last);
+    out = base;
     stack.clear();
-    tape.reserve(last);  // at most one node per tape word
+    stack.reserve(max_depth);  // keeps `top` valid across pushes
+    top = nullptr;
     for (std::size_t i = 1; i < last;) {
       const std::uint64_t word = t[i];
       const char type = static_cast<char>(word >> 56);
@@ -130,8 +162,8 @@ struct tape_builder {
         case '[':
           if (stack.size() == max_depth) return json_errc::depth_exceeded;
           begin_value();
-          stack.push_back(frame{tape.size(), 0, type == '{', true});
-          tape.emplace_back();  // completed by close()
+          top = &stack.emplace_back(frame{static_cast<std::size_t>(out - base), 0, type == '{', true});
+          ++out;  // completed by close()
           ++i;
           continue;
         case '}':
@@ -140,17 +172,15 @@ struct tape_builder {
           ++i;
           continue;
         case '"': {
-          if (!stack.empty() && stack.back().object && stack.back().expect_key) {
-            ++stack.back().count;  // a key: counts the member
-            stack.back().expect_key = false;
+          if (top != nullptr && top->expect_key && top->object) {
+            ++top->count;  // a key: counts the member
+            top->expect_key = false;
           } else {
             begin_value();
           }
           const std::uint8_t* at = strings + (word & payload_mask);
           std::uint32_t len = 0;
           std::memcpy(&len, at, sizeof len);
-          // Nodes are written in place: assembling one on the stack and copying it costs a
-          // store-forwarding stall per value (perf: most of the build time).
           detail::node& n = push(kind::string, 0);
           n.text = reinterpret_cast<const char*>(at + sizeof len);
           n.size = len;
@@ -172,7 +202,7 @@ struct tape_builder {
           continue;
         case 'd':
           begin_value();
-          push(kind::number, 0);  // spelled by attach_spellings
+          push(kind::number, 0).text = nullptr;  // spelled by attach_spellings
           needs_spelling = true;
           i += 2;
           continue;
@@ -192,11 +222,12 @@ struct tape_builder {
           return json_errc::syntax_error;
       }
     }
+    tape.size = static_cast<std::size_t>(out - base);
     return stack.empty() ? json_errc{} : json_errc::syntax_error;
   }
 
   detail::node& push(kind k, std::uint8_t flags) {
-    detail::node& n = tape.emplace_back();
+    detail::node& n = *out++;
     n.span = 1;
     n.kind = k;
     n.flags = flags;
@@ -205,41 +236,50 @@ struct tape_builder {
 
   // A value (not a key) starts inside the innermost container.
   void begin_value() {
-    if (stack.empty()) return;
-    frame& f = stack.back();
-    if (f.object) {
-      f.expect_key = true;  // after this value, the next string is a key
+    if (top == nullptr) return;
+    if (top->object) {
+      top->expect_key = true;  // after this value, the next string is a key
     } else {
-      ++f.count;
+      ++top->count;
     }
   }
 
   json_errc close() {
-    const frame f = stack.back();
+    const frame f = *top;
     stack.pop_back();
-    detail::node& n = tape[f.at];
+    top = stack.empty() ? nullptr : &stack.back();
+    detail::node& n = base[f.at];
     n.kind = f.object ? kind::object : kind::array;
     n.size = f.count;
-    n.span = static_cast<std::uint32_t>(tape.size() - f.at);
+    n.span = static_cast<std::uint32_t>((out - base) - static_cast<std::ptrdiff_t>(f.at));
     if (f.object && !allow_duplicate_keys && f.count > 1 && has_duplicate_key(f.at))
       return json_errc::duplicate_key;
     return {};
   }
 
-  // Small objects compare pairwise; larger ones sort their keys, so hostile inputs with many
-  // members cost O(n log n), not O(n^2).
+  // Small objects compare pairwise (length and first byte before the bytes); larger ones sort
+  // their keys, so hostile inputs with many members cost O(n log n), not O(n^2).
   bool has_duplicate_key(std::size_t at) {
-    const value obj{&tape[at]};
-    if (obj.size() <= 8) {
-      for (auto i = obj.members().begin(); i != obj.members().end(); ++i) {
-        auto j = i;
-        for (++j; j != obj.members().end(); ++j)
-          if ((*i).key == (*j).key) return true;
+    const detail::node* obj = base + at;
+    const std::uint32_t count = obj->size;
+    constexpr std::uint32_t small = 16;
+    if (count <= small) {
+      const detail::node* key[small];
+      const detail::node* k = obj + 1;
+      for (std::uint32_t i = 0; i < count; ++i, k += 1 + k[1].span) key[i] = k;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        for (std::uint32_t j = i + 1; j < count; ++j) {
+          const detail::node& a = *key[i];
+          const detail::node& b = *key[j];
+          if (a.size == b.size &&
+              (a.size == 0 || (a.text[0] == b.text[0] && std::memcmp(a.text, b.text, a.size) == 0)))
+            return true;
+        }
       }
       return false;
     }
     keys.clear();
-    for (member m : obj.members()) keys.push_back(m.key);
+    for (member m : value{obj}.members()) keys.push_back(m.key);
     std::sort(keys.begin(), keys.end());
     return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
   }
@@ -267,12 +307,12 @@ struct document::impl {
     }
     if (parser.capacity() > options.retain_bytes) {
       parser = simdjson::dom::parser{};
-      std::vector<detail::node>{}.swap(tape);
+      tape.release();
     }
   }
 
   result<value> parse(const char* data, std::size_t size) {
-    tape.clear();
+    tape.size = 0;
     root = nullptr;
     if (size > options.max_bytes) return fail(make_error_code(json_errc::too_large));
     // The tape walk enforces the exact limit. simdjson's own count differs by one (it counts
@@ -288,19 +328,19 @@ struct document::impl {
       return fail(make_error_code(detail::from_simdjson(e)));
     detail::tape_builder builder{tape, stack, keys, options.max_depth, options.allow_duplicate_keys};
     if (auto ec = builder.build(parser.doc); ec != json_errc{}) {
-      tape.clear();
+      tape.size = 0;
       return fail(make_error_code(ec));
     }
     if (builder.needs_spelling) attach_spellings(data, size);
-    root = tape.data();
+    root = tape.data.get();
     return value{root};
   }
 
   // Points every number whose value does not determine its spelling (non-integers, zero) at its
   // source text. The scanner meets the numbers in the order the tape holds them.
   void attach_spellings(const char* data, std::size_t size) {
-    detail::node* n = tape.data();
-    detail::node* const last = n + tape.size();
+    detail::node* n = tape.data.get();
+    detail::node* const last = n + tape.size;
     detail::scan_numbers(data, data + size, [&](const char* text, std::size_t len) {
       while (n < last && n->kind != kind::number) ++n;
       MCPCORE_ASSERT(n < last);  // the scanner meets exactly the tape's numbers
@@ -319,7 +359,7 @@ struct document::impl {
   parse_options options;
   simdjson::dom::parser parser;
   std::string buffer;  // padded copy of the text for parse()
-  std::vector<detail::node> tape;
+  detail::node_buffer tape;
   std::vector<detail::tape_builder::frame> stack;  // open containers during the build
   std::vector<std::string_view> keys;  // scratch for the duplicate-key check
   const detail::node* root = nullptr;
