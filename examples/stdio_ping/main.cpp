@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,14 +28,15 @@ void answer(std::string_view line, mcpcore::json::document& doc, std::string& ou
     write_error_response(out, msg.error(), next_correlation_id().view());
     return;
   }
-  if (msg->kind != message_kind::request) return;
-  if (msg->method == "ping") {
-    write_result_response(out, *msg->id, "{}");
+  const message& m = *msg;
+  if (m.kind != message_kind::request || !m.id) return;  // a request always has an id
+  if (m.method == "ping") {
+    write_result_response(out, *m.id, "{}");
     return;
   }
-  const std::string text = "Unknown method: " + std::string{msg->method};
+  const std::string text = "Unknown method: " + std::string{m.method};
   const auto cid = next_correlation_id();
-  write_error_response(out, msg->id, errc::method_not_found, text, error_data{.correlation_id = cid.view()});
+  write_error_response(out, m.id, errc::method_not_found, text, error_data{.correlation_id = cid.view()});
 }
 
 void refuse_long_line(std::string& out, std::size_t max_line) {

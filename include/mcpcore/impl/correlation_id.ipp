@@ -5,9 +5,10 @@
 
 #include <mcpcore/correlation_id.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <cstring>
+#include <string_view>
 
 MCPCORE_BEGIN_NAMESPACE
 namespace detail {
@@ -26,8 +27,9 @@ MCPCORE_DECL correlation_id correlation_id::format(std::uint64_t wall_ms, std::u
   correlation_id id;
   char* p = id.buf_;
   char* const end = id.buf_ + max_size;
-  std::memcpy(p, "req-", 4);
-  p = std::to_chars(p + 4, end, wall_ms, 16).ptr;
+  constexpr std::string_view prefix = "req-";
+  p = std::copy(prefix.begin(), prefix.end(), p);
+  p = std::to_chars(p, end, wall_ms, 16).ptr;
   *p++ = '-';
   p = std::to_chars(p, end, sequence, 16).ptr;
   id.size_ = static_cast<std::uint8_t>(p - id.buf_);

@@ -9,7 +9,7 @@ MCPCORE_BEGIN_NAMESPACE
 namespace detail {
 
 inline constexpr std::string_view remediation_single_message =
-    "send exactly one JSON-RPC 2.0 message per request: a UTF-8 JSON object with \"jsonrpc\":\"2.0\"";
+    R"(send exactly one JSON-RPC 2.0 message per request: a UTF-8 JSON object with "jsonrpc":"2.0")";
 
 MCPCORE_DECL message_error refuse(errc code, std::string_view text, std::optional<request_id_view> id = {}) noexcept {
   return message_error{code, text, remediation_single_message, id};
