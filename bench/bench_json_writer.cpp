@@ -50,13 +50,15 @@ void write_tools_call_result(json::writer& w) {
       .end_object();
 }
 
-void BM_jsonrpc_write_result_response(benchmark::State& state) {
+// Runs `write(out)` into a reused string, reporting responses and output bytes per second.
+template <class Write>
+void run_writer(benchmark::State& state, Write write) {
   std::string out;
   out.reserve(1024);
   std::size_t bytes = 0;
   for (auto _ : state) {
     out.clear();
-    mcpcore::write_result_response(out, mcpcore::request_id_view{42}, write_tools_call_result);
+    write(out);
     bytes += out.size();
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
@@ -64,6 +66,12 @@ void BM_jsonrpc_write_result_response(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
   state.counters["out_bytes"] = static_cast<double>(out.size());
+}
+
+void BM_jsonrpc_write_result_response(benchmark::State& state) {
+  run_writer(state, [](std::string& out) {
+    mcpcore::write_result_response(out, mcpcore::request_id_view{42}, write_tools_call_result);
+  });
 }
 BENCHMARK(BM_jsonrpc_write_result_response);
 
@@ -79,20 +87,9 @@ void BM_jsonrpc_write_error_response(benchmark::State& state) {
   data.reason = "tier_supervised";
   data.audit_persisted = false;
   const std::optional<mcpcore::request_id_view> id{mcpcore::request_id_view{"call-7"}};
-
-  std::string out;
-  out.reserve(1024);
-  std::size_t bytes = 0;
-  for (auto _ : state) {
-    out.clear();
+  run_writer(state, [&](std::string& out) {
     mcpcore::write_error_response(out, id, mcpcore::errc::approval_required, {}, data);
-    bytes += out.size();
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
-  state.counters["out_bytes"] = static_cast<double>(out.size());
+  });
 }
 BENCHMARK(BM_jsonrpc_write_error_response);
 
