@@ -315,16 +315,15 @@ struct document::impl {
     tape.size = 0;
     root = nullptr;
     if (size > options.max_bytes) return fail(make_error_code(json_errc::too_large));
-    // The tape walk enforces the exact limit. simdjson's own count differs by one (it counts
-    // the root and skips empty containers), so it gets a margin: it only bounds the walk's
-    // recursion, it never decides.
+    // The tape build enforces the exact limit. simdjson's own count differs by one (it counts
+    // the root and skips empty containers), so it gets a margin: it bounds simdjson's work on a
+    // hostile text, it never decides.
     const std::size_t simdjson_depth = std::size_t{options.max_depth} + 2;
     if (parser.capacity() < size || parser.max_depth() != simdjson_depth) {
       if (parser.allocate(std::max<std::size_t>(size, 64), simdjson_depth) != simdjson::SUCCESS)
         throw std::bad_alloc{};
     }
-    simdjson::dom::element root_element;
-    if (auto e = parser.parse(reinterpret_cast<const std::uint8_t*>(data), size, false).get(root_element))
+    if (auto e = parser.parse(reinterpret_cast<const std::uint8_t*>(data), size, false).error())
       return fail(make_error_code(detail::from_simdjson(e)));
     detail::tape_builder builder{tape, stack, keys, options.max_depth, options.allow_duplicate_keys};
     if (auto ec = builder.build(parser.doc); ec != json_errc{}) {
