@@ -191,6 +191,16 @@ struct message_error {
 [[nodiscard]] MCPCORE_DECL result<message, message_error> parse_message(json::document& doc,
                                                                         std::string_view body);
 
+namespace detail {
+/// Opens a message object with `"jsonrpc":"2.0","id":<id or null>`, the head every response and
+/// server-to-client request shares.
+inline json::writer& begin_message(json::writer& w, const std::optional<request_id_view>& id) {
+  w.begin_object().member("jsonrpc", "2.0").key("id");
+  write_id(w, id);
+  return w;
+}
+}  // namespace detail
+
 /// Appends `{"jsonrpc":"2.0","id":<id>,"result":<result_json>}`.
 /// @pre `result_json` is one complete JSON value.
 MCPCORE_DECL void write_result_response(std::string& out, request_id_view id,
@@ -201,9 +211,7 @@ template <class WriteResult>
   requires std::invocable<WriteResult&, json::writer&>
 void write_result_response(std::string& out, request_id_view id, WriteResult&& write_result) {
   json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").key("id");
-  write_id(w, id);
-  w.key("result");
+  detail::begin_message(w, id).key("result");
   write_result(w);
   w.end_object();
 }

@@ -15,6 +15,15 @@ MCPCORE_DECL message_error refuse(errc code, std::string_view text, std::optiona
   return message_error{code, text, remediation_single_message, id};
 }
 
+// Opens an error response up to and including `"message"`; the caller may add `"data"`, then
+// closes both objects.
+MCPCORE_DECL json::writer begin_error_response(std::string& out, const std::optional<request_id_view>& id,
+                                               std::int32_t code, std::string_view message) {
+  json::writer w{out};
+  begin_message(w, id).key("error").begin_object().member("code", code).member("message", message);
+  return w;
+}
+
 MCPCORE_DECL message_error refuse_json(std::error_code ec) noexcept {
   using json::json_errc;
   std::string_view text = "Parse error: invalid JSON";
@@ -125,23 +134,15 @@ MCPCORE_DECL void write_result_response(std::string& out, request_id_view id, st
 
 MCPCORE_DECL void write_error_response(std::string& out, const std::optional<request_id_view>& id,
                                        const error_object& e) {
-  json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").key("id");
-  write_id(w, id);
-  w.key("error").begin_object().member("code", e.code).member("message", e.message);
+  json::writer w = detail::begin_error_response(out, id, e.code, e.message);
   if (!e.data_json.empty()) w.raw_member("data", e.data_json);
   w.end_object().end_object();
 }
 
 MCPCORE_DECL void write_error_response(std::string& out, const std::optional<request_id_view>& id, errc code,
                                        std::string_view message, const error_data& data) {
-  json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").key("id");
-  write_id(w, id);
-  w.key("error")
-      .begin_object()
-      .member("code", static_cast<std::int32_t>(code))
-      .member("message", message.empty() ? default_message(code) : message);
+  json::writer w = detail::begin_error_response(out, id, static_cast<std::int32_t>(code),
+                                                 message.empty() ? default_message(code) : message);
   if (carries_error_data(code)) {
     w.key("data");
     write_error_data(w, data);
@@ -166,9 +167,7 @@ MCPCORE_DECL void write_notification(std::string& out, std::string_view method, 
 MCPCORE_DECL void write_request(std::string& out, request_id_view id, std::string_view method,
                                 std::string_view params_json) {
   json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").key("id");
-  write_id(w, id);
-  w.member("method", method);
+  detail::begin_message(w, id).member("method", method);
   if (!params_json.empty()) w.raw_member("params", params_json);
   w.end_object();
 }
