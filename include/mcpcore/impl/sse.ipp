@@ -80,12 +80,11 @@ MCPCORE_DECL void write_comment(std::string& out, std::string_view text) {
 }
 
 MCPCORE_DECL std::uint64_t parse_last_event_id(std::string_view header) noexcept {
-  if (header.empty()) return 0;
+  // from_chars on an unsigned type takes digits only (no sign, no space); anything it leaves
+  // unread, an empty header and an overflow all read as "no cursor".
   std::uint64_t v = 0;
-  for (const char c : header)
-    if (c < '0' || c > '9') return 0;
   const auto r = std::from_chars(header.data(), header.data() + header.size(), v);
-  if (r.ec != std::errc{} || r.ptr != header.data() + header.size()) return 0;  // overflow
+  if (r.ec != std::errc{} || r.ptr != header.data() + header.size()) return 0;
   return v;
 }
 
