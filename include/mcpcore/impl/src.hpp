@@ -11,12 +11,15 @@
 #endif
 
 #include <mcpcore/impl/accept.ipp>
+#include <mcpcore/impl/audit.ipp>
 #include <mcpcore/impl/canonical_json.ipp>
 #include <mcpcore/impl/correlation_id.ipp>
 #include <mcpcore/impl/error.ipp>
 #include <mcpcore/impl/json.ipp>
 #include <mcpcore/impl/json_writer.ipp>
 #include <mcpcore/impl/jsonrpc.ipp>
+#include <mcpcore/impl/metrics.ipp>
+#include <mcpcore/impl/policy.ipp>
 #include <mcpcore/impl/sse.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test archetypes: one minimal conforming type per plug-in concept (docs/plugins.md).
+#ifndef MCPCORE_TESTS_ARCHETYPES_HPP
+#define MCPCORE_TESTS_ARCHETYPES_HPP
+
+#include <mcpcore/audit.hpp>
+#include <mcpcore/clock.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/policy.hpp>
+
+#include <chrono>
+#include <span>
+#include <string_view>
+
+// Each archetype provides exactly what its concept's requires-expression asks for, with the
+// exact signatures the named-requirements pages list, and nothing else: no default
+// constructor beyond the implicit one, no copy beyond the implicit one, no extra members. A
+// generic component that compiles against an archetype relies only on the documented
+// requirements.
+namespace archetypes {
+
+/// Minimal `mcpcore::tier_policy`: a const, noexcept `decide` returning a `tier_decision`.
+struct tier_policy {
+  mcpcore::tier_decision decide(std::string_view /*tier*/, std::string_view /*securable*/,
+                                mcpcore::operation /*op*/) const noexcept {
+    return mcpcore::tier_decision::deny;
+  }
+};
+
+/// Minimal `mcpcore::authorizer`: a const `allowed` returning `bool` (noexcept not required).
+struct authorizer {
+  bool allowed(const mcpcore::principal& /*who*/, std::string_view /*securable*/,
+               mcpcore::operation /*op*/) const {
+    return false;
+  }
+};
+
+/// Minimal `mcpcore::audit_sink`: a non-const `record` returning `bool` (noexcept not required).
+struct audit_sink {
+  bool record(const mcpcore::audit_record& /*r*/) { return false; }
+};
+
+/// Minimal `mcpcore::metrics_sink`: non-const `make_counter` / `make_gauge` (no default argument).
+struct metrics_sink {
+  mcpcore::counter make_counter(std::string_view /*name*/, std::string_view /*help*/,
+                                std::span<const mcpcore::metric_label> /*labels*/) {
+    return {};
+  }
+  mcpcore::gauge make_gauge(std::string_view /*name*/, std::string_view /*help*/,
+                            std::span<const mcpcore::metric_label> /*labels*/) {
+    return {};
+  }
+};
+
+/// Minimal `mcpcore::clock_source`: const, noexcept `steady_now` and `system_now`.
+struct clock_source {
+  std::chrono::steady_clock::time_point steady_now() const noexcept { return {}; }
+  std::chrono::system_clock::time_point system_now() const noexcept { return {}; }
+};
+
+}  // namespace archetypes
+
+#endif  // MCPCORE_TESTS_ARCHETYPES_HPP
