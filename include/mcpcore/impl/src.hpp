@@ -20,6 +20,7 @@
 #include <mcpcore/impl/jsonrpc.ipp>
 #include <mcpcore/impl/metrics.ipp>
 #include <mcpcore/impl/policy.ipp>
+#include <mcpcore/impl/schema.ipp>
 #include <mcpcore/impl/sse.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP

@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the input-schema subset: compile-time lints (reference §4.2, spec §4) and validation
+// (reference §4.3).
+#include <mcpcore/schema.hpp>
+
+#include <doctest/doctest.h>
+
+#include <mcpcore/json.hpp>
+#include <mcpcore/json_writer.hpp>
+
+#include <locale>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+using namespace mcpcore;
+
+namespace {
+
+schema::compile_options lenient() {
+  schema::compile_options o;
+  o.strict = false;
+  return o;
+}
+
+// "path: message" for every compile error, or {"compiled"} when the schema compiles.
+std::vector<std::string> errors_of(std::string_view text, const schema::compile_options& o = {}) {
+  auto c = schema::compiled_schema::compile(text, o);
+  if (c) return {"compiled"};
+  std::vector<std::string> out;
+  for (const auto& e : c.error()) out.push_back(e.path + ": " + e.message);
+  return out;
+}
+
+bool compiles(std::string_view text, const schema::compile_options& o = {}) {
+  return schema::compiled_schema::compile(text, o).has_value();
+}
+
+// The first error's "path: message", or "compiled".
+std::string first_error(std::string_view text, const schema::compile_options& o = {}) {
+  return errors_of(text, o).front();
+}
+
+schema::compiled_schema compile_ok(std::string_view text, const schema::compile_options& o = {}) {
+  auto c = schema::compiled_schema::compile(text, o);
+  if (!c) {
+    for (const auto& e : c.error()) MESSAGE("compile error at '" << e.path << "': " << e.message);
+  }
+  REQUIRE(c.has_value());
+  return std::move(*c);
+}
+
+// "valid", or "path|reason" of the violation.
+std::string check(const schema::compiled_schema& s, std::string_view instance) {
+  json::document doc;
+  auto v = doc.parse(instance);
+  REQUIRE(v.has_value());
+  auto r = s.validate(*v);
+  return r ? r->path + "|" + r->reason : std::string{"valid"};
+}
+
+bool contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+constexpr std::string_view closed_ab =
+    R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},)"
+    R"("required":["a"],"additionalProperties":false})";
+
+}  // namespace
+
+// ---- strict-mode lints (reference §4.2)
+// ------------------------------------------------------------
+
+TEST_CASE("reference §4.2: a minimal closed object schema compiles in strict mode") {
+  CHECK(compiles(R"({"type":"object","additionalProperties":false})"));
+  CHECK(compiles(closed_ab));
+}
+
+TEST_CASE("reference §4.2: type is mandatory on every node except a $ref-only node") {
+  CHECK(first_error(R"({"properties":{}})") == ": 'type' is required");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"description":"no type"}}})") ==
+        "/properties/a: 'type' is required");
+  CHECK(compiles(R"({"type":"object","properties":{"a":{"$ref":"#/$defs/s","description":"d"}},)"
+                 R"("$defs":{"s":{"type":"string"}}})"));
+  CHECK(first_error(R"({"type":"object","$defs":{"s":{"minLength":1}}})") ==
+        "/$defs/s: 'type' is required");
+  // Lenient mode: type is optional.
+  CHECK(compiles(R"({"properties":{"a":{}}})", lenient()));
+}
+
+TEST_CASE(
+    "reference §4.2: type is one string of the six; unions and null are refused in strict mode") {
+  for (std::string_view t : {"string", "integer", "number", "boolean", "object", "array"}) {
+    const std::string s =
+        R"({"type":"object","properties":{"a":{"type":")" + std::string{t} + R"("}}})";
+    CHECK_MESSAGE(compiles(s), t);
+  }
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":["string","integer"]}}})") ==
+        "/properties/a/type: type unions are not supported (give a single type)");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"null"}}})") ==
+        "/properties/a/type: type 'null' is not supported");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"str"}}})") ==
+        "/properties/a/type: unknown type \"str\"");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":3}}})") ==
+        "/properties/a/type: 'type' must be a string");
+  // Lenient: arrays of unique known names, null included.
+  CHECK(compiles(R"({"type":["string","null"]})", lenient()));
+  CHECK(first_error(R"({"type":["string","string"]})", lenient()) == "/type/1: type listed twice");
+}
+
+TEST_CASE("reference §4.2: the root must be an object schema (after $ref resolution)") {
+  CHECK(first_error(R"({"type":"string"})") == ": the root schema must have type 'object'");
+  CHECK(compiles(R"({"$ref":"#/$defs/args","$defs":{"args":{"type":"object"}}})"));
+  CHECK(first_error(R"({"$ref":"#/$defs/args","$defs":{"args":{"type":"array"}}})") ==
+        ": the root schema must have type 'object'");
+  CHECK(first_error("[]") == ": a schema must be a JSON object");
+  CHECK(compiles(R"({"type":"string"})", lenient()));
+}
+
+TEST_CASE("reference §4.2: keyword/type coupling") {
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","properties":{}}}})") ==
+        "/properties/a/properties: 'properties' applies to type object, not string");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"integer","maxLength":3}}})") ==
+        "/properties/a/maxLength: 'maxLength' applies to type string, not integer");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"integer","minLength":3}}})") ==
+        "/properties/a/minLength: 'minLength' applies to type string, not integer");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"integer","pattern":"x"}}})") ==
+        "/properties/a/pattern: 'pattern' applies to type string, not integer");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","minimum":1}}})") ==
+        "/properties/a/minimum: 'minimum' applies to type integer or number, not string");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","maximum":1}}})") ==
+        "/properties/a/maximum: 'maximum' applies to type integer or number, not string");
+  CHECK(first_error(R"({"type":"object","items":{"type":"string"}})") ==
+        "/items: 'items' applies to type array, not object");
+  CHECK(first_error(R"({"type":"object","minItems":1})") ==
+        "/minItems: 'minItems' applies to type array, not object");
+  CHECK(first_error(R"({"type":"object","maxItems":1})") ==
+        "/maxItems: 'maxItems' applies to type array, not object");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"array","required":[]}}})") ==
+        "/properties/a/required: 'required' applies to type object, not array");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"array","additionalProperties":false}}})") ==
+      "/properties/a/additionalProperties: 'additionalProperties' applies to type object, not "
+      "array");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"array","anyOf":[{"required":["x"]}]}}})") ==
+      "/properties/a/anyOf: 'anyOf' applies to type object, not array");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"array","oneOf":[{"required":["x"]}]}}})") ==
+      "/properties/a/oneOf: 'oneOf' applies to type object, not array");
+  // The same keywords on their own types compile.
+  CHECK(compiles(
+      R"({"type":"object","properties":{"s":{"type":"string","minLength":1,"maxLength":3,"pattern":"^a"},)"
+      R"("n":{"type":"number","minimum":0,"maximum":1},"i":{"type":"integer","minimum":0},)"
+      R"("l":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":2}}})"));
+  // Lenient mode does not couple: each keyword applies to its own type only.
+  CHECK(compiles(R"({"type":"integer","maxLength":3})", lenient()));
+}
+
+TEST_CASE("reference §4.2: enum is a non-empty array of unique values, not on objects or arrays") {
+  CHECK(compiles(R"({"type":"object","properties":{"a":{"type":"string","enum":["x","y"]}}})"));
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","enum":[]}}})") ==
+        "/properties/a/enum: 'enum' must not be empty");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","enum":"x"}}})") ==
+        "/properties/a/enum: 'enum' must be an array");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"number","enum":[1,2,1.0]}}})") ==
+        "/properties/a/enum/2: 'enum' values must be unique");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"array","enum":[[1]]}}})") ==
+        "/properties/a/enum: 'enum' is not allowed on type array");
+  CHECK(first_error(R"({"type":"object","enum":[{}]})") ==
+        "/enum: 'enum' is not allowed on type object");
+  // Lenient: anything in an array.
+  CHECK(compiles(R"({"enum":[]})", lenient()));
+  CHECK(compiles(R"({"enum":[1,1,{"a":[]}]})", lenient()));
+}
+
+TEST_CASE("reference §4.2: required names are strings, unique and declared") {
+  CHECK(first_error(
+            R"({"type":"object","properties":{"a":{"type":"string"}},"required":["a","a"]})") ==
+        "/required/1: required name \"a\" is listed twice");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string"}},"required":["b"]})") ==
+        "/required/0: required property \"b\" is not declared in 'properties'");
+  CHECK(first_error(R"({"type":"object","required":[1]})") ==
+        "/required/0: 'required' names must be strings");
+  CHECK(first_error(R"({"type":"object","required":"a"})") ==
+        "/required: 'required' must be an array of strings");
+  // Lenient: undeclared names are fine (JSON Schema), duplicates are not.
+  CHECK(compiles(R"({"required":["b"]})", lenient()));
+  CHECK(first_error(R"({"required":["b","b"]})", lenient()) ==
+        "/required/1: required name \"b\" is listed twice");
+}
+
+TEST_CASE("reference §4.2: additionalProperties is a schema or false; true is refused") {
+  CHECK(compiles(R"({"type":"object","additionalProperties":false})"));
+  CHECK(compiles(R"({"type":"object","additionalProperties":{"type":"string"}})"));
+  CHECK(first_error(R"({"type":"object","additionalProperties":true})") ==
+        "/additionalProperties: 'additionalProperties: true' is not allowed (omit it instead)");
+  CHECK(first_error(R"({"type":"object","additionalProperties":1})") ==
+        "/additionalProperties: 'additionalProperties' must be a schema or false");
+  CHECK(compiles(R"({"additionalProperties":true})", lenient()));
+}
+
+TEST_CASE(
+    "reference §4.2 / spec §4: anyOf and oneOf take required-only alternatives in strict mode") {
+  const std::string props = R"("properties":{"a":{"type":"string"},"b":{"type":"string"}})";
+  for (std::string_view k : {"anyOf", "oneOf"}) {
+    const std::string key{k};
+    CAPTURE(key);
+    CHECK(compiles(R"({"type":"object",)" + props + R"(,")" + key +
+                   R"(":[{"required":["a"]},{"required":["b"]}]})"));
+    CHECK(
+        first_error(R"({"type":"object",)" + props + R"(,")" + key + R"(":[{"type":"object"}]})") ==
+        "/" + key + "/0: an '" + key +
+            "' alternative must be an object whose only keyword is 'required' (required-only "
+            "alternatives)");
+    CHECK(first_error(R"({"type":"object",)" + props + R"(,")" + key +
+                      R"(":[{"required":["a"],"minProperties":1}]})") ==
+          "/" + key + "/0: an '" + key +
+              "' alternative must be an object whose only keyword is 'required' (required-only "
+              "alternatives)");
+    CHECK(first_error(R"({"type":"object",)" + props + R"(,")" + key + R"(":[{"required":[]}]})") ==
+          "/" + key + "/0/required: 'required' of an alternative must not be empty");
+    CHECK(first_error(R"({"type":"object",)" + props + R"(,")" + key +
+                      R"(":[{"required":["c"]}]})") ==
+          "/" + key + "/0/required/0: required property \"c\" is not declared in 'properties'");
+    CHECK(first_error(R"({"type":"object",")" + key + R"(":[]})") ==
+          "/" + key + ": '" + key + "' must be a non-empty array of schemas");
+    // Lenient: any subset schema.
+    CHECK(compiles(R"({")" + key + R"(":[{"type":"integer"},{"minimum":2}]})", lenient()));
+  }
+}
+
+TEST_CASE(
+    "reference §4.2: pattern must compile (ECMAScript); back-references and huge expansions are "
+    "refused") {
+  CHECK(compiles(
+      R"({"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z_]{1,64}$"}}})"));
+  CHECK(contains(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"(ab"}}})"),
+      "/properties/a/pattern: 'pattern' is not a valid ECMAScript regular expression"));
+  // A trailing '(' made libstdc++ read past the pattern; the last string of the schema puts the
+  // pattern at the end of the compiled copy, where AddressSanitizer would see that read.
+  CHECK(contains(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"(?!x("}}})"),
+      "/properties/a/pattern: 'pattern' is not a valid ECMAScript regular expression"));
+  CHECK(contains(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"a)(b"}}})"),
+      "/properties/a/pattern: 'pattern' is not a valid ECMAScript regular expression"));
+  CHECK(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"(a)\\1"}}})") ==
+      "/properties/a/pattern: 'pattern' uses a back-reference, which is not supported");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"string","pattern":"(?:a{100}){100}"}}})") ==
+      "/properties/a/pattern: 'pattern' is too complex (it expands to more than 1000 atoms)");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"string","pattern":"a{99999999999999999999}"}}})") ==
+      "/properties/a/pattern: 'pattern' is too complex (it expands to more than 1000 atoms)");
+  CHECK(compiles(
+      R"({"type":"object","properties":{"a":{"type":"string","pattern":"[a-z]{0,900}"}}})"));
+  // libstdc++ accepts stacked quantifiers; ECMAScript does not ("nothing to repeat").
+  CHECK(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"a**"}}})") ==
+      "/properties/a/pattern: 'pattern' is not a valid ECMAScript regular expression (a quantifier "
+      "follows a quantifier)");
+  CHECK(!compiles(R"({"type":"object","properties":{"a":{"type":"string","pattern":"a{2}{3}"}}})"));
+  CHECK(!compiles(R"({"type":"object","properties":{"a":{"type":"string","pattern":"a*??"}}})"));
+  CHECK(compiles(
+      R"({"type":"object","properties":{"a":{"type":"string","pattern":"a*?b+?c??d{2}?(?:e)?[*+?]\\*"}}})"));
+  // Long digit runs never reach std::regex (libstdc++ reads them without an overflow check).
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"string","pattern":"a{1234567890123456789012"}}})") ==
+      "/properties/a/pattern: 'pattern' is too complex (it expands to more than 1000 atoms)");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"string","pattern":"(a)\\1234567890123456789012"}}})") ==
+      "/properties/a/pattern: 'pattern' uses a back-reference, which is not supported");
+  CHECK(
+      first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":"[\\1]"}}})") ==
+      "/properties/a/pattern: 'pattern' uses a back-reference, which is not supported");
+  CHECK(
+      compiles(R"({"type":"object","properties":{"a":{"type":"string","pattern":"\\\\1|\\0"}}})"));
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","pattern":7}}})") ==
+        "/properties/a/pattern: 'pattern' must be a string");
+}
+
+TEST_CASE("reference §4.2: depth cap of 8 edges from the root") {
+  // Nests `levels` objects below the root through `properties/p`.
+  const auto nested = [](int levels) {
+    std::string s = R"({"type":"object")";
+    for (int i = 0; i < levels; ++i) s += R"(,"properties":{"p":{"type":"object")";
+    for (int i = 0; i < levels; ++i) s += "}}";
+    return s + "}";
+  };
+  CHECK(compiles(nested(8)));
+  const auto errors = errors_of(nested(9));
+  REQUIRE(errors.size() == 1);
+  CHECK(
+      contains(errors[0], "the schema nests deeper than the depth cap of 8 levels below the root"));
+  CHECK(contains(errors[0],
+                 "/properties/p/properties/p/properties/p/properties/p/properties/p/properties/p/"
+                 "properties/p/properties/p/properties/p:"));
+  // items and additionalProperties count too; a $ref does not.
+  CHECK(compiles(
+      R"({"type":"object","additionalProperties":{"type":"array","items":{"$ref":"#/$defs/leaf"}},)"
+      R"("$defs":{"leaf":{"type":"string"}}})"));
+  schema::compile_options shallow;
+  shallow.max_depth = 1;
+  CHECK(compiles(R"({"type":"object","additionalProperties":{"type":"array"}})", shallow));
+  CHECK(!compiles(
+      R"({"type":"object","additionalProperties":{"type":"array","items":{"type":"string"}}})",
+      shallow));
+  // Depth reached through $defs counts where the definition is used.
+  CHECK(!compiles(R"({"type":"object","properties":{"a":{"$ref":"#/$defs/d"}},)"
+                  R"("$defs":{"d":{"type":"array","items":{"type":"string"}}}})",
+                  shallow));
+  // Lenient mode has no depth cap.
+  CHECK(compiles(nested(20), lenient()));
+}
+
+TEST_CASE("reference §4.2: min > max is a compile error (numbers, lengths, items)") {
+  CHECK(first_error(
+            R"({"type":"object","properties":{"a":{"type":"integer","minimum":5,"maximum":4}}})") ==
+        "/properties/a/minimum: 'minimum' and 'maximum' admit no value");
+  CHECK(compiles(
+      R"({"type":"object","properties":{"a":{"type":"integer","minimum":5,"maximum":5}}})"));
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"number","exclusiveMinimum":5,"maximum":5}}})") ==
+      "/properties/a/exclusiveMinimum: 'exclusiveMinimum' and 'maximum' admit no value");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"number","minimum":1.5,"exclusiveMaximum":1.5}}})") ==
+      "/properties/a/minimum: 'minimum' and 'exclusiveMaximum' admit no value");
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"type":"string","minLength":3,"maxLength":2}}})") ==
+      "/properties/a/minLength: 'minLength' is greater than 'maxLength'");
+  CHECK(first_error(
+            R"({"type":"object","properties":{"a":{"type":"array","minItems":3,"maxItems":2}}})") ==
+        "/properties/a/minItems: 'minItems' is greater than 'maxItems'");
+  CHECK(compiles(R"({"minimum":5,"maximum":4})", lenient()));  // JSON Schema allows an empty range
+}
+
+TEST_CASE("spec §4: keyword values must have their JSON Schema types (both modes)") {
+  for (const auto& o : {schema::compile_options{}, lenient()}) {
+    CAPTURE(o.strict);
+    CHECK(contains(
+        first_error(R"({"type":"object","properties":{"a":{"type":"string","maxLength":-1}}})", o),
+        "/properties/a/maxLength: 'maxLength' must be a non-negative integer"));
+    CHECK(contains(
+        first_error(R"({"type":"object","properties":{"a":{"type":"string","minLength":1.5}}})", o),
+        "/properties/a/minLength: 'minLength' must be a non-negative integer"));
+    CHECK(contains(
+        first_error(R"({"type":"object","properties":{"a":{"type":"integer","minimum":"1"}}})", o),
+        "/properties/a/minimum: 'minimum' must be a number"));
+    CHECK(first_error(
+              R"({"type":"object","properties":{"a":{"type":"integer","exclusiveMinimum":true}}})",
+              o) ==
+          "/properties/a/exclusiveMinimum: 'exclusiveMinimum' must be a number (the boolean form "
+          "of draft 4 is not "
+          "supported)");
+    CHECK(
+        first_error(
+            R"({"type":"object","properties":{"a":{"type":"array","items":[{"type":"string"}]}}})",
+            o) ==
+        "/properties/a/items: the array form of 'items' is not supported (give one schema for "
+        "every item)");
+    CHECK(first_error(R"({"type":"object","description":1})", o) ==
+          "/description: 'description' must be a string");
+    CHECK(first_error(R"({"type":"object","examples":{}})", o) ==
+          "/examples: 'examples' must be an array");
+  }
+}
+
+TEST_CASE("spec §4: unsupported keywords are compile errors; annotations are accepted") {
+  CHECK(first_error(R"({"type":"object","patternProperties":{}})") ==
+        "/patternProperties: unsupported keyword 'patternProperties'");
+  CHECK(first_error(R"({"allOf":[]})", lenient()) == "/allOf: unsupported keyword 'allOf'");
+  CHECK(compiles(
+      R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","title":"t",)"
+      R"("description":"d","$comment":"c","examples":[{}],"default":{},)"
+      R"("properties":{"when":{"type":"string","format":"date-time"}}})"));
+  CHECK(compiles(R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object"})"));
+  CHECK(contains(
+      first_error(R"({"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object"})"),
+      "/$schema: unsupported '$schema'"));
+  CHECK(
+      first_error(
+          R"({"type":"object","properties":{"a":{"$schema":"https://json-schema.org/draft/2020-12/schema",)"
+          R"("type":"string"}}})") ==
+      "/properties/a/$schema: '$schema' is only allowed at the root");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","$defs":{}}}})") ==
+        "/properties/a/$defs: '$defs' is only supported at the root");
+  CHECK(first_error(R"({"type":"object","properties":{"a":true}})") ==
+        "/properties/a: a schema must be a JSON object (boolean schemas are not supported)");
+  CHECK(compiles(R"({"properties":{"a":true,"b":false}})", lenient()));
+}
+
+TEST_CASE("reference §3.3: every offence is collected, sorted by path then message") {
+  const auto errors = errors_of(
+      R"({"type":"object","properties":{"z":{"type":"string","maxLength":"x"},"a":{"type":"int"}},)"
+      R"("required":["q"],"uniqueItems":true})");
+  REQUIRE(errors.size() == 4);
+  CHECK(errors[0] == "/properties/a/type: unknown type \"int\"");
+  CHECK(errors[1] == "/properties/z/maxLength: 'maxLength' must be a non-negative integer");
+  CHECK(errors[2] == "/required/0: required property \"q\" is not declared in 'properties'");
+  CHECK(errors[3] == "/uniqueItems: unsupported keyword 'uniqueItems'");
+  // Whole-schema checks (root type, depth) are reported beside the others.
+  const auto with_root = errors_of(R"({"type":"string","foo":1})");
+  REQUIRE(with_root.size() == 2);
+  CHECK(with_root[0] == ": the root schema must have type 'object'");
+  CHECK(with_root[1] == "/foo: unsupported keyword 'foo'");
+  // Two offences at one path are sorted by message.
+  const auto same_path =
+      errors_of(R"({"type":"object","properties":{"a":{"type":"string","minimum":"x"}}})");
+  REQUIRE(same_path.size() == 2);
+  CHECK(same_path[0] ==
+        "/properties/a/minimum: 'minimum' applies to type integer or number, not string");
+  CHECK(same_path[1] == "/properties/a/minimum: 'minimum' must be a number");
+}
+
+TEST_CASE("spec §4: a schema that is not JSON is one compile error at the root") {
+  const auto errors = errors_of(R"({"type":"object",})");
+  REQUIRE(errors.size() == 1);
+  CHECK(contains(errors[0], ": the schema is not valid JSON"));
+  CHECK(!schema::compiled_schema::compile(json::value{}).has_value());
+}
+
+// ---- $ref
+// ----------------------------------------------------------------------------------------
+
+TEST_CASE("spec §4: $ref to local $defs, with JSON-pointer escaping and percent-decoding") {
+  const auto s = compile_ok(
+      R"({"type":"object","properties":{"a":{"$ref":"#/$defs/a~1b"},"b":{"$ref":"#/$defs/t~0n"},)"
+      R"("c":{"$ref":"#/$defs/sp%20ace"},"d":{"$ref":"#/%24defs/pct%25"}},)"
+      R"("$defs":{"a/b":{"type":"string"},"t~n":{"type":"integer"},"sp ace":{"type":"boolean"},)"
+      R"("pct%":{"type":"number"}}})");
+  CHECK(check(s, R"({"a":"x","b":1,"c":true,"d":1.5})") == "valid");
+  CHECK(check(s, R"({"a":1})") == "/a|expected string, got number");
+  CHECK(check(s, R"({"b":"x"})") == "/b|expected integer, got string");
+  CHECK(check(s, R"({"c":1})") == "/c|expected boolean, got number");
+  CHECK(check(s, R"({"d":"x"})") == "/d|expected number, got string");
+}
+
+TEST_CASE("spec §4: only \"#\" and \"#/$defs/<name>\" references are accepted") {
+  const std::string head = R"({"type":"object","properties":{"a":{"$ref":)";
+  const std::string tail = R"(}},"$defs":{"x":{"type":"string"}}})";
+  const std::string only_local =
+      "/properties/a/$ref: only local references are supported: \"#\" or \"#/$defs/<name>\"";
+  CHECK(first_error(head + R"("other.json#/$defs/x")" + tail) == only_local);
+  CHECK(first_error(head + R"("#/properties/b")" + tail) == only_local);
+  CHECK(first_error(head + R"("#/$defs/x/properties")" + tail) == only_local);
+  CHECK(first_error(head + R"("#anchor")" + tail) ==
+        "/properties/a/$ref: '$ref' is not a valid JSON pointer fragment");
+  CHECK(first_error(head + R"("#/$defs/%zz")" + tail) ==
+        "/properties/a/$ref: '$ref' has an invalid percent-encoding");
+  CHECK(first_error(head + R"("#/$defs/y")" + tail) ==
+        "/properties/a/$ref: '$ref' target \"#/$defs/y\" does not exist");
+  CHECK(first_error(head + R"(7)" + tail) == "/properties/a/$ref: '$ref' must be a string");
+  CHECK(first_error(R"({"type":"object","properties":{"a":{"$ref":"#/$defs/x","type":"string"}},)"
+                    R"("$defs":{"x":{"type":"string"}}})") ==
+        "/properties/a/type: 'type' beside '$ref' is not supported (only annotations may accompany "
+        "a reference)");
+}
+
+TEST_CASE("spec §4: a $ref cycle that never reaches content is a compile error, not a hang") {
+  CHECK(first_error(R"({"$ref":"#"})") ==
+        "/$ref: circular '$ref': the chain never reaches a schema with content");
+  const auto errors = errors_of(
+      R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}})");
+  CHECK(errors.size() == 3);  // the root, a and b all lead into the cycle
+  // Lenient mode: alternatives that lead back without descending into the instance.
+  CHECK(first_error(R"({"anyOf":[{"$ref":"#"}]})", lenient()) ==
+        "/anyOf: the alternatives lead back to this schema without descending into the instance");
+  CHECK(
+      first_error(
+          R"({"$ref":"#/$defs/a","$defs":{"a":{"oneOf":[{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"$ref":"#"}]}}})",
+          lenient())
+          .ends_with(
+              "the alternatives lead back to this schema without descending into the instance"));
+}
+
+TEST_CASE(
+    "spec §4: recursion through properties is allowed and bounded by the depth cap at validation") {
+  const auto s =
+      compile_ok(R"({"type":"object","properties":{"name":{"type":"string"},"child":{"$ref":"#"}},)"
+                 R"("additionalProperties":false})");
+  CHECK(check(s, R"({"name":"a","child":{"name":"b","child":{}}})") == "valid");
+  CHECK(check(s, R"({"child":{"child":{"name":1}}})") ==
+        "/child/child/name|expected string, got number");
+  CHECK(check(s, R"({"child":{"extra":1}})") ==
+        "/child/*|property is not declared by the schema (additionalProperties is false)");
+  std::string deep, close;
+  for (int i = 0; i < 8; ++i) {
+    deep += R"({"child":)";
+    close += "}";
+  }
+  CHECK(check(s, deep + "{}" + close) == "valid");  // 8 levels below the root
+  CHECK(check(s, deep + R"({"child":{}})" + close) ==
+        "/child/child/child/child/child/child/child/child/child|the value nests deeper than the "
+        "schema's depth cap of 8");
+  // Lenient mode follows the instance, whatever its depth.
+  const auto l = compile_ok(R"({"properties":{"child":{"$ref":"#"}}})", lenient());
+  std::string very_deep, very_close;
+  for (int i = 0; i < 100; ++i) {
+    very_deep += R"({"child":)";
+    very_close += "}";
+  }
+  CHECK(check(l, very_deep + "1" + very_close) == "valid");
+}
+
+// ---- validation (reference §4.3)
+// -------------------------------------------------------------------
+
+TEST_CASE("reference §4.3: type is checked first") {
+  const auto s = compile_ok(closed_ab);
+  CHECK(check(s, "[]") == "|expected object, got array");
+  CHECK(check(s, R"("x")") == "|expected object, got string");
+  CHECK(check(s, "null") == "|expected object, got null");
+  CHECK(check(s, R"({"a":true})") == "/a|expected string, got boolean");
+  // A value both of the wrong type and missing a required property reports the type.
+  const auto nested = compile_ok(R"({"type":"object","properties":{"o":{"type":"object",)"
+                                 R"("properties":{"x":{"type":"string"}},"required":["x"]}}})");
+  CHECK(check(nested, R"({"o":[]})") == "/o|expected object, got array");
+  CHECK(check(nested, R"({"o":{}})") == "/o/x|required property is missing");
+}
+
+TEST_CASE("reference §4.3: integer is an integer literal within signed 64 bits") {
+  const auto s = compile_ok(R"({"type":"object","properties":{"n":{"type":"integer"}}})");
+  CHECK(check(s, R"({"n":1})") == "valid");
+  CHECK(check(s, R"({"n":-9223372036854775808})") == "valid");
+  CHECK(check(s, R"({"n":9223372036854775807})") == "valid");
+  CHECK(check(s, R"({"n":1.0})") ==
+        "/n|expected an integer, got a number with a fraction part or exponent");
+  CHECK(check(s, R"({"n":1e2})") ==
+        "/n|expected an integer, got a number with a fraction part or exponent");
+  CHECK(check(s, R"({"n":1.5})") ==
+        "/n|expected an integer, got a number with a fraction part or exponent");
+  CHECK(check(s, R"({"n":9223372036854775808})") == "/n|integer out of range (signed 64-bit)");
+  CHECK(check(s, R"({"n":18446744073709551615})") == "/n|integer out of range (signed 64-bit)");
+  CHECK(check(s, R"({"n":"1"})") == "/n|expected integer, got string");
+  const auto number = compile_ok(R"({"type":"object","properties":{"n":{"type":"number"}}})");
+  CHECK(check(number, R"({"n":1.0})") == "valid");
+  CHECK(check(number, R"({"n":18446744073709551615})") == "valid");
+  CHECK(check(number, R"({"n":-1e300})") == "valid");
+}
+
+TEST_CASE(
+    "reference §4.3: const and enum use JSON equality (numbers by value, objects unordered)") {
+  const auto s = compile_ok(R"({"type":"object","properties":{)"
+                            R"("c":{"type":"number","const":1},)"
+                            R"("e":{"type":"string","enum":["red","green"]},)"
+                            R"("o":{"type":"object","const":{"a":1,"b":[1,2]}},)"
+                            R"("l":{"type":"array","const":[1,2]}}})");
+  CHECK(check(s, R"({"c":1.0})") == "valid");
+  CHECK(check(s, R"({"c":1e0})") == "valid");
+  CHECK(check(s, R"({"c":2})") == "/c|the value must equal 1");
+  CHECK(check(s, R"({"e":"green"})") == "valid");
+  CHECK(check(s, R"({"e":"blue"})") == R"(/e|the value is not one of ["red","green"])");
+  CHECK(check(s, R"({"o":{"b":[1,2],"a":1.0}})") == "valid");
+  CHECK(check(s, R"({"o":{"b":[2,1],"a":1}})") == R"(/o|the value must equal {"a":1,"b":[1,2]})");
+  CHECK(check(s, R"({"o":{"a":1}})") == R"(/o|the value must equal {"a":1,"b":[1,2]})");
+  CHECK(check(s, R"({"l":[1,2]})") == "valid");
+  CHECK(check(s, R"({"l":[2,1]})") == "/l|the value must equal [1,2]");
+  // Long constants are not quoted.
+  const std::string big(200, 'x');
+  const auto quiet = compile_ok(R"({"type":"object","properties":{"k":{"type":"string","const":")" +
+                                big + R"("}}})");
+  CHECK(check(quiet, R"({"k":"y"})") == "/k|the value does not equal the schema's const");
+  // const comes before enum.
+  const auto both = compile_ok(
+      R"({"type":"object","properties":{"k":{"type":"string","const":"a","enum":["b"]}}})");
+  CHECK(check(both, R"({"k":"c"})") == "/k|the value must equal \"a\"");
+}
+
+TEST_CASE("reference §4.3: string lengths count Unicode code points") {
+  const auto s = compile_ok(
+      R"({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":3}}})");
+  CHECK(check(s, R"({"s":"ab"})") == "valid");
+  CHECK(check(s, R"({"s":"héé"})") == "valid");                       // 3 code points, 5 bytes
+  CHECK(check(s, R"({"s":"\ud83d\udca9\ud83d\udca9"})") == "valid");  // 2 code points, 8 bytes
+  CHECK(check(s, R"({"s":"\ud83d\udca9"})") ==
+        "/s|the string is shorter than minLength 2 (code points)");
+  CHECK(check(s, R"({"s":"a"})") == "/s|the string is shorter than minLength 2 (code points)");
+  CHECK(check(s, R"({"s":"abcd"})") == "/s|the string is longer than maxLength 3 (code points)");
+  CHECK(check(s, R"({"s":"éééé"})") == "/s|the string is longer than maxLength 3 (code points)");
+}
+
+TEST_CASE("reference §4.3: pattern is an unanchored ECMAScript search, after the lengths") {
+  const auto s = compile_ok(R"({"type":"object","properties":{)"
+                            R"("u":{"type":"string","pattern":"a+"},)"
+                            R"("anch":{"type":"string","pattern":"^abc$"},)"
+                            R"("alt":{"type":"string","pattern":"^a|b$"},)"
+                            R"("look":{"type":"string","pattern":"^(?!tmp)[a-z]+$"},)"
+                            R"("len":{"type":"string","minLength":2,"pattern":"^x"},)"
+                            R"("esc":{"type":"string","pattern":"a\\$"},)"
+                            R"("grp":{"type":"string","pattern":"^(?:x|y)$"},)"
+                            R"("tail":{"type":"string","pattern":"b$"}}})");
+  CHECK(check(s, R"({"u":"xxaayy"})") == "valid");
+  CHECK(check(s, R"({"u":"xyz"})") == "/u|the string does not match the pattern \"a+\"");
+  CHECK(check(s, R"({"anch":"abc"})") == "valid");
+  CHECK(check(s, R"({"anch":"xabc"})") == "/anch|the string does not match the pattern \"^abc$\"");
+  CHECK(check(s, R"({"anch":"abc\nx"})") ==
+        "/anch|the string does not match the pattern \"^abc$\"");
+  CHECK(check(s, R"({"alt":"ac"})") == "valid");
+  CHECK(check(s, R"({"alt":"cb"})") == "valid");
+  CHECK(check(s, R"({"alt":"ca"})") == "/alt|the string does not match the pattern \"^a|b$\"");
+  CHECK(check(s, R"({"look":"data"})") == "valid");
+  CHECK(check(s, R"({"look":"tmpdata"})") ==
+        "/look|the string does not match the pattern \"^(?!tmp)[a-z]+$\"");
+  CHECK(check(s, R"({"len":"y"})") == "/len|the string is shorter than minLength 2 (code points)");
+  CHECK(check(s, R"({"len":"yy"})") == "/len|the string does not match the pattern \"^x\"");
+  CHECK(check(s, R"({"esc":"xa$y"})") == "valid");  // an escaped '$' is no anchor
+  CHECK(check(s, R"({"esc":"xa"})") == "/esc|the string does not match the pattern \"a\\\\$\"");
+  CHECK(check(s, R"({"grp":"y"})") == "valid");
+  CHECK(check(s, R"({"grp":"xy"})") == "/grp|the string does not match the pattern \"^(?:x|y)$\"");
+  CHECK(check(s, R"({"tail":"aab"})") == "valid");
+  CHECK(check(s, R"({"tail":"ba"})") == "/tail|the string does not match the pattern \"b$\"");
+}
+
+TEST_CASE("reference §4.3: pattern answers what std::regex (ECMAScript, classic locale) answers") {
+  // The validator matches most patterns with its own automaton and leaves the rest (lookahead,
+  // POSIX classes, \cX, ...) to std::regex; both must agree with std::regex_search itself.
+  const std::vector<std::string> patterns = {
+      "",          "a",        "abc",          "^abc$",       "^a",       "c$",
+      "a|b",       "^a|c$",    "(ab)+",        "(?:ab){2}",   "a{2,3}",   "^a{2,}$",
+      "^a{0,1}b$", "^(a|)*b$", "^(?:a*)*b$",   "x*",          "x+?",      "^.$",
+      "^..$",      ".",        "[abc]",        "[^abc]",      "[a-c]+$",  "^[]",
+      "[^]",       "^[^]*$",   "[a-]",         "[-a]",        R"([\]a])", R"(\d+)",
+      R"(\D)",     R"(^\w+$)", R"(\W)",        R"(\s)",       R"(\S)",    R"([\d_])",
+      R"([^\s])",  R"(\bab)",  R"(b\b)",       R"(\Bb)",      R"(^\x41)", R"(\u0062)",
+      R"(\t)",     R"(\n)",    R"(\0)",        R"(\/)",       R"(\-)",    R"(a\$)",
+      R"(\.)",     "[.]",      R"([\b])",      "é",           "^é$",      "^[a-z0-9_-]{1,8}$",
+      "^(?=a)",    "(?!a)b",   "[[:alpha:]]+", "[[:digit:]]", R"(\cA)",   "[a-b-c]",
+      "()",        "(|a)b",    "a||b",         "^$",          "^.+$",     "^[^a]$",
+  };
+  const std::vector<std::string> subjects = {
+      "",
+      "a",
+      "b",
+      "ab",
+      "abc",
+      "aab",
+      "abab",
+      "xabcx",
+      "ABC",
+      "A",
+      "a b",
+      "a\nb",
+      "a\rb",
+      "\t",
+      "123",
+      "_x_",
+      "é",
+      "ée",
+      "-",
+      "]",
+      "a]",
+      "x",
+      "xxx",
+      "a$",
+      "a.b",
+      "\b",
+      "cab",
+      "ba",
+      std::string(1, '\0'),
+      "\n",
+      "\r",
+      "a\n",
+      "\r\n",
+  };
+  for (const std::string& p : patterns) {
+    CAPTURE(p);
+    std::string schema_text;
+    json::writer{schema_text}.begin_object().member("pattern", p).end_object();
+    const auto s = compile_ok(schema_text, lenient());
+    std::regex reference;
+    reference.imbue(std::locale::classic());
+    reference.assign(p, std::regex::ECMAScript | std::regex::nosubs);
+    for (const std::string& subject : subjects) {
+      CAPTURE(subject);
+      std::string instance;
+      json::append_escaped(instance, subject);
+      const bool expected = std::regex_search(subject, reference);
+      CHECK((check(s, instance) == "valid") == expected);
+    }
+  }
+}
+
+TEST_CASE(
+    "reference §4.3: strings longer than max_pattern_subject_bytes are refused by a pattern") {
+  const std::string text =
+      R"({"type":"object","properties":{"s":{"type":"string","pattern":"a"},"t":{"type":"string"}}})";
+  const auto s = compile_ok(text);
+  const std::string at_cap(schema::default_max_pattern_subject_bytes, 'a');
+  const std::string over_cap(schema::default_max_pattern_subject_bytes + 1, 'a');
+  CHECK(check(s, R"({"s":")" + at_cap + R"("})") == "valid");
+  CHECK(check(s, R"({"s":")" + over_cap + R"("})") ==
+        "/s|string too long to match pattern (more than 8192 bytes)");
+  CHECK(check(s, R"({"t":")" + over_cap + R"("})") == "valid");  // no pattern, no cap
+  schema::compile_options small;
+  small.max_pattern_subject_bytes = 4;
+  const auto capped = compile_ok(text, small);
+  CHECK(check(capped, R"({"s":"aaaa"})") == "valid");
+  CHECK(check(capped, R"({"s":"aaaaa"})") ==
+        "/s|string too long to match pattern (more than 4 bytes)");
+}
+
+TEST_CASE("reference §4.3: numeric bounds compare exactly") {
+  const auto s = compile_ok(
+      R"({"type":"object","properties":{)"
+      R"("i":{"type":"integer","minimum":9007199254740993,"maximum":9223372036854775807},)"
+      R"("f":{"type":"number","minimum":0.5,"maximum":1e1},)"
+      R"("x":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1}}})");
+  // 2^53 + 1 is not a double: a double comparison would call 2^53 equal to it.
+  CHECK(check(s, R"({"i":9007199254740993})") == "valid");
+  CHECK(check(s, R"({"i":9007199254740992})") ==
+        "/i|the value is less than minimum 9007199254740993");
+  CHECK(check(s, R"({"f":0})") == "/f|the value is less than minimum 0.5");
+  CHECK(check(s, R"({"f":0.5})") == "valid");
+  CHECK(check(s, R"({"f":10})") == "valid");
+  CHECK(check(s, R"({"f":10.000001})") == "/f|the value is greater than maximum 1e1");
+  CHECK(check(s, R"({"f":18446744073709551615})") == "/f|the value is greater than maximum 1e1");
+  CHECK(check(s, R"({"x":0})") == "/x|the value must be greater than exclusiveMinimum 0");
+  CHECK(check(s, R"({"x":-0.0})") == "/x|the value must be greater than exclusiveMinimum 0");
+  CHECK(check(s, R"({"x":1e-300})") == "valid");
+  CHECK(check(s, R"({"x":1})") == "/x|the value must be less than exclusiveMaximum 1");
+  CHECK(check(s, R"({"x":0.9999999})") == "valid");
+  const auto mixed = compile_ok(R"({"minimum":-1.5,"maximum":18446744073709551615})", lenient());
+  CHECK(check(mixed, "-1") == "valid");
+  CHECK(check(mixed, "-2") == "|the value is less than minimum -1.5");
+  CHECK(check(mixed, "18446744073709551615") == "valid");
+  // The double 2^64 exceeds 2^64 - 1, which a double comparison would round up to 2^64.
+  CHECK(check(mixed, "1.8446744073709552e19") ==
+        "|the value is greater than maximum 18446744073709551615");
+  CHECK(check(mixed, "1.8446744073709550e19") == "valid");  // 2^64 - 2048
+}
+
+TEST_CASE(
+    "reference §4.3: object checks run required, then declared properties in order, then extra "
+    "keys") {
+  const auto s =
+      compile_ok(R"({"type":"object","properties":{"b":{"type":"string"},"a":{"type":"string"}},)"
+                 R"("required":["a","b"],"additionalProperties":false})");
+  // required, in declared order
+  CHECK(check(s, R"({"x":1})") == "/a|required property is missing");
+  CHECK(check(s, R"({"a":"1","x":1})") == "/b|required property is missing");
+  // then declared properties in declared order (b before a), before extra keys
+  CHECK(check(s, R"({"x":1,"a":1,"b":1})") == "/b|expected string, got number");
+  CHECK(check(s, R"({"x":1,"a":1,"b":"1"})") == "/a|expected string, got number");
+  CHECK(check(s, R"({"x":1,"a":"1","b":"1"})") ==
+        "/*|property is not declared by the schema (additionalProperties is false)");
+}
+
+TEST_CASE("reference §4.3: caller-supplied names are reported as * and never echoed") {
+  const auto s =
+      compile_ok(R"({"type":"object","properties":{"known":{"type":"string"}},)"
+                 R"("additionalProperties":{"type":"object","properties":{"v":{"type":"integer"}},)"
+                 R"("additionalProperties":false}})");
+  CHECK(check(s, R"({"known":"k","secret-name":{"v":1}})") == "valid");
+  const std::string r1 = check(s, R"({"secret-name":{"v":"secret-value"}})");
+  CHECK(r1 == "/*/v|expected integer, got string");
+  const std::string r2 = check(s, R"({"secret-name":{"secret-inner":1}})");
+  CHECK(r2 == "/*/*|property is not declared by the schema (additionalProperties is false)");
+  const std::string r3 = check(s, R"({"secret-name":"secret-value"})");
+  CHECK(r3 == "/*|expected object, got string");
+  for (const std::string& r : {r1, r2, r3}) CHECK(!contains(r, "secret"));
+  // Values are not echoed either: enum/const/pattern reasons quote the schema, not the instance.
+  const auto e = compile_ok(R"({"type":"object","properties":{"k":{"type":"string","enum":["a"]},)"
+                            R"("p":{"type":"string","pattern":"^x"}}})");
+  CHECK(!contains(check(e, R"({"k":"secret"})"), "secret"));
+  CHECK(!contains(check(e, R"({"p":"secret"})"), "secret"));
+}
+
+TEST_CASE("reference §4.3: declared names are escaped in violation paths") {
+  const auto s = compile_ok(
+      R"({"type":"object","properties":{"a/b":{"type":"string"},"t~n":{"type":"string"},)"
+      R"("":{"type":"string"}},"required":["x/y"],"additionalProperties":{"type":"string"}})",
+      lenient());
+  CHECK(check(s, R"({"x/y":"","a/b":1})") == "/a~1b|expected string, got number");
+  CHECK(check(s, R"({"x/y":"","t~n":1})") == "/t~0n|expected string, got number");
+  CHECK(check(s, R"({"x/y":"","":1})") == "/|expected string, got number");
+  CHECK(check(s, R"({})") == "/x~1y|required property is missing");
+}
+
+TEST_CASE("reference §4.3: arrays check minItems, maxItems, then items by index") {
+  const auto s =
+      compile_ok(R"({"type":"object","properties":{"l":{"type":"array","minItems":1,"maxItems":3,)"
+                 R"("items":{"type":"object","properties":{"n":{"type":"integer"}}}}}})");
+  CHECK(check(s, R"({"l":[{"n":1},{}]})") == "valid");
+  CHECK(check(s, R"({"l":[]})") == "/l|the array has fewer than minItems 1 items");
+  CHECK(check(s, R"({"l":[1,2,3,4]})") == "/l|the array has more than maxItems 3 items");
+  CHECK(check(s, R"({"l":[{"n":1},{"n":1.5}]})") ==
+        "/l/1/n|expected an integer, got a number with a fraction part or exponent");
+  CHECK(check(s, R"({"l":[{}, 7]})") == "/l/1|expected object, got number");
+}
+
+TEST_CASE("reference §4.3 / spec §4: anyOf then oneOf of required-only alternatives") {
+  const auto s = compile_ok(
+      R"({"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},)"
+      R"("x":{"type":"string"},"y":{"type":"string"}},)"
+      R"("anyOf":[{"required":["id"]},{"required":["name"]}],)"
+      R"("oneOf":[{"required":["x"]},{"required":["y"]}]})");
+  CHECK(check(s, R"({"id":"1","x":"1"})") == "valid");
+  CHECK(check(s, R"({"name":"n","y":"1"})") == "valid");
+  CHECK(check(s, R"({"x":"1"})") ==
+        R"(|none of the anyOf alternatives is satisfied (required: ["id"] or ["name"]))");
+  CHECK(check(s, R"({"id":"1"})") ==
+        R"(|none of the oneOf alternatives is satisfied (required: ["x"] or ["y"]))");
+  CHECK(
+      check(s, R"({"id":"1","x":"1","y":"2"})") ==
+      R"(|more than one oneOf alternative is satisfied; exactly one must be (required: ["x"] or ["y"]))");
+  // Declared properties are checked before the alternatives.
+  CHECK(check(s, R"({"x":1})") == "/x|expected string, got number");
+}
+
+TEST_CASE(
+    "spec §4: lenient mode applies keywords only to their own types and accepts boolean schemas") {
+  const auto s =
+      compile_ok(R"({"maxLength":2,"minimum":3,"required":["a"],"items":false})", lenient());
+  CHECK(check(s, "100") == "valid");
+  CHECK(check(s, R"("ab")") == "valid");
+  CHECK(check(s, R"("abc")") == "|the string is longer than maxLength 2 (code points)");
+  CHECK(check(s, "2") == "|the value is less than minimum 3");
+  CHECK(check(s, "{}") == "/a|required property is missing");
+  CHECK(check(s, "[]") == "valid");
+  CHECK(check(s, "[1]") == "/0|no value is allowed here (the schema is false)");
+  const auto f = compile_ok("false", lenient());
+  CHECK(check(f, "null") == "|no value is allowed here (the schema is false)");
+  const auto t = compile_ok(R"({"type":["integer","null"]})", lenient());
+  CHECK(check(t, "null") == "valid");
+  CHECK(check(t, R"("x")") == "|expected one of integer, null, got string");
+}
+
+TEST_CASE("spec §4: lenient alternatives that would cost exponential time stop at a work budget") {
+  // Each level tries its two alternatives on the same value: 2^30 evaluations without a budget.
+  std::string defs;
+  constexpr int levels = 30;
+  for (int i = 0; i < levels; ++i) {
+    if (i > 0) defs += ",";
+    const std::string next = i + 1 < levels
+                                 ? R"({"$ref":"#/$defs/d)" + std::to_string(i + 1) + R"("})"
+                                 : R"({"type":"string"})";
+    defs += R"("d)" + std::to_string(i) + R"(":{"anyOf":[)" + next + "," + next + "]}";
+  }
+  const auto s = compile_ok(R"({"$ref":"#/$defs/d0","$defs":{)" + defs + "}}", lenient());
+  CHECK(check(s, R"("ok")") == "valid");  // the first alternative succeeds at every level
+  CHECK(check(s, "1") ==
+        "|validation work budget exhausted (the schema's alternatives are too costly for this "
+        "value)");
+}
+
+TEST_CASE("reference §3.3: root_is_closed and root_declares (after $ref resolution)") {
+  const auto closed = compile_ok(
+      R"({"type":"object","properties":{"approval_id":{"type":"string"},"x":{"type":"string"}},)"
+      R"("additionalProperties":false})");
+  CHECK(closed.root_is_closed());
+  CHECK(closed.root_declares("approval_id"));
+  CHECK(closed.root_declares("x"));
+  CHECK(!closed.root_declares("y"));
+  CHECK(!closed.root_declares(""));
+  const auto open = compile_ok(R"({"type":"object","properties":{"x":{"type":"string"}}})");
+  CHECK(!open.root_is_closed());
+  const auto schema_extra =
+      compile_ok(R"({"type":"object","additionalProperties":{"type":"string"}})");
+  CHECK(!schema_extra.root_is_closed());
+  const auto via_ref = compile_ok(
+      R"({"$ref":"#/$defs/args","$defs":{"args":{"type":"object",)"
+      R"("properties":{"approval_id":{"type":"string"}},"additionalProperties":false}}})");
+  CHECK(via_ref.root_is_closed());
+  CHECK(via_ref.root_declares("approval_id"));
+}
+
+TEST_CASE("spec §4: an empty compiled_schema checks nothing; moves transfer the schema") {
+  const schema::compiled_schema empty;
+  CHECK(check(empty, "[1,2]") == "valid");
+  CHECK(!empty.root_is_closed());
+  CHECK(!empty.root_declares("x"));
+  auto a = compile_ok(closed_ab);
+  schema::compiled_schema b{std::move(a)};
+  CHECK(check(b, "{}") == "/a|required property is missing");
+  CHECK(check(a, "{}") ==
+        "valid");  // NOLINT(bugprone-use-after-move): moved-from is empty, by contract
+  schema::compiled_schema c;
+  c = std::move(b);
+  CHECK(c.root_is_closed());
+  CHECK(check(c, R"({"a":"x","z":1})") ==
+        "/*|property is not declared by the schema (additionalProperties is false)");
+}
+
+TEST_CASE("spec §4: an absent instance is a violation at the root") {
+  const auto s = compile_ok(closed_ab);
+  const auto v = s.validate(json::value{});
+  REQUIRE(v.has_value());
+  CHECK(v->path.empty());
+  CHECK(v->reason == "no value to validate");
+}
+
+TEST_CASE("spec §4: a schema compiled from a parsed value does not depend on its document") {
+  std::optional<schema::compiled_schema> s;
+  {
+    json::document doc;
+    auto root =
+        doc.parse(R"({"type":"object","properties":{"k":{"type":"string","enum":["alpha","beta"]},)"
+                  R"("n":{"type":"number","minimum":0.25}},"required":["k"]})");
+    REQUIRE(root.has_value());
+    auto c = schema::compiled_schema::compile(*root);
+    REQUIRE(c.has_value());
+    s.emplace(std::move(*c));
+    // Reuse the document for something else, then destroy it.
+    REQUIRE(doc.parse(R"({"type":"string","enum":["overwritten"]})").has_value());
+  }
+  CHECK(check(*s, R"({"k":"beta","n":0.25})") == "valid");
+  CHECK(check(*s, R"({"k":"gamma"})") == R"(/k|the value is not one of ["alpha","beta"])");
+  CHECK(check(*s, R"({"k":"alpha","n":0.2})") == "/n|the value is less than minimum 0.25");
+}
+
+TEST_CASE("spec §4: validation is deterministic") {
+  const auto s = compile_ok(closed_ab);
+  json::document doc;
+  auto v = doc.parse(R"({"z":1,"y":2,"a":3})");
+  REQUIRE(v.has_value());
+  const auto first = s.validate(*v);
+  for (int i = 0; i < 10; ++i) {
+    const auto again = s.validate(*v);
+    REQUIRE(again.has_value());
+    CHECK(again->path == first->path);
+    CHECK(again->reason == first->reason);
+  }
+  CHECK(first->path == "/a");
+}
