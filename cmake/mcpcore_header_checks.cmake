@@ -3,7 +3,10 @@
 #  - a generated translation unit that includes it twice (self-containment, include guard),
 #    compiled in both modes (objects of mcpcore_header_checks_compiled / _header_only);
 #  - a ctest test that preprocesses it in compiled mode and fails above MCPCORE_HEADER_LINE_BUDGET
-#    lines (a deterministic proxy for compile cost; style guide §5.6).
+#    lines (a deterministic proxy for compile cost; style guide §5.6). The dispatch layer's headers
+#    (server.hpp, stdio.hpp) and the umbrella have MCPCORE_DISPATCH_HEADER_LINE_BUDGET instead:
+#    the standard headers they need (<chrono>, <functional>, <stop_token>) expand to 56k lines
+#    on their own with libstdc++ 12 in C++23 mode.
 function(mcpcore_add_header_checks)
   set(_sources "")
   foreach(_header IN LISTS ARGN)
@@ -12,9 +15,13 @@ function(mcpcore_add_header_checks)
     set(_tu "${CMAKE_CURRENT_BINARY_DIR}/header_checks/${_id}.cpp")
     file(CONFIGURE OUTPUT "${_tu}" CONTENT "#include <${_rel}>\n#include <${_rel}>\n")
     list(APPEND _sources "${_tu}")
+    set(_budget ${MCPCORE_HEADER_LINE_BUDGET})
+    if(_rel MATCHES "^mcpcore/(server|stdio|mcpcore)\\.hpp$")
+      set(_budget ${MCPCORE_DISPATCH_HEADER_LINE_BUDGET})
+    endif()
     add_test(NAME header_budget.${_rel}
              COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DHEADER=${_rel}
-                     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include -DBUDGET=${MCPCORE_HEADER_LINE_BUDGET}
+                     -DINCLUDE_DIR=${PROJECT_SOURCE_DIR}/include -DBUDGET=${_budget}
                      -P ${PROJECT_SOURCE_DIR}/cmake/mcpcore_header_budget.cmake)
     set_tests_properties(header_budget.${_rel} PROPERTIES LABELS "unit;header")
   endforeach()

@@ -19,6 +19,56 @@ enum class message_kind : std::uint8_t;
 struct message;
 struct message_error;
 
+// governance plug-ins
+enum class operation : std::uint8_t;
+enum class principal_kind : std::uint8_t;
+struct principal;
+enum class tier_decision : std::uint8_t;
+struct yuzu_tier_policy;
+struct open_tier_policy;
+struct allow_all_authorizer;
+class role_table_authorizer;
+enum class audit_result : std::uint8_t;
+struct audit_record;
+struct null_audit_sink;
+class memory_audit_sink;
+class jsonl_audit_sink;
+class counter;
+class gauge;
+struct metric_label;
+struct null_metrics;
+class metrics_registry;
+struct system_clock_source;
+class manual_clock;
+
+// dispatch core
+enum class log_level : std::uint8_t;
+class content_block;
+class tool_result;
+class resource_result;
+class prompt_result;
+class call_context;
+class client_reply;
+enum class client_request_errc : std::uint8_t;
+enum class tool_effect : std::uint8_t;
+struct server_info;
+struct server_options;
+class kill_switches;
+class message_sink;
+struct client_capabilities;
+class peer;
+struct dispatch_context;
+class uri_variables;
+class prompt_arguments;
+class tool_builder;
+class resource_builder;
+class prompt_builder;
+struct build_error;
+class server_builder;
+class server;
+struct stdio_options;
+class stdio_transport;
+
 namespace json {
 enum class json_errc : int;
 enum class kind : std::uint8_t;
@@ -32,6 +82,13 @@ class writer;
 namespace sse {
 struct event;
 }  // namespace sse
+
+namespace schema {
+struct compile_options;
+struct compile_error;
+struct violation;
+class compiled_schema;
+}  // namespace schema
 
 MCPCORE_END_NAMESPACE
 

@@ -4,7 +4,9 @@
 #define MCPCORE_MCPCORE_HPP
 
 #include <mcpcore/accept.hpp>
+#include <mcpcore/audit.hpp>
 #include <mcpcore/canonical_json.hpp>
+#include <mcpcore/clock.hpp>
 #include <mcpcore/correlation_id.hpp>
 #include <mcpcore/error.hpp>
 #include <mcpcore/expected.hpp>
@@ -12,8 +14,13 @@
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/policy.hpp>
 #include <mcpcore/retry.hpp>
+#include <mcpcore/schema.hpp>
+#include <mcpcore/server.hpp>
 #include <mcpcore/sse.hpp>
+#include <mcpcore/tool.hpp>
 #include <mcpcore/version.hpp>
 
 #endif  // MCPCORE_MCPCORE_HPP

@@ -21,6 +21,8 @@
 #include <mcpcore/impl/metrics.ipp>
 #include <mcpcore/impl/policy.ipp>
 #include <mcpcore/impl/schema.ipp>
+#include <mcpcore/impl/server.ipp>
 #include <mcpcore/impl/sse.ipp>
+#include <mcpcore/impl/tool.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP
