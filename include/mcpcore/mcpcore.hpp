@@ -20,6 +20,7 @@
 #include <mcpcore/schema.hpp>
 #include <mcpcore/server.hpp>
 #include <mcpcore/sse.hpp>
+#include <mcpcore/stdio.hpp>
 #include <mcpcore/tool.hpp>
 #include <mcpcore/version.hpp>
 

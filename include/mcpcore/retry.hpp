@@ -56,6 +56,10 @@ inline constexpr milliseconds streamed_post{30000};
 /// failure (store closed, permanent SQL class) carries null instead.
 inline constexpr milliseconds approval_store_transient{5000};
 
+/// A request found every worker busy and the dispatch queue full (stdio): a slot frees when any
+/// call finishes, which the server cannot predict; one second is the floor it can honestly give.
+inline constexpr milliseconds dispatch_queue_full{1000};
+
 /// The `Retry-After` header value (whole seconds, rounded up) for a `retry_after_ms` floor; a 429
 /// carries both (reference §1.6).
 [[nodiscard]] constexpr std::int64_t header_seconds(milliseconds floor) noexcept {

@@ -20,6 +20,7 @@ TEST_SUITE("retry") {
     static_assert(retry::handover == milliseconds{5000});
     static_assert(retry::streamed_post == milliseconds{30000});
     static_assert(retry::approval_store_transient == milliseconds{5000});
+    static_assert(retry::dispatch_queue_full == milliseconds{1000});  // mcpcore's own (stdio queue)
     CHECK(true);
   }
 

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the stdio transport over pipe(2) pairs (spec §7; MCP 2025-11-25 stdio transport:
+// newline-delimited JSON-RPC, one message per line).
+#include <mcpcore/stdio.hpp>
+
+#include <doctest/doctest.h>
+
+#include "support/server_fixture.hpp"
+
+#include <mcpcore/server.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+using namespace mcpcore;
+using namespace server_fixture;
+
+namespace {
+
+// One pipe; either end may be closed early.
+struct pipe_fds {
+  int read_end = -1;
+  int write_end = -1;
+  pipe_fds() {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    read_end = fds[0];
+    write_end = fds[1];
+  }
+  ~pipe_fds() {
+    close_read();
+    close_write();
+  }
+  pipe_fds(const pipe_fds&) = delete;
+  pipe_fds& operator=(const pipe_fds&) = delete;
+  void close_read() {
+    if (read_end >= 0) ::close(read_end);
+    read_end = -1;
+  }
+  void close_write() {
+    if (write_end >= 0) ::close(write_end);
+    write_end = -1;
+  }
+};
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const auto n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    REQUIRE(n > 0);
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// Reads newline-terminated lines from a file descriptor, with a timeout per line.
+class line_reader {
+ public:
+  explicit line_reader(int fd) noexcept : fd_(fd) {}
+  /// The next line (without its '\n'); nullopt on timeout or end of stream.
+  std::optional<std::string> next(std::chrono::milliseconds timeout = patience) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      if (eof_) return std::nullopt;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return std::nullopt;
+      char chunk[4096];
+      const auto n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        eof_ = true;
+        continue;
+      }
+      buf_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+ private:
+  int fd_;
+  std::string buf_;
+  bool eof_ = false;
+};
+
+// A transport running on its own thread between two pipes.
+class harness {
+ public:
+  explicit harness(server& s, stdio_options options = {}) : transport_(s, principal{.id = "local"}, options), out_(out_pipe_.read_end) {
+    thread_ = std::thread{[this] { rc_ = transport_.run(in_.read_end, out_pipe_.write_end); }};
+  }
+  ~harness() {
+    if (thread_.joinable()) {
+      transport_.stop();
+      in_.close_write();
+      thread_.join();
+    }
+  }
+  harness(const harness&) = delete;
+  harness& operator=(const harness&) = delete;
+
+  void send(std::string_view line) { write_all(in_.write_end, std::string{line} + "\n"); }
+  void send_raw(std::string_view bytes) { write_all(in_.write_end, bytes); }
+  std::optional<std::string> line(std::chrono::milliseconds timeout = patience) { return out_.next(timeout); }
+  /// The next line, parsed; fails the test when none arrives.
+  parsed next() {
+    auto l = line();
+    REQUIRE_MESSAGE(l.has_value(), "no line from the transport");
+    return parse(*l);
+  }
+  void close_input() { in_.close_write(); }
+  /// Waits for `run` to return and gives its status.
+  int join() {
+    thread_.join();
+    return rc_;
+  }
+  /// After `join`: the lines written after those already read.
+  std::vector<std::string> remaining_lines() {
+    out_pipe_.close_write();
+    std::vector<std::string> lines;
+    while (auto l = out_.next(patience)) lines.push_back(*l);
+    return lines;
+  }
+  stdio_transport& transport() noexcept { return transport_; }
+
+ private:
+  stdio_transport transport_;
+  pipe_fds in_;
+  pipe_fds out_pipe_;
+  line_reader out_;
+  std::thread thread_;
+  int rc_ = -1;
+};
+
+// The tools every transport test uses.
+struct stdio_server {
+  gate hold;
+  std::atomic<int> finished{0};
+  server srv;
+
+  stdio_server() : srv(make()) {}
+  server make() {
+    server_builder b{{.name = "stdio-test", .version = "1"}};
+    b.tool("echo")
+        .description("Returns the text.")
+        .input_schema(R"({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})")
+        .security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([](call_context&, const arguments& args) { return tool_result::text(std::string{args["text"].as_string()}); });
+    b.tool("chatty").description("Logs, reports progress, then answers.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([](call_context& ctx, const arguments&) {
+          ctx.log(log_level::warning, "first");
+          ctx.progress(1, 2);
+          ctx.progress(2, 2);
+          ctx.log(log_level::error, "last");
+          return tool_result::text("done");
+        });
+    b.tool("block").description("Blocks until released or cancelled.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([this](call_context& ctx, const arguments&) {
+          hold.arrive();
+          const bool released = hold.block(ctx.stop_token());
+          ++finished;
+          return tool_result::text(released ? "released" : "stopped");
+        });
+    b.tool("slow").description("Takes 100 ms.").security("Echo", operation::read).effect(tool_effect::read_only, true)
+        .handler([this](call_context&, const arguments&) {
+          std::this_thread::sleep_for(std::chrono::milliseconds{100});
+          ++finished;
+          return tool_result::text("slow done");
+        });
+    b.tool("roots").description("Asks the client for its roots.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([](call_context& ctx, const arguments&) {
+          auto r = ctx.request("roots/list", {});
+          if (!r) return tool_result::error(r.error().message());
+          return tool_result::text(to_json(r->value()));
+        });
+    b.resource("res://a").name("a").handler([](call_context&, std::string_view uri, const uri_variables&) {
+      return std::optional{resource_result{}.add_text(std::string{uri}, "text/plain", "a")};
+    });
+    return build(b);
+  }
+};
+
+std::string ping(std::int64_t id) { return request(id, "ping"); }
+
+}  // namespace
+
+TEST_SUITE("stdio") {
+
+TEST_CASE("MCP stdio: one request line gets one response line") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(ping(1));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  h.send(call_tool(2, "echo", R"({"text":"hi there"})"));
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == "hi there");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("MCP stdio: notifications get no line; blank lines are ignored; CRLF is accepted") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(notification("notifications/initialized"));
+  h.send_raw("\n   \n\t\r\n\r\n");
+  h.send(notification("notifications/no/such/thing", R"({"x":1})"));
+  h.send_raw(ping(1) + "\r\n");
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  CHECK(h.transport().client().initialized());
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("MCP stdio: a message split across writes, and several messages in one write") {
+  stdio_server ss;
+  harness h{ss.srv};
+  const std::string msg = ping(1);
+  h.send_raw(msg.substr(0, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  h.send_raw(msg.substr(10) + "\n" + ping(2) + "\n" + ping(3));
+  // the workers answer 1 and 2 in either order
+  std::vector<std::int64_t> ids;
+  ids.push_back(h.next().root["id"].to_int64().value_or(0));
+  ids.push_back(h.next().root["id"].to_int64().value_or(0));
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids == std::vector<std::int64_t>{1, 2});
+  // the last line has no '\n': it is served at the end of the input, not before
+  CHECK_FALSE(h.line(std::chrono::milliseconds{50}).has_value());
+  h.close_input();
+  CHECK(h.next().root["id"].to_int64() == 3);
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("spec §7, reference §1.1: a line longer than max_message_bytes gets one -32600; the next line still works") {
+  stdio_server ss;
+  stdio_options o;
+  o.max_message_bytes = 256;
+  harness h{ss.srv, o};
+  // 1000 bytes in three writes, then a normal request
+  const std::string big = R"({"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":")" + std::string(1000, 'x') + R"("}})";
+  h.send_raw(big.substr(0, 100));
+  std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  h.send_raw(big.substr(100, 500));
+  std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  h.send_raw(big.substr(600) + "\n");
+  h.send(ping(1));
+  const auto e = h.next();
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  CHECK(e.root["id"].is_null());
+  CHECK(is_correlation_id(str(e.root["error"]["data"]["correlation_id"])));
+  CHECK(e.root["error"]["data"]["retry_after_ms"].is_null());
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  // exactly at the limit is accepted (JSON allows the padding whitespace)
+  std::string exact = ping(2);
+  exact.insert(exact.size() - 1, 256 - exact.size(), ' ');
+  REQUIRE(exact.size() == 256);
+  h.send(exact);
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":2,"result":{}})");
+  h.send(exact.insert(1, " "));
+  CHECK(h.next().root["error"]["code"].to_int64() == -32600);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("MCP stdio, reference §1.2: malformed JSON is -32700 and an invalid message -32600, both with id null") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(R"({"jsonrpc":"2.0","id":1,"method":"ping")");
+  auto e = h.next();
+  CHECK(e.root["error"]["code"].to_int64() == -32700);
+  CHECK(e.root["id"].is_null());
+  h.send(R"([{"jsonrpc":"2.0","id":2,"method":"ping"}])");
+  e = h.next();
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  h.send(R"({"jsonrpc":"1.0","id":3,"method":"ping"})");
+  e = h.next();
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  CHECK(e.root["id"].to_int64() == 3);
+  h.send(ping(4));
+  CHECK(h.next().root["id"].to_int64() == 4);
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("spec §6, MCP stdio: a call's log and progress messages precede its result") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(call_tool(1, "chatty", "{}", R"({"progressToken":"p"})"));
+  std::vector<std::string> kinds;
+  for (;;) {
+    const auto m = h.next();
+    if (m.root["id"].exists()) {
+      CHECK(str(at(m.root["result"]["content"], 0)["text"]) == "done");
+      break;
+    }
+    kinds.push_back(str(m.root["method"]));
+  }
+  CHECK(kinds == std::vector<std::string>{"notifications/message", "notifications/progress", "notifications/progress",
+                                           "notifications/message"});
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("MCP stdio: a client response is routed to the call waiting for it") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(initialize(1, "2025-11-25", R"({"roots":{"listChanged":true}})"));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.send(notification("notifications/initialized"));
+  h.send(call_tool(2, "roots"));
+  const auto req = h.next();
+  CHECK(str(req.root["method"]) == "roots/list");
+  REQUIRE(req.root["id"].is_integer());
+  // a ping in between is answered while the call waits
+  h.send(ping(3));
+  CHECK(h.next().root["id"].to_int64() == 3);
+  h.send(client_result(*req.root["id"].to_int64(), R"({"roots":[{"uri":"file:///w","name":"w"}]})"));
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == R"({"roots":[{"uri":"file:///w","name":"w"}]})");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("MCP cancellation over stdio: a cancelled call writes no result line") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(call_tool(7, "block"));
+  REQUIRE(ss.hold.wait_arrived());
+  h.send(cancel("7"));
+  h.send(ping(8));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":8,"result":{}})");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(ss.finished == 1);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("spec §7 stdio: at the end of input run() lets calls in flight finish, then returns 0") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(call_tool(1, "slow"));
+  h.send(call_tool(2, "echo", R"({"text":"quick"})"));
+  h.close_input();
+  const int rc = h.join();
+  CHECK(rc == 0);
+  CHECK(ss.finished == 1);
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 2);
+  bool saw_slow = false;
+  for (const auto& l : lines) saw_slow = saw_slow || l.find("slow done") != std::string::npos;
+  CHECK(saw_slow);
+}
+
+TEST_CASE("spec §7 stdio: at the end of input a call waiting for the client fails with closed and still answers") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
+  (void)h.next();
+  h.send(call_tool(2, "roots"));
+  CHECK(str(h.next().root["method"]) == "roots/list");
+  h.close_input();
+  CHECK(h.join() == 0);
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 1);
+  const auto r = parse(lines[0]);
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(r.root["result"]["isError"].is_bool());
+}
+
+TEST_CASE("spec §7 stdio: calls still running after drain_timeout are cancelled") {
+  stdio_server ss;
+  stdio_options o;
+  o.drain_timeout = std::chrono::milliseconds{50};
+  harness h{ss.srv, o};
+  h.send(call_tool(1, "block"));
+  REQUIRE(ss.hold.wait_arrived());
+  const auto started = std::chrono::steady_clock::now();
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds{50});
+  CHECK(ss.finished == 1);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("spec §7 stdio: stop() from another thread makes run() return promptly, cancelling a blocked call") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(call_tool(1, "block"));
+  REQUIRE(ss.hold.wait_arrived());
+  const auto started = std::chrono::steady_clock::now();
+  std::thread stopper{[&] { h.transport().stop(); }};
+  const int rc = h.join();
+  stopper.join();
+  CHECK(rc == 0);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds{2000});
+  CHECK(ss.finished == 1);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("spec §7 stdio: a full queue answers at once -32603 \"Server busy\" with retry_after_ms 1000") {
+  stdio_server ss;
+  stdio_options o;
+  o.workers = 1;
+  o.max_queued = 1;
+  harness h{ss.srv, o};
+  h.send(call_tool(1, "block"));
+  REQUIRE(ss.hold.wait_arrived());     // the only worker is busy
+  h.send(call_tool(2, "echo", R"({"text":"queued"})"));  // waits in the queue
+  h.send(call_tool(3, "echo", R"({"text":"refused"})"));  // no room
+  const auto busy = h.next();
+  CHECK(busy.root["id"].to_int64() == 3);
+  CHECK(busy.root["error"]["code"].to_int64() == -32603);
+  CHECK(str(busy.root["error"]["message"]) == "Server busy");
+  CHECK(busy.root["error"]["data"]["retry_after_ms"].to_int64() == 1000);
+  CHECK(is_correlation_id(str(busy.root["error"]["data"]["correlation_id"])));
+  // notifications are never refused: they are handled on the reader
+  h.send(notification("notifications/initialized"));
+  ss.hold.open();
+  CHECK(h.next().root["id"].to_int64() == 1);
+  const auto queued = h.next();
+  CHECK(queued.root["id"].to_int64() == 2);
+  CHECK(str(at(queued.root["result"]["content"], 0)["text"]) == "queued");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.transport().client().initialized());
+}
+
+TEST_CASE("MCP cancellation over stdio: a cancelled request still in the queue never runs and is not answered") {
+  stdio_server ss;
+  stdio_options o;
+  o.workers = 1;
+  harness h{ss.srv, o};
+  h.send(call_tool(1, "block"));
+  REQUIRE(ss.hold.wait_arrived());                             // the only worker is busy
+  h.send(call_tool(2, "echo", R"({"text":"cancelled"})"));     // waits in the queue
+  h.send(call_tool("\"2\"", "echo", R"({"text":"string id"})"));  // "2" is not 2
+  h.send(cancel("2"));
+  // The reader answers a malformed line itself, in order: once that answer is out, the
+  // cancellation before it has been handled.
+  h.send("{not json");
+  CHECK(h.next().root["error"]["code"].to_int64() == -32700);
+  h.send(call_tool(3, "echo", R"({"text":"after"})"));
+  ss.hold.open();
+  CHECK(h.next().root["id"].to_int64() == 1);
+  const auto string_id = h.next();
+  CHECK(str(string_id.root["id"]) == "2");
+  CHECK(h.next().root["id"].to_int64() == 3);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());  // nothing for id 2
+}
+
+TEST_CASE("MCP stdio: notify_resource_updated reaches a subscribed client") {
+  stdio_server ss;
+  harness h{ss.srv};
+  CHECK_FALSE(h.transport().notify_resource_updated("res://a"));
+  h.send(request(1, "resources/subscribe", R"({"uri":"res://a"})"));
+  CHECK(to_json(h.next().root["result"]) == "{}");
+  CHECK(h.transport().notify_resource_updated("res://a"));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"res://a"}})");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("spec §7 stdio: the kill switch answers every request -32005 with its id") {
+  stdio_server ss;
+  harness h{ss.srv};
+  ss.srv.switches().set_disabled(true);
+  h.send(ping(1));
+  const auto e = h.next();
+  CHECK(e.root["id"].to_int64() == 1);
+  CHECK(e.root["error"]["code"].to_int64() == -32005);
+  CHECK_FALSE(e.root["error"]["data"].exists());
+  ss.srv.switches().set_disabled(false);
+  h.send(ping(2));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":2,"result":{}})");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("spec §7 stdio: run() returns 1 when reading fails") {
+  stdio_server ss;
+  const int dir = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(dir >= 0);
+  pipe_fds out;
+  stdio_transport t{ss.srv, principal{.id = "local"}};
+  CHECK(t.run(dir, out.write_end) == 1);
+  ::close(dir);
+}
+
+}  // TEST_SUITE
