@@ -237,6 +237,17 @@ MCPCORE_DECL void write_error_response(std::string& out, const message_error& e,
 MCPCORE_DECL void write_notification(std::string& out, std::string_view method,
                                      std::string_view params_json = {});
 
+/// Appends a notification whose params are written by `write_params(json::writer&)`, which
+/// must write one object.
+template <class WriteParams>
+  requires std::invocable<WriteParams&, json::writer&>
+void write_notification(std::string& out, std::string_view method, WriteParams&& write_params) {
+  json::writer w{out};
+  w.begin_object().member("jsonrpc", "2.0").member("method", method).key("params");
+  write_params(w);
+  w.end_object();
+}
+
 /// Appends a server-to-client request (`sampling/createMessage`, `elicitation/create`,
 /// `roots/list`, `ping`); `params` is omitted when `params_json` is empty.
 MCPCORE_DECL void write_request(std::string& out, request_id_view id, std::string_view method,

@@ -515,9 +515,6 @@ inline std::string render_prompt(const prompt_def& d) {
   return s;
 }
 
-// Trims JSON text's surrounding whitespace so a schema is embedded as one value.
-inline std::string_view trim_json(std::string_view s) noexcept { return trim_blanks(s); }
-
 }  // namespace detail
 
 MCPCORE_DECL result<server, build_error> server_builder::build() {
@@ -554,8 +551,8 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
         std::find(st.securables->begin(), st.securables->end(), d.securable) == st.securables->end()) {
       offence(subject + ": securable '" + echo_name(d.securable) + "' is outside the catalogue");
     }
-    d.input_schema = std::string{trim_json(d.input_schema)};
-    d.output_schema = std::string{trim_json(d.output_schema)};
+    d.input_schema = std::string{trim_blanks(d.input_schema)};
+    d.output_schema = std::string{trim_blanks(d.output_schema)};
     auto compiled = schema::compiled_schema::compile(d.input_schema);
     if (!compiled) {
       for (const auto& e : compiled.error()) {
@@ -780,13 +777,13 @@ class call_state_impl final : public call_state {
       if (sent_progress_ && !(p > last_progress_)) return false;
       sent_progress_ = true;
       last_progress_ = p;
-      json::writer w{out};
-      w.begin_object().member("jsonrpc", "2.0").member("method", "notifications/progress").key("params").begin_object();
-      w.key("progressToken").value(token_);
-      w.member("progress", p);
-      if (total && std::isfinite(*total)) w.member("total", *total);
-      if (!message.empty()) w.member("message", message);
-      w.end_object().end_object();
+      write_notification(out, "notifications/progress", [&](json::writer& w) {
+        w.begin_object().key("progressToken").value(token_);
+        w.member("progress", p);
+        if (total && std::isfinite(*total)) w.member("total", *total);
+        if (!message.empty()) w.member("message", message);
+        w.end_object();
+      });
     }
     return ctx_.sink->send(out);
   }
@@ -799,11 +796,11 @@ class call_state_impl final : public call_state {
     }
     if (level < threshold) return false;
     std::string out;
-    json::writer w{out};
-    w.begin_object().member("jsonrpc", "2.0").member("method", "notifications/message").key("params").begin_object();
-    w.member("level", to_string(level));
-    if (!logger.empty()) w.member("logger", logger);
-    w.member("data", data).end_object().end_object();
+    write_notification(out, "notifications/message", [&](json::writer& w) {
+      w.begin_object().member("level", to_string(level));
+      if (!logger.empty()) w.member("logger", logger);
+      w.member("data", data).end_object();
+    });
     return ctx_.sink->send(out);
   }
 
@@ -856,11 +853,11 @@ class call_state_impl final : public call_state {
       if (connection_closed) return std::unexpected(make_error_code(client_request_errc::closed));
       // MCP: the sender of a request that is abandoned tells the receiver.
       std::string cancel;
-      json::writer cw{cancel};
-      cw.begin_object().member("jsonrpc", "2.0").member("method", "notifications/cancelled").key("params")
-          .begin_object().member("requestId", rid)
-          .member("reason", stop_.stop_requested() ? "the call was cancelled" : "timed out")
-          .end_object().end_object();
+      write_notification(cancel, "notifications/cancelled", [&](json::writer& cw) {
+        cw.begin_object().member("requestId", rid)
+            .member("reason", stop_.stop_requested() ? "the call was cancelled" : "timed out")
+            .end_object();
+      });
       (void)ctx_.sink->send(cancel);
       return std::unexpected(make_error_code(stop_.stop_requested() ? client_request_errc::cancelled
                                                                     : client_request_errc::timed_out));
@@ -1612,9 +1609,8 @@ MCPCORE_DECL bool server::has_resource(std::string_view uri) const {
 MCPCORE_DECL bool notify_resource_updated(peer& client, message_sink& sink, std::string_view uri) {
   if (!client.subscribed(uri)) return false;
   std::string out;
-  json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").member("method", "notifications/resources/updated").key("params")
-      .begin_object().member("uri", uri).end_object().end_object();
+  write_notification(out, "notifications/resources/updated",
+                     [&](json::writer& w) { w.begin_object().member("uri", uri).end_object(); });
   return sink.send(out);
 }
 
