@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/exposition.hpp"
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -16,24 +18,6 @@
 using mcpcore::counter;
 using mcpcore::gauge;
 using mcpcore::metric_label;
-
-namespace {
-
-// The value of the series line starting with `series ` in an exposition, or -1 when absent.
-long long series_value(const std::string& text, std::string_view series) {
-  std::size_t pos = 0;
-  while ((pos = text.find(series, pos)) != std::string::npos) {
-    const bool line_start = pos == 0 || text[pos - 1] == '\n';
-    const std::size_t after = pos + series.size();
-    if (line_start && after < text.size() && text[after] == ' ') {
-      return std::stoll(text.substr(after + 1, text.find('\n', after) - after - 1));
-    }
-    pos = after;
-  }
-  return -1;
-}
-
-}  // namespace
 
 TEST_SUITE("concurrency") {
   TEST_CASE("metrics registry: 4 threads register and update while another scrapes") {

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/exposition.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -32,19 +34,25 @@ inline constexpr std::chrono::milliseconds patience{5000};
 
 // ---- request builders ---------------------------------------------------------------------------
 
+/// Completes a message begun by `head` (which ends with a comma) with its method and params.
+inline std::string finish_message(std::string head, std::string_view method, std::string_view params_json) {
+  head += R"("method":")";
+  head += method;
+  head += '"';
+  if (!params_json.empty()) {
+    head += R"(,"params":)";
+    head += params_json;
+  }
+  head += '}';
+  return head;
+}
+
 /// `{"jsonrpc":"2.0","id":<id_json>,"method":<method>[,"params":<params_json>]}`.
 inline std::string request(std::string_view id_json, std::string_view method, std::string_view params_json = {}) {
-  std::string s = R"({"jsonrpc":"2.0","id":)";
-  s += id_json;
-  s += R"(,"method":")";
-  s += method;
-  s += '"';
-  if (!params_json.empty()) {
-    s += R"(,"params":)";
-    s += params_json;
-  }
-  s += '}';
-  return s;
+  std::string head = R"({"jsonrpc":"2.0","id":)";
+  head += id_json;
+  head += ',';
+  return finish_message(std::move(head), method, params_json);
 }
 inline std::string request(std::int64_t id, std::string_view method, std::string_view params_json = {}) {
   return request(std::to_string(id), method, params_json);
@@ -52,15 +60,7 @@ inline std::string request(std::int64_t id, std::string_view method, std::string
 
 /// A notification (no id).
 inline std::string notification(std::string_view method, std::string_view params_json = {}) {
-  std::string s = R"({"jsonrpc":"2.0","method":")";
-  s += method;
-  s += '"';
-  if (!params_json.empty()) {
-    s += R"(,"params":)";
-    s += params_json;
-  }
-  s += '}';
-  return s;
+  return finish_message(R"({"jsonrpc":"2.0",)", method, params_json);
 }
 
 /// A `tools/call` request; `args_json` and `meta_json` are omitted when empty.
@@ -326,19 +326,7 @@ inline std::string exposition(const mcpcore::metrics_registry& m) {
   return s;
 }
 
-/// The value of the series line `series` (name plus rendered labels) in `text`, or -1 when absent.
-inline long long series_value(const std::string& text, std::string_view series) {
-  std::size_t pos = 0;
-  while ((pos = text.find(series, pos)) != std::string::npos) {
-    const bool line_start = pos == 0 || text[pos - 1] == '\n';
-    const std::size_t after = pos + series.size();
-    if (line_start && after < text.size() && text[after] == ' ') {
-      return std::stoll(text.substr(after + 1, text.find('\n', after) - after - 1));
-    }
-    pos = after;
-  }
-  return -1;
-}
+using ::series_value;
 inline long long series_value(const mcpcore::metrics_registry& m, std::string_view series) {
   return series_value(exposition(m), series);
 }
