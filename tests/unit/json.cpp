@@ -485,6 +485,12 @@ TEST_SUITE("json") {
       CHECK(outcome("") == "empty_input");
       CHECK(outcome("  ") == "empty_input");
       CHECK(outcome(" \t\r\n") == "empty_input");
+      // A default-constructed view has a null data(); parsing it must not hand that to memcpy
+      // (UBSan in the asan preset catches it).
+      json::document d;
+      const auto r = d.parse(std::string_view{});
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error() == json::json_errc::empty_input);
     }
     SUBCASE("syntax_error: misplaced, missing or unknown tokens") {
       CHECK(outcome("{") == "syntax_error");

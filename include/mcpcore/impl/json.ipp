@@ -381,7 +381,8 @@ MCPCORE_DECL result<value> document::parse(std::string_view text) {
   if (text.size() > impl_->options.max_bytes) return fail(make_error_code(json_errc::too_large));
   std::string& buf = impl_->buffer;
   buf.resize_and_overwrite(text.size() + padding, [&](char* p, std::size_t n) {
-    std::memcpy(p, text.data(), text.size());
+    // An empty view may have a null data(), which memcpy must not be given even for 0 bytes.
+    if (!text.empty()) std::memcpy(p, text.data(), text.size());
     std::memset(p + text.size(), 0, padding);
     return n;
   });
