@@ -14,8 +14,9 @@ MCPCORE_BEGIN_NAMESPACE
 /// Where mcpcore reads the time (spec §2 `clock`).
 ///
 /// Two clocks, read through a `const` reference:
-/// - `steady_now()` measures intervals: deadlines, idle TTLs, ticket lifetimes, stream caps;
-/// - `system_now()` stamps things people read: audit rows, correlation ids, RFC 3339 times.
+/// - `steady_now()` measures intervals: deadlines, idle TTLs, stream caps;
+/// - `system_now()` stamps things people read (audit rows, correlation ids, RFC 3339 times) and
+///   things that must survive a restart (approval tickets and their lifetimes).
 ///
 /// Semantic requirements (not checked by the compiler):
 /// 1. `steady_now()` never decreases between two calls made on the same object, from any threads.

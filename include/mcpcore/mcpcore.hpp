@@ -4,6 +4,7 @@
 #define MCPCORE_MCPCORE_HPP
 
 #include <mcpcore/accept.hpp>
+#include <mcpcore/approval.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/canonical_json.hpp>
 #include <mcpcore/clock.hpp>
@@ -14,6 +15,7 @@
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/memory_approval_store.hpp>
 #include <mcpcore/metrics.hpp>
 #include <mcpcore/policy.hpp>
 #include <mcpcore/retry.hpp>

@@ -36,8 +36,9 @@ inline constexpr milliseconds provider_warmup{5000};
 /// while the work is not terminal; omitted once it is.
 inline constexpr milliseconds result_poll{2000};
 
-/// Every `approval_required` (-32006) envelope: fresh mint, dedup hit, still-pending recall.
-/// Approvals clear on human time.
+/// Every `approval_required` (-32006) envelope: fresh mint, dedup hit, still-pending recall;
+/// also the pending-ticket caps (-32004), which clear when a reviewer acts. Approvals clear on
+/// human time.
 inline constexpr milliseconds approval_poll{30000};
 
 /// GET attach refused by the stream budget (global or per principal): a slot frees only after a

@@ -11,6 +11,7 @@
 #endif
 
 #include <mcpcore/impl/accept.ipp>
+#include <mcpcore/impl/approval.ipp>
 #include <mcpcore/impl/audit.ipp>
 #include <mcpcore/impl/canonical_json.ipp>
 #include <mcpcore/impl/correlation_id.ipp>
@@ -18,6 +19,7 @@
 #include <mcpcore/impl/json.ipp>
 #include <mcpcore/impl/json_writer.ipp>
 #include <mcpcore/impl/jsonrpc.ipp>
+#include <mcpcore/impl/memory_approval_store.ipp>
 #include <mcpcore/impl/metrics.ipp>
 #include <mcpcore/impl/policy.ipp>
 #include <mcpcore/impl/schema.ipp>

@@ -1,0 +1,846 @@
+// SPDX-License-Identifier: Apache-2.0
+// The store-agnostic conformance suite of the approval_store concept (approval.hpp; reference
+// §5.1-§5.5, §5.9): every documented check order, the sweep, the caps, dedup, round-trips, and
+// the at-most-once consume race. Every store model runs it.
+#ifndef MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
+#define MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
+
+#include <mcpcore/approval.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <latch>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mcpcore_test {
+
+namespace approval_store_suite_detail {
+
+using mcpcore::approval_consume_status;
+using mcpcore::approval_mint_status;
+using mcpcore::approval_review_status;
+using mcpcore::approval_status;
+using mcpcore::approval_ticket;
+using mcpcore::approval_time;
+using std::chrono::milliseconds;
+
+// 2026-01-01T00:00:00.123Z: a millisecond part that a seconds-precision store would lose.
+inline constexpr approval_time t0{milliseconds{1'767'225'600'123}};
+// The reference lifetime (§5.5: 7 days).
+inline constexpr milliseconds lifetime = std::chrono::days{7};
+
+// t0 + `ms` milliseconds.
+inline approval_time at(milliseconds::rep ms) { return t0 + milliseconds{ms}; }
+
+// The value of a store call; a store error fails the test with its message.
+template <class T>
+T must(mcpcore::result<T> r) {
+  if (!r.has_value()) FAIL("approval store error: " << r.error().message() << " (" << r.error().category().name() << ")");
+  return std::move(*r);
+}
+
+// A fresh ticket id from the library's CSPRNG source.
+inline std::string fresh_id() {
+  auto id = mcpcore::make_approval_id();
+  REQUIRE(id.has_value());
+  REQUIRE(mcpcore::is_approval_id(*id));
+  return std::move(*id);
+}
+
+// The printable form of a time (doctest cannot print time points).
+inline std::string show(approval_time t) { return std::to_string(t.time_since_epoch().count()) + "ms"; }
+inline std::string show(const std::optional<approval_time>& t) { return t ? show(*t) : std::string{"(none)"}; }
+
+// An `approval_mint_request` whose strings it owns; the defaults mint alice's `mcp.deploy`
+// ticket for scope {"a":1} at t0 with the reference caps and lifetime.
+struct mint_spec {
+  std::string id = fresh_id();
+  std::string definition_id = "mcp.deploy";
+  std::string origin = "mcp";
+  std::string submitted_by = "alice";
+  std::string scope = R"({"a":1})";
+  approval_time now = t0;
+  milliseconds lifetime_ms = lifetime;
+  std::size_t per_submitter_cap = 25;
+  std::size_t global_cap = 1000;
+
+  [[nodiscard]] mcpcore::approval_mint_request request() const {
+    return {id, definition_id, origin, submitted_by, scope, now, lifetime_ms, per_submitter_cap, global_cap};
+  }
+  // The ticket a successful mint stores.
+  [[nodiscard]] approval_ticket ticket() const {
+    approval_ticket t;
+    t.id = id;
+    t.definition_id = definition_id;
+    t.status = approval_status::pending;
+    t.origin = origin;
+    t.submitted_by = submitted_by;
+    t.submitted_at = now;
+    t.scope = scope;
+    return t;
+  }
+};
+
+template <class S>
+mcpcore::approval_mint_result mint(S& s, const mint_spec& m) {
+  return must(s.mint(m.request()));
+}
+
+// Mints `m`, requiring a new ticket with the requested id.
+template <class S>
+std::string mint_created(S& s, const mint_spec& m) {
+  const auto r = mint(s, m);
+  REQUIRE(to_string(r.status) == "created");
+  REQUIRE(r.id == m.id);
+  return r.id;
+}
+
+template <class S>
+approval_review_status review(S& s, std::string_view id, std::string_view reviewer, approval_status decision,
+                              approval_time now, std::string_view comment = {}, milliseconds life = lifetime) {
+  return must(s.review(mcpcore::approval_review_request{id, reviewer, decision, comment, now, life}));
+}
+
+template <class S>
+approval_consume_status consume(S& s, std::string_view id, std::string_view consumer, approval_time now,
+                                std::string_view origin = mcpcore::approval_origin_mcp,
+                                milliseconds life = lifetime) {
+  return must(s.consume(mcpcore::approval_consume_request{id, consumer, origin, now, life}));
+}
+
+// Ticket `id`, which must exist.
+template <class S>
+approval_ticket ticket(S& s, std::string_view id) {
+  auto t = must(s.get(id));
+  REQUIRE_MESSAGE(t.has_value(), "ticket " << std::string{id} << " is unknown");
+  return std::move(*t);
+}
+
+template <class S>
+std::vector<std::string> pending_ids(S& s, std::size_t limit) {
+  std::vector<std::string> ids;
+  for (const auto& t : must(s.pending(limit))) ids.push_back(t.id);
+  return ids;
+}
+
+// Field by field (readable failures). `reviewed_at` is compared once the ticket was reviewed:
+// before that it is meaningless (approval.hpp).
+inline void check_same(const approval_ticket& got, const approval_ticket& want) {
+  INFO("ticket " << want.id);
+  CHECK(got.id == want.id);
+  CHECK(got.definition_id == want.definition_id);
+  CHECK(to_string(got.status) == to_string(want.status));
+  CHECK(got.origin == want.origin);
+  CHECK(got.submitted_by == want.submitted_by);
+  CHECK(show(got.submitted_at) == show(want.submitted_at));
+  CHECK(got.reviewed_by == want.reviewed_by);
+  if (!want.reviewed_by.empty()) CHECK(show(got.reviewed_at) == show(want.reviewed_at));
+  CHECK(got.review_comment == want.review_comment);
+  CHECK(got.scope == want.scope);
+  CHECK(show(got.consumed_at) == show(want.consumed_at));
+  CHECK(got.consumed_by == want.consumed_by);
+  CHECK(show(got.expired_at) == show(want.expired_at));
+}
+
+}  // namespace approval_store_suite_detail
+
+/// The conformance suite of the `mcpcore::approval_store` concept: every rule approval.hpp
+/// documents, one SUBCASE per rule. Call it inside a TEST_CASE.
+///
+/// `make()` returns an owning pointer-like handle (`std::unique_ptr<S>` or `std::shared_ptr<S>`)
+/// to a fresh, EMPTY store, where `S` models `mcpcore::approval_store`. It is called once per
+/// SUBCASE run, and the handle is destroyed at the end of that run. Times are explicit
+/// (request fields), so the store needs no clock.
+template <class MakeStore>
+void approval_store_conformance(MakeStore make) {
+  namespace d = approval_store_suite_detail;
+  using d::at;
+  using d::check_same;
+  using d::consume;
+  using d::lifetime;
+  using d::mint;
+  using d::mint_created;
+  using d::mint_spec;
+  using d::must;
+  using d::pending_ids;
+  using d::review;
+  using d::show;
+  using d::t0;
+  using d::ticket;
+  using mcpcore::approval_status;
+  using mcpcore::approval_ticket;
+  using std::chrono::milliseconds;
+  using L = milliseconds::rep;
+  const L life = lifetime.count();
+
+  auto handle = make();
+  REQUIRE(handle);
+  auto& s = *handle;
+  static_assert(mcpcore::approval_store<std::remove_reference_t<decltype(s)>>);
+  REQUIRE(must(s.pending(1000)).empty());
+
+  // ---- mint (reference §5.3, approval_mint_request) ----
+
+  SUBCASE("reference §5.1, §5.3 step 5: mint creates a pending ticket with the request's id and fields") {
+    const mint_spec m;
+    const auto r = mint(s, m);
+    CHECK(to_string(r.status) == "created");
+    CHECK(r.id == m.id);
+    check_same(ticket(s, m.id), m.ticket());
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{m.id});
+  }
+
+  SUBCASE("reference §5.3 step 1, §5.9: the same definition, submitter, scope and origin is deduplicated") {
+    const mint_spec a;
+    mint_created(s, a);
+    mint_spec b;
+    b.now = at(1000);
+    const auto r = mint(s, b);
+    CHECK(to_string(r.status) == "deduped");
+    CHECK(r.id == a.id);
+    CHECK_FALSE(must(s.get(b.id)).has_value());  // the unused fresh id names nothing
+    check_same(ticket(s, a.id), a.ticket());     // untouched, submitted_at included
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{a.id});
+  }
+
+  SUBCASE("reference §5.2, §5.3 step 1: another scope ({\"a\":1} vs {\"a\":1.0}), submitter, origin or definition "
+          "mints a new ticket") {
+    const mint_spec base;
+    mint_created(s, base);
+    mint_spec float_scope;
+    float_scope.scope = R"({"a":1.0})";
+    mint_created(s, float_scope);
+    mint_spec other_submitter;
+    other_submitter.submitted_by = "bob";
+    mint_created(s, other_submitter);
+    mint_spec other_origin;
+    other_origin.origin = "instruction";
+    mint_created(s, other_origin);
+    mint_spec other_definition;
+    other_definition.definition_id = "mcp.other";
+    mint_created(s, other_definition);
+    CHECK(must(s.pending(10)).size() == 5);
+    const mint_spec again;
+    const auto r = mint(s, again);
+    CHECK(to_string(r.status) == "deduped");
+    CHECK(r.id == base.id);
+  }
+
+  SUBCASE("reference §5.3 step 1: dedup matches only pending tickets (approved, rejected, consumed are not reused)") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    mint_spec b;
+    b.now = at(2);
+    mint_created(s, b);  // a is approved: a new ticket
+    REQUIRE(to_string(review(s, b.id, "bob", approval_status::rejected, at(3))) == "reviewed");
+    mint_spec c;
+    c.now = at(4);
+    mint_created(s, c);  // b is rejected: a new ticket
+    REQUIRE(to_string(review(s, c.id, "bob", approval_status::approved, at(5))) == "reviewed");
+    REQUIRE(to_string(consume(s, c.id, "alice", at(6))) == "consumed");
+    mint_spec d;
+    d.now = at(7);
+    mint_created(s, d);  // c is consumed: a new ticket
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{d.id});
+  }
+
+  SUBCASE("reference §5.3, §5.5: dedup ignores a ticket that the mint's own sweep expires") {
+    const mint_spec a;
+    mint_created(s, a);
+    mint_spec b;
+    b.now = at(life);  // a is exactly one lifetime old
+    mint_created(s, b);
+    auto expired = a.ticket();
+    expired.status = approval_status::expired;
+    expired.expired_at = b.now;
+    check_same(ticket(s, a.id), expired);
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{b.id});
+  }
+
+  SUBCASE("reference §5.3 step 2: per-submitter cap: the cap-th pending ticket is refused, other submitters mint") {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i) {
+      mint_spec m;
+      m.scope = R"({"n":)" + std::to_string(i) + "}";
+      m.per_submitter_cap = 3;
+      ids.push_back(mint_created(s, m));
+    }
+    mint_spec over;
+    over.scope = R"({"n":3})";
+    over.per_submitter_cap = 3;
+    auto r = mint(s, over);
+    CHECK(to_string(r.status) == "submitter_cap");
+    CHECK(r.id.empty());
+    CHECK_FALSE(must(s.get(over.id)).has_value());
+    CHECK(must(s.pending(10)).size() == 3);
+
+    mint_spec bob;
+    bob.submitted_by = "bob";
+    bob.per_submitter_cap = 3;
+    mint_created(s, bob);
+
+    mint_spec repeat;  // dedup precedes the cap
+    repeat.scope = R"({"n":0})";
+    repeat.per_submitter_cap = 3;
+    r = mint(s, repeat);
+    CHECK(to_string(r.status) == "deduped");
+    CHECK(r.id == ids[0]);
+
+    // Only pending tickets count: one approved frees a slot.
+    REQUIRE(to_string(review(s, ids[0], "bob", approval_status::approved, at(1))) == "reviewed");
+    mint_spec after;
+    after.scope = R"({"n":4})";
+    after.per_submitter_cap = 3;
+    after.now = at(2);
+    mint_created(s, after);
+
+    mint_spec zero;  // a cap of 0 refuses every new ticket
+    zero.submitted_by = "carol";
+    zero.per_submitter_cap = 0;
+    CHECK(to_string(mint(s, zero).status) == "submitter_cap");
+  }
+
+  SUBCASE("reference §5.3 step 3: global cap: refused at global_cap pending tickets, after the submitter cap") {
+    for (const char* who : {"alice", "bob", "carol"}) {
+      mint_spec m;
+      m.submitted_by = who;
+      m.global_cap = 3;
+      mint_created(s, m);
+    }
+    mint_spec dave;
+    dave.submitted_by = "dave";
+    dave.global_cap = 3;
+    auto r = mint(s, dave);
+    CHECK(to_string(r.status) == "global_cap");
+    CHECK(r.id.empty());
+    CHECK_FALSE(must(s.get(dave.id)).has_value());
+
+    mint_spec repeat;  // dedup precedes the caps
+    repeat.global_cap = 3;
+    CHECK(to_string(mint(s, repeat).status) == "deduped");
+
+    mint_spec both;  // both caps reached: the submitter cap is reported
+    both.scope = R"({"b":2})";
+    both.per_submitter_cap = 1;
+    both.global_cap = 3;
+    CHECK(to_string(mint(s, both).status) == "submitter_cap");
+
+    // A finished ticket frees a global slot.
+    const auto bobs = must(s.pending(10));
+    REQUIRE(bobs.size() == 3);
+    REQUIRE(to_string(review(s, bobs[1].id, "zed", approval_status::rejected, at(1))) == "reviewed");
+    mint_spec dave2;
+    dave2.submitted_by = "dave";
+    dave2.global_cap = 3;
+    dave2.now = at(2);
+    mint_created(s, dave2);
+  }
+
+  SUBCASE("reference §5.5, §5.3 step 3: the sweep at mint expires a pending ticket aged exactly the lifetime, "
+          "not a younger one; nothing is deleted") {
+    const mint_spec a;
+    mint_created(s, a);
+    mint_spec b;
+    b.scope = R"({"a":2})";
+    b.now = at(1);
+    mint_created(s, b);
+    mint_spec c;
+    c.submitted_by = "bob";
+    c.now = at(life);
+    mint_created(s, c);
+
+    auto a_expired = a.ticket();
+    a_expired.status = approval_status::expired;
+    a_expired.expired_at = c.now;
+    check_same(ticket(s, a.id), a_expired);
+    check_same(ticket(s, b.id), b.ticket());
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{b.id, c.id});
+
+    mint_spec d;
+    d.submitted_by = "carol";
+    d.now = at(life + 1);
+    mint_created(s, d);
+    CHECK(to_string(ticket(s, b.id).status) == "expired");
+    CHECK(show(ticket(s, b.id).expired_at) == show(d.now));
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{c.id, d.id});
+  }
+
+  SUBCASE("reference §5.3: the caps count pending tickets after the sweep") {
+    mint_spec a;
+    a.per_submitter_cap = 1;
+    a.global_cap = 1;
+    mint_created(s, a);
+    mint_spec b;
+    b.scope = R"({"a":2})";
+    b.per_submitter_cap = 1;
+    b.global_cap = 1;
+    b.now = at(life);  // a expires first, so neither cap is reached
+    mint_created(s, b);
+    CHECK(to_string(ticket(s, a.id).status) == "expired");
+  }
+
+  SUBCASE("reference §5.5: the sweep at mint expires an approved unconsumed ticket a lifetime after its review") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(life - 1))) == "reviewed");
+    mint_spec x;
+    x.submitted_by = "bob";
+    x.now = at(life);  // the pending clock would have run out; the review clock has not
+    mint_created(s, x);
+    CHECK(to_string(ticket(s, a.id).status) == "approved");
+    mint_spec y;
+    y.submitted_by = "carol";
+    y.now = at(2 * life - 2);
+    mint_created(s, y);
+    CHECK(to_string(ticket(s, a.id).status) == "approved");
+    CHECK_FALSE(ticket(s, a.id).expired_at.has_value());
+    mint_spec z;
+    z.submitted_by = "dave";
+    z.now = at(2 * life - 1);
+    mint_created(s, z);
+    auto want = a.ticket();
+    want.status = approval_status::expired;
+    want.reviewed_by = "bob";
+    want.reviewed_at = at(life - 1);
+    want.expired_at = z.now;
+    check_same(ticket(s, a.id), want);
+  }
+
+  SUBCASE("reference §5.5: consumed and rejected tickets never expire") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    REQUIRE(to_string(consume(s, a.id, "alice", at(2))) == "consumed");
+    mint_spec b;
+    b.scope = R"({"b":1})";
+    mint_created(s, b);
+    REQUIRE(to_string(review(s, b.id, "bob", approval_status::rejected, at(1), "no")) == "reviewed");
+    mint_spec later;
+    later.submitted_by = "carol";
+    later.now = at(100 * life);
+    mint_created(s, later);
+    CHECK(must(s.expire(at(1000 * life), lifetime)) == 1);  // only `later`
+    const auto ta = ticket(s, a.id);
+    CHECK(to_string(ta.status) == "approved");
+    CHECK(show(ta.consumed_at) == show(at(2)));
+    CHECK_FALSE(ta.expired_at.has_value());
+    const auto tb = ticket(s, b.id);
+    CHECK(to_string(tb.status) == "rejected");
+    CHECK_FALSE(tb.expired_at.has_value());
+  }
+
+  SUBCASE("reference §5.5: expire(now, lifetime) runs the sweep alone and returns how many tickets expired") {
+    CHECK(must(s.expire(at(0), lifetime)) == 0);  // empty store
+    mint_spec armed;
+    armed.scope = R"({"armed":1})";
+    mint_created(s, armed);
+    REQUIRE(to_string(review(s, armed.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    mint_spec p1;
+    p1.now = at(5);
+    mint_created(s, p1);
+    mint_spec p2;
+    p2.submitted_by = "bob";
+    p2.now = at(5);
+    mint_created(s, p2);
+    mint_spec done;
+    done.submitted_by = "dave";
+    mint_created(s, done);
+    REQUIRE(to_string(review(s, done.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    REQUIRE(to_string(consume(s, done.id, "dave", at(2))) == "consumed");
+    mint_spec young;
+    young.submitted_by = "carol";
+    young.now = at(life);
+    mint_created(s, young);  // its own sweep expires nothing: p1, p2 at t0+5, armed reviewed at t0+1
+
+    CHECK(must(s.expire(at(life + 5), lifetime)) == 3);  // p1, p2 and armed
+    CHECK(must(s.expire(at(life + 5), lifetime)) == 0);  // idempotent
+    for (const auto* m : {&armed, &p1, &p2}) {
+      const auto t = ticket(s, m->id);  // still there: expiry never deletes
+      CHECK(to_string(t.status) == "expired");
+      CHECK(show(t.expired_at) == show(at(life + 5)));
+    }
+    CHECK(to_string(ticket(s, done.id).status) == "approved");
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{young.id});
+  }
+
+  // ---- consume (reference §5.4 step 5, approval_consume_request) ----
+
+  SUBCASE("reference §5.4 step 5: consume of an unknown id is not_found") {
+    mint_created(s, mint_spec{});
+    CHECK(to_string(consume(s, d::fresh_id(), "alice", at(1))) == "not_found");
+  }
+
+  SUBCASE("reference §5.4 5.c: another origin is foreign_origin, reported before the submitter and status checks") {
+    mint_spec inst;
+    inst.origin = "instruction";
+    mint_created(s, inst);
+    REQUIRE(to_string(review(s, inst.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    const auto before = ticket(s, inst.id);
+    CHECK(to_string(consume(s, inst.id, "alice", at(2))) == "foreign_origin");
+    CHECK(to_string(consume(s, inst.id, "mallory", at(2))) == "foreign_origin");  // both foreign: origin wins
+    check_same(ticket(s, inst.id), before);                                      // untouched
+    mint_spec undeclared;  // an undeclared origin is foreign too
+    undeclared.origin = "";
+    mint_created(s, undeclared);
+    CHECK(to_string(consume(s, undeclared.id, "mallory", at(2))) == "foreign_origin");  // pending, too
+    CHECK(to_string(consume(s, inst.id, "alice", at(3), "instruction")) == "consumed");
+  }
+
+  SUBCASE("reference §5.4 5.d: another consumer is foreign_submitter, reported before the status check") {
+    const mint_spec a;
+    mint_created(s, a);
+    CHECK(to_string(consume(s, a.id, "mallory", at(1))) == "foreign_submitter");  // still pending
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(2))) == "reviewed");
+    const auto before = ticket(s, a.id);
+    CHECK(to_string(consume(s, a.id, "mallory", at(3))) == "foreign_submitter");
+    CHECK(to_string(consume(s, a.id, "bob", at(3))) == "foreign_submitter");  // even the reviewer
+    check_same(ticket(s, a.id), before);
+    CHECK(to_string(consume(s, a.id, "alice", at(4))) == "consumed");
+  }
+
+  SUBCASE("reference §5.4 5.f: pending, rejected and expired tickets are not_consumable and stay unchanged") {
+    const mint_spec p;
+    mint_created(s, p);
+    CHECK(to_string(consume(s, p.id, "alice", at(1))) == "not_consumable");
+    check_same(ticket(s, p.id), p.ticket());
+
+    mint_spec r;
+    r.scope = R"({"r":1})";
+    mint_created(s, r);
+    REQUIRE(to_string(review(s, r.id, "bob", approval_status::rejected, at(1), "no")) == "reviewed");
+    const auto rejected = ticket(s, r.id);
+    CHECK(to_string(consume(s, r.id, "alice", at(2))) == "not_consumable");
+    check_same(ticket(s, r.id), rejected);
+
+    mint_spec e;
+    e.scope = R"({"e":1})";
+    mint_created(s, e);
+    REQUIRE(must(s.expire(at(life), lifetime)) == 2);  // p and e
+    const auto expired = ticket(s, e.id);
+    REQUIRE(to_string(expired.status) == "expired");
+    CHECK(to_string(consume(s, e.id, "alice", at(life + 1))) == "not_consumable");
+    check_same(ticket(s, e.id), expired);
+  }
+
+  SUBCASE("reference §5.4 5.f, §5.9: a second consume is not_consumable; the first consumption is kept") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    REQUIRE(to_string(consume(s, a.id, "alice", at(2))) == "consumed");
+    CHECK(to_string(consume(s, a.id, "alice", at(3))) == "not_consumable");
+    const auto t = ticket(s, a.id);
+    CHECK(show(t.consumed_at) == show(at(2)));
+    CHECK(t.consumed_by == "alice");
+  }
+
+  SUBCASE("reference §5.5 (enforced at consume): reviewed_at + lifetime is expired, status becomes expired; "
+          "one millisecond earlier it is consumed") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(10))) == "reviewed");
+    CHECK(to_string(consume(s, a.id, "alice", at(10 + life))) == "expired");
+    auto want = a.ticket();
+    want.status = approval_status::expired;
+    want.reviewed_by = "bob";
+    want.reviewed_at = at(10);
+    want.expired_at = at(10 + life);
+    check_same(ticket(s, a.id), want);
+    CHECK(to_string(consume(s, a.id, "alice", at(11 + life))) == "not_consumable");
+
+    mint_spec b;
+    b.scope = R"({"b":1})";
+    mint_created(s, b);
+    REQUIRE(to_string(review(s, b.id, "bob", approval_status::approved, at(10))) == "reviewed");
+    CHECK(to_string(consume(s, b.id, "alice", at(9 + life))) == "consumed");
+  }
+
+  SUBCASE("reference §5.4 step 7: consume sets consumed_at = now and consumed_by; the status stays approved") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1000), "ok")) == "reviewed");
+    REQUIRE(to_string(consume(s, a.id, "alice", at(2345))) == "consumed");
+    auto want = a.ticket();
+    want.status = approval_status::approved;
+    want.reviewed_by = "bob";
+    want.reviewed_at = at(1000);
+    want.review_comment = "ok";
+    want.consumed_at = at(2345);
+    want.consumed_by = "alice";
+    check_same(ticket(s, a.id), want);
+    CHECK(must(s.pending(10)).empty());
+  }
+
+  // ---- review (reference §5.5, approval_review_request) ----
+
+  SUBCASE("reference §5.5: review of an unknown id is not_found") {
+    mint_created(s, mint_spec{});
+    CHECK(to_string(review(s, d::fresh_id(), "bob", approval_status::approved, at(1))) == "not_found");
+  }
+
+  SUBCASE("reference §5.5: a reviewed ticket is already_reviewed (before the expiry and self-review checks); "
+          "the first review is kept") {
+    const mint_spec a;
+    mint_created(s, a);
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
+    const auto approved = ticket(s, a.id);
+    CHECK(to_string(review(s, a.id, "carol", approval_status::rejected, at(2), "late")) == "already_reviewed");
+    CHECK(to_string(review(s, a.id, "carol", approval_status::approved, at(2))) == "already_reviewed");
+    CHECK(to_string(review(s, a.id, "alice", approval_status::approved, at(2))) == "already_reviewed");
+    CHECK(to_string(review(s, a.id, "carol", approval_status::approved, at(10 * life))) == "already_reviewed");
+    check_same(ticket(s, a.id), approved);
+
+    mint_spec r;
+    r.scope = R"({"r":1})";
+    mint_created(s, r);
+    REQUIRE(to_string(review(s, r.id, "bob", approval_status::rejected, at(1))) == "reviewed");
+    CHECK(to_string(review(s, r.id, "carol", approval_status::approved, at(2))) == "already_reviewed");
+    CHECK(to_string(ticket(s, r.id).status) == "rejected");
+
+    mint_spec e;
+    e.scope = R"({"e":1})";
+    mint_created(s, e);
+    REQUIRE(must(s.expire(at(life), lifetime)) == 1);
+    CHECK(to_string(review(s, e.id, "bob", approval_status::approved, at(life + 1))) == "already_reviewed");
+    CHECK(to_string(ticket(s, e.id).status) == "expired");
+  }
+
+  SUBCASE("reference §5.5: a pending ticket reviewed at submitted_at + lifetime is expired (before self_review); "
+          "one millisecond earlier it is reviewed") {
+    const mint_spec a;
+    mint_created(s, a);
+    CHECK(to_string(review(s, a.id, "alice", approval_status::approved, at(life))) == "expired");
+    auto want = a.ticket();
+    want.status = approval_status::expired;
+    want.expired_at = at(life);
+    check_same(ticket(s, a.id), want);
+    CHECK(must(s.pending(10)).empty());
+
+    mint_spec b;
+    b.scope = R"({"b":1})";
+    b.now = at(life);
+    mint_created(s, b);
+    CHECK(to_string(review(s, b.id, "bob", approval_status::approved, at(2 * life - 1))) == "reviewed");
+  }
+
+  SUBCASE("reference §5.5, §5.8: the submitter cannot review their own ticket (self_review); it stays pending") {
+    const mint_spec a;
+    mint_created(s, a);
+    CHECK(to_string(review(s, a.id, "alice", approval_status::approved, at(1))) == "self_review");
+    CHECK(to_string(review(s, a.id, "alice", approval_status::rejected, at(1), "x")) == "self_review");
+    check_same(ticket(s, a.id), a.ticket());
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{a.id});
+    CHECK(to_string(review(s, a.id, "bob", approval_status::approved, at(2))) == "reviewed");
+  }
+
+  SUBCASE("reference §5.5: approve sets status, reviewed_by, reviewed_at and the comment") {
+    const mint_spec a;
+    mint_created(s, a);
+    CHECK(to_string(review(s, a.id, "bob", approval_status::approved, at(777), "fine")) == "reviewed");
+    auto want = a.ticket();
+    want.status = approval_status::approved;
+    want.reviewed_by = "bob";
+    want.reviewed_at = at(777);
+    want.review_comment = "fine";
+    check_same(ticket(s, a.id), want);
+    CHECK(must(s.pending(10)).empty());
+  }
+
+  SUBCASE("reference §5.5: reject stores the comment; approve after reject is already_reviewed") {
+    const mint_spec a;
+    mint_created(s, a);
+    CHECK(to_string(review(s, a.id, "bob", approval_status::rejected, at(5), "too broad")) == "reviewed");
+    auto want = a.ticket();
+    want.status = approval_status::rejected;
+    want.reviewed_by = "bob";
+    want.reviewed_at = at(5);
+    want.review_comment = "too broad";
+    check_same(ticket(s, a.id), want);
+    CHECK(to_string(review(s, a.id, "carol", approval_status::approved, at(6))) == "already_reviewed");
+    check_same(ticket(s, a.id), want);
+  }
+
+  // ---- get, pending, round-trips ----
+
+  SUBCASE("reference §5.1: get of an unknown id is std::nullopt, not an error") {
+    mint_created(s, mint_spec{});
+    CHECK_FALSE(must(s.get("0123456789abcdef0123456789abcdef")).has_value());
+    CHECK_FALSE(must(s.get("")).has_value());
+    CHECK_FALSE(must(s.get("not a ticket id")).has_value());
+  }
+
+  SUBCASE("reference §5.1: pending(limit) lists pending tickets oldest first (submitted_at, then id), at most limit") {
+    const auto mint_at = [&](std::string id, std::string who, L ms) {
+      mint_spec m;
+      m.id = std::move(id);
+      m.submitted_by = std::move(who);
+      m.now = at(ms);
+      mint_created(s, m);
+      return m.id;
+    };
+    const auto a = mint_at("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "alice", 2);
+    const auto b = mint_at("cccccccccccccccccccccccccccccccc", "bob", 0);
+    const auto c = mint_at("ffffffffffffffffffffffffffffffff", "carol", 1);
+    const auto dd = mint_at("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "dave", 1);
+    const auto e = mint_at("dddddddddddddddddddddddddddddddd", "erin", 1);
+    REQUIRE(to_string(review(s, e, "bob", approval_status::approved, at(3))) == "reviewed");
+    CHECK(pending_ids(s, 10) == std::vector<std::string>{b, dd, c, a});
+    CHECK(pending_ids(s, 2) == std::vector<std::string>{b, dd});
+    CHECK(pending_ids(s, 4) == std::vector<std::string>{b, dd, c, a});
+    CHECK(pending_ids(s, 0).empty());
+    for (const auto& t : must(s.pending(10))) check_same(t, ticket(s, t.id));
+  }
+
+  SUBCASE("reference §5.1: every field round-trips exactly (unicode, quotes, backslashes, control characters, "
+          "millisecond times)") {
+    mint_spec m;
+    m.definition_id = "mcp.d\xC3\xA9ployer-\xF0\x9F\x9A\x80 \"q\" 'x'";
+    m.origin = "or\xC3\xADgin \"quoted\" 'single' \\";
+    m.submitted_by = "usr:\xC5\xBD\xC5\xA0\\back\\slash'; DROP TABLE approvals; --";
+    m.scope = R"({"k":"\u00e9\"q\"","v":[1,2.50,-0.0e+1],"z":"日本語 \\ "})";
+    m.now = at(7);
+    mint_created(s, m);
+    check_same(ticket(s, m.id), m.ticket());
+    check_same(must(s.pending(1)).at(0), m.ticket());
+
+    const std::string reviewer = "r\xC3\xA9v\tiewer\n\"x\"\r";
+    const std::string comment = "looks good \xF0\x9F\x91\x8D \xE2\x80\x94 \xC2\xABok\xC2\xBB\t\"'\\" + std::string(2000, 'x');
+    REQUIRE(to_string(review(s, m.id, reviewer, approval_status::approved, at(3'601'001), comment)) == "reviewed");
+    REQUIRE(to_string(consume(s, m.id, m.submitted_by, at(86'399'999), m.origin)) == "consumed");
+    auto want = m.ticket();
+    want.status = approval_status::approved;
+    want.reviewed_by = reviewer;
+    want.reviewed_at = at(3'601'001);
+    want.review_comment = comment;
+    want.consumed_at = at(86'399'999);
+    want.consumed_by = m.submitted_by;
+    const auto got = ticket(s, m.id);
+    check_same(got, want);
+    CHECK(got == want);
+
+    mint_spec x;  // expired_at and a rejection's comment
+    x.submitted_by = reviewer;
+    x.scope = "{}";
+    x.now = at(9);
+    mint_created(s, x);
+    REQUIRE(to_string(review(s, x.id, m.submitted_by, approval_status::rejected, at(11), comment)) == "reviewed");
+    mint_spec y;
+    y.submitted_by = "\xE6\x97\xA5\xE6\x9C\xAC";
+    y.now = at(13);
+    mint_created(s, y);
+    REQUIRE(must(s.expire(at(13 + life), lifetime)) == 1);
+    auto want_x = x.ticket();
+    want_x.status = approval_status::rejected;
+    want_x.reviewed_by = m.submitted_by;
+    want_x.reviewed_at = at(11);
+    want_x.review_comment = comment;
+    check_same(ticket(s, x.id), want_x);
+    auto want_y = y.ticket();
+    want_y.status = approval_status::expired;
+    want_y.expired_at = at(13 + life);
+    check_same(ticket(s, y.id), want_y);
+  }
+}
+
+/// The at-most-once race of `approval_store` requirement 1 (reference §5.4 5.f, §5.9): for each
+/// of a few tickets, minted and approved, `threads` threads released together by one latch
+/// each call `consume` with the same consumer. Exactly one sees `consumed`, all the others
+/// `not_consumable`, and the ticket records the winner's time once.
+///
+/// `make_connection()` returns an owning pointer-like handle (`std::unique_ptr<S>` or
+/// `std::shared_ptr<S>`) to the SAME underlying store on every call: a new connection to it
+/// (a database file opened again: the race then crosses connections, as processes do) or a
+/// shared handle to one object (a `std::shared_ptr` copy, for an in-process store). All calls
+/// happen on the calling thread: per ticket, one handle mints and approves, then one handle
+/// per thread is made before the threads start; every handle is destroyed on the calling
+/// thread after the threads joined. The store may already hold tickets: each ticket has a fresh
+/// id and its own scope, and the caps are large. A store error in a racing thread fails the
+/// test (a store shared by connections must wait for its locks, e.g. with a busy timeout).
+template <class MakeConnection>
+void approval_store_consume_race(MakeConnection make_connection, int threads) {
+  namespace d = approval_store_suite_detail;
+  using mcpcore::approval_consume_request;
+  using mcpcore::approval_consume_status;
+  using std::chrono::milliseconds;
+  REQUIRE(threads >= 2);
+  const auto n = static_cast<std::size_t>(threads);
+  constexpr int tickets = 4;
+
+  for (int round = 0; round < tickets; ++round) {
+    CAPTURE(round);
+    auto setup = make_connection();
+    REQUIRE(setup);
+    d::mint_spec m;
+    m.submitted_by = "racer";
+    m.scope = R"({"race":")" + m.id + R"("})";
+    m.per_submitter_cap = 1'000'000;
+    m.global_cap = 1'000'000;
+    d::mint_created(*setup, m);
+    REQUIRE(to_string(d::review(*setup, m.id, "race-approver", mcpcore::approval_status::approved, d::at(1))) ==
+            "reviewed");
+
+    std::vector<decltype(make_connection())> handles;
+    handles.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      handles.push_back(make_connection());
+      REQUIRE(handles.back());
+    }
+    std::vector<mcpcore::result<approval_consume_status>> outcomes(n);
+    std::vector<char> threw(n, 0);
+    {
+      std::latch start{static_cast<std::ptrdiff_t>(n)};
+      std::vector<std::jthread> workers;
+      workers.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        workers.emplace_back([&, i] {
+          // Each racer consumes at its own time, so the stored consumed_at names the winner.
+          const approval_consume_request c{m.id, m.submitted_by, m.origin,
+                                           d::at(100 + static_cast<milliseconds::rep>(i)), d::lifetime};
+          start.arrive_and_wait();
+          try {
+            outcomes[i] = handles[i]->consume(c);
+          } catch (...) {
+            threw[i] = 1;
+          }
+        });
+      }
+    }  // joined
+
+    std::size_t winners = 0;
+    std::size_t winner = n;
+    for (std::size_t i = 0; i < n; ++i) {
+      CAPTURE(i);
+      REQUIRE_FALSE(threw[i]);
+      const auto& o = outcomes[i];
+      if (!o.has_value()) FAIL("approval store error in a racing consume: " << o.error().message());
+      if (*o == approval_consume_status::consumed) {
+        ++winners;
+        winner = i;
+      } else {
+        CHECK(to_string(*o) == "not_consumable");
+      }
+    }
+    CHECK(winners == 1);
+    REQUIRE(winner < n);
+    const auto t = d::ticket(*setup, m.id);
+    CHECK(to_string(t.status) == "approved");
+    CHECK(d::show(t.consumed_at) == d::show(d::at(100 + static_cast<milliseconds::rep>(winner))));
+    CHECK(t.consumed_by == m.submitted_by);
+    CHECK(to_string(d::consume(*setup, m.id, m.submitted_by, d::at(1000))) == "not_consumable");
+    handles.clear();
+  }
+}
+
+}  // namespace mcpcore_test
+
+#endif  // MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the in-memory approval store: the approval_store conformance suite (reference §5),
+// its history bound and its own errors.
+#include <mcpcore/memory_approval_store.hpp>
+
+#include <doctest/doctest.h>
+
+#include "support/approval_store_suite.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+using namespace mcpcore;
+namespace suite = mcpcore_test::approval_store_suite_detail;
+
+static_assert(approval_store<memory_approval_store>);
+
+TEST_CASE("memory_approval_store passes the approval_store conformance suite (reference §5.1-§5.5)") {
+  mcpcore_test::approval_store_conformance([] { return std::make_unique<memory_approval_store>(); });
+}
+
+TEST_CASE("memory_approval_store: size() counts pending, approved and finished tickets") {
+  memory_approval_store s;
+  CHECK(s.size() == 0);
+  const suite::mint_spec a;
+  suite::mint_created(s, a);
+  CHECK(s.size() == 1);
+  CHECK(to_string(suite::mint(s, suite::mint_spec{}).status) == "deduped");
+  CHECK(s.size() == 1);  // dedup stores nothing
+  suite::mint_spec capped;
+  capped.scope = R"({"a":2})";
+  capped.per_submitter_cap = 1;
+  CHECK(to_string(suite::mint(s, capped).status) == "submitter_cap");
+  CHECK(s.size() == 1);  // nor does a refusal
+  suite::mint_spec b;
+  b.submitted_by = "bob";
+  suite::mint_created(s, b);
+  REQUIRE(to_string(suite::review(s, a.id, "bob", approval_status::approved, suite::at(1))) == "reviewed");
+  REQUIRE(to_string(suite::consume(s, a.id, "alice", suite::at(2))) == "consumed");
+  REQUIRE(suite::must(s.expire(suite::at(suite::lifetime.count()), suite::lifetime)) == 1);
+  CHECK(s.size() == 2);  // expiry and consumption keep the tickets
+}
+
+TEST_CASE("memory_approval_store: max_history forgets the earliest-finished tickets, never pending or approved ones") {
+  memory_approval_store s{memory_approval_store_options{.max_history = 2}};
+  const auto mint_n = [&](int n, suite::approval_time now = suite::t0) {
+    suite::mint_spec m;
+    m.scope = R"({"n":)" + std::to_string(n) + "}";
+    m.now = now;
+    return suite::mint_created(s, m);
+  };
+  const auto reject = [&](const std::string& id, long ms) {
+    REQUIRE(to_string(suite::review(s, id, "bob", approval_status::rejected, suite::at(ms))) == "reviewed");
+  };
+  const auto known = [&](const std::string& id) { return suite::must(s.get(id)).has_value(); };
+
+  const auto p1 = mint_n(1);
+  const auto p2 = mint_n(2);
+  const auto armed = mint_n(3);
+  REQUIRE(to_string(suite::review(s, armed, "bob", approval_status::approved, suite::at(1))) == "reviewed");
+  // Submitted in the order old, young; finished in the order young, old.
+  const auto old = mint_n(4);
+  const auto young = mint_n(5, suite::at(10));
+  reject(young, 20);
+  reject(old, 21);
+  CHECK(s.size() == 5);
+  CHECK(known(young));
+  CHECK(known(old));
+
+  const auto consumed = mint_n(6);
+  REQUIRE(to_string(suite::review(s, consumed, "bob", approval_status::approved, suite::at(22))) == "reviewed");
+  REQUIRE(to_string(suite::consume(s, consumed, "alice", suite::at(23))) == "consumed");
+  CHECK_FALSE(known(young));  // finished first, forgotten first
+  CHECK(known(old));
+  CHECK(known(consumed));
+  CHECK(s.size() == 5);  // p1, p2, armed + two finished
+  for (const auto& id : {p1, p2, armed}) CHECK(known(id));
+  std::vector<std::string> pending{p1, p2};  // same submitted_at: ordered by id
+  std::sort(pending.begin(), pending.end());
+  CHECK(suite::pending_ids(s, 10) == pending);
+
+  // A forgotten ticket is unknown to every operation.
+  CHECK(to_string(suite::consume(s, young, "alice", suite::at(24))) == "not_found");
+  CHECK(to_string(suite::review(s, young, "bob", approval_status::approved, suite::at(24))) == "not_found");
+
+  // Expiry finishes p1, p2 and armed: only the last two finished stay.
+  REQUIRE(suite::must(s.expire(suite::at(1 + suite::lifetime.count()), suite::lifetime)) == 3);
+  CHECK(s.size() == 2);
+  CHECK_FALSE(known(old));
+  CHECK_FALSE(known(consumed));
+}
+
+TEST_CASE("memory_approval_store: max_history 0 keeps no finished ticket; consumption stays at most once") {
+  memory_approval_store s{memory_approval_store_options{.max_history = 0}};
+  const suite::mint_spec a;
+  suite::mint_created(s, a);
+  REQUIRE(to_string(suite::review(s, a.id, "bob", approval_status::approved, suite::at(1))) == "reviewed");
+  CHECK(s.size() == 1);  // approved, unconsumed: kept
+  REQUIRE(to_string(suite::consume(s, a.id, "alice", suite::at(2))) == "consumed");
+  CHECK(s.size() == 0);
+  CHECK(to_string(suite::consume(s, a.id, "alice", suite::at(3))) == "not_found");
+  CHECK(to_string(suite::mint(s, suite::mint_spec{}).status) == "created");
+  CHECK(s.size() == 1);
+}
+
+TEST_CASE("memory_approval_store: a mint whose id is in use fails with internal and changes nothing (not even "
+          "the sweep)") {
+  memory_approval_store s;
+  const suite::mint_spec a;
+  suite::mint_created(s, a);
+  suite::mint_spec clash;
+  clash.id = a.id;
+  clash.submitted_by = "bob";
+  clash.now = suite::at(suite::lifetime.count());  // would expire a
+  const auto r = s.mint(clash.request());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error() == make_error_code(approval_store_errc::internal));
+  CHECK(is_permanent_store_error(r.error()));
+  suite::check_same(suite::ticket(s, a.id), a.ticket());
+  CHECK(s.size() == 1);
+  // The same id is fine when the mint deduplicates (the id is then unused).
+  suite::mint_spec dedup;
+  dedup.id = a.id;
+  CHECK(to_string(suite::mint(s, dedup).status) == "deduped");
+}
+
+TEST_CASE("memory_approval_store: a review decision other than approved or rejected fails with internal") {
+  memory_approval_store s;
+  const suite::mint_spec a;
+  suite::mint_created(s, a);
+  for (const auto decision : {approval_status::pending, approval_status::expired}) {
+    const auto r = s.review(approval_review_request{a.id, "bob", decision, "", suite::at(1), suite::lifetime});
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == make_error_code(approval_store_errc::internal));
+  }
+  suite::check_same(suite::ticket(s, a.id), a.ticket());
+}
+
+TEST_CASE("memory_approval_store: lifetimes at the edges of the time range do not overflow (reference §5.5)") {
+  memory_approval_store s;
+  const suite::mint_spec a;
+  suite::mint_created(s, a);
+  // A huge lifetime expires nothing, a negative one everything still in a clock.
+  CHECK(suite::must(s.expire(suite::at(1), std::chrono::milliseconds::max())) == 0);
+  CHECK(suite::must(s.expire(approval_time{std::chrono::milliseconds::min()}, std::chrono::milliseconds::max())) == 0);
+  CHECK(suite::must(s.expire(approval_time{std::chrono::milliseconds::max()}, std::chrono::milliseconds::min())) == 1);
+  CHECK(to_string(suite::ticket(s, a.id).status) == "expired");
+}
