@@ -1,0 +1,803 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the SQLite approval store: schema and migration, durability across store and process
+// restarts, exactly-once consumption across processes, fault mapping (reference §5.1-§5.6, §5.9;
+// spec §2, §5), and the shared approval_store conformance suite.
+#include <mcpcore/sqlite_approval_store.hpp>
+
+#include <doctest/doctest.h>
+
+#include "support/approval_store_suite.hpp"
+#include "support/process.hpp"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+using namespace mcpcore;
+using namespace test_process;
+using std::chrono::milliseconds;
+
+static_assert(approval_store<sqlite_approval_store>);
+static_assert(std::is_nothrow_move_constructible_v<sqlite_approval_store>);
+static_assert(std::is_nothrow_move_assignable_v<sqlite_approval_store>);
+static_assert(!std::is_copy_constructible_v<sqlite_approval_store>);
+static_assert(!std::is_copy_assignable_v<sqlite_approval_store>);
+
+namespace {
+
+constexpr milliseconds lifetime = std::chrono::days{7};
+const approval_time t0{milliseconds{1'700'000'000'000}};
+
+// A connection of our own, beside the store's (schema checks, locks, damage).
+class raw_db {
+ public:
+  explicit raw_db(const std::string& path, int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) == SQLITE_OK);
+  }
+  raw_db(const raw_db&) = delete;
+  raw_db& operator=(const raw_db&) = delete;
+  ~raw_db() { sqlite3_close(db_); }
+  int exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
+  // The first column of the first row as text ("" when there is no row).
+  std::string text(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const auto* p = sqlite3_column_text(s, 0);
+      const auto n = static_cast<std::size_t>(sqlite3_column_bytes(s, 0));
+      if (p != nullptr) out.assign(reinterpret_cast<const char*>(p), n);
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  std::int64_t integer(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
+    std::int64_t out = -1;
+    if (sqlite3_step(s) == SQLITE_ROW) out = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Ticket id number `n`: 32 lowercase hex characters.
+std::string tid(unsigned n) {
+  std::array<char, 40> buf{};
+  std::snprintf(buf.data(), buf.size(), "%032x", n);
+  return buf.data();
+}
+
+approval_mint_request mint_req(std::string_view id, std::string_view submitter = "alice",
+                               std::string_view scope = R"({"n":1})", approval_time now = t0) {
+  return {id, "mcp.deploy", approval_origin_mcp, submitter, scope, now, lifetime, 25, 1000};
+}
+approval_review_request review_req(std::string_view id, std::string_view reviewer = "bob",
+                                   approval_status decision = approval_status::approved,
+                                   approval_time now = t0 + std::chrono::minutes{1}) {
+  return {id, reviewer, decision, "ok", now, lifetime};
+}
+approval_consume_request consume_req(std::string_view id, std::string_view consumer = "alice",
+                                     approval_time now = t0 + std::chrono::hours{1}) {
+  return {id, consumer, approval_origin_mcp, now, lifetime};
+}
+
+sqlite_approval_store open_store(const std::string& path, sqlite_approval_store_options o = {}) {
+  auto s = sqlite_approval_store::open(path, o);
+  if (!s) FAIL("open failed: " << s.error().message());
+  return std::move(*s);
+}
+
+// Mints ticket `id` for alice and has bob approve it.
+void mint_approved(sqlite_approval_store& s, const std::string& id) {
+  const auto m = s.mint(mint_req(id));
+  REQUIRE(m);
+  REQUIRE(m->status == approval_mint_status::created);
+  const auto r = s.review(review_req(id));
+  REQUIRE(r);
+  REQUIRE(*r == approval_review_status::reviewed);
+}
+
+}  // namespace
+
+// ---- schema and migration ---------------------------------------------------------------------
+
+TEST_CASE("sqlite store schema: a fresh file gets user_version 1, the tickets table, its indexes and WAL mode") {
+  const temp_dir dir;
+  {
+    auto s = open_store(dir.file());
+    CHECK(sqlite_approval_store::schema_version == 1);
+    // While the store is open (WAL is a property of the file, so this also shows it persists).
+    raw_db raw(dir.file());
+    CHECK(raw.integer("PRAGMA user_version") == 1);
+    CHECK(raw.text("PRAGMA journal_mode") == "wal");
+    CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_approvals'") == 1);
+    for (const char* index : {"mcpcore_approvals_dedup", "mcpcore_approvals_submitter", "mcpcore_approvals_pending",
+                              "mcpcore_approvals_redeemable"}) {
+      CAPTURE(index);
+      const std::string q = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '") +
+                            index + "'";
+      CHECK(raw.integer(q.c_str()) == 1);
+    }
+    // The CHECK constraint keeps statuses to the four of reference §5.1.
+    CHECK(raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, "
+                   "scope) VALUES ('x', 'mcp.t', 'consumed', 'mcp', 'a', 0, '{}')") == SQLITE_CONSTRAINT);
+  }
+  raw_db raw(dir.file());
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+}
+
+TEST_CASE("sqlite store schema: reopening a migrated file is idempotent and keeps the tickets") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  {
+    auto s = open_store(dir.file());
+    REQUIRE(s.mint(mint_req(id)));
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto s = open_store(dir.file());
+    const auto t = s.get(id);
+    REQUIRE(t);
+    REQUIRE(t->has_value());
+    CHECK((*t)->status == approval_status::pending);
+  }
+  raw_db raw(dir.file());
+  CHECK(raw.integer("PRAGMA user_version") == 1);
+  CHECK(raw.integer("SELECT count(*) FROM mcpcore_approvals") == 1);
+}
+
+TEST_CASE("sqlite store schema: an existing database at user_version 0 is migrated, its other tables untouched") {
+  const temp_dir dir;
+  {
+    raw_db raw(dir.file());
+    REQUIRE(raw.exec("CREATE TABLE host_notes (k TEXT); INSERT INTO host_notes VALUES ('kept');") == SQLITE_OK);
+  }
+  {
+    auto s = open_store(dir.file());
+    REQUIRE(s.mint(mint_req(tid(1))));
+  }
+  raw_db raw(dir.file());
+  CHECK(raw.integer("PRAGMA user_version") == 1);
+  CHECK(raw.text("SELECT k FROM host_notes") == "kept");
+  CHECK(raw.integer("SELECT count(*) FROM mcpcore_approvals") == 1);
+}
+
+TEST_CASE("sqlite store schema: a database from a newer schema is refused as schema_too_new (permanent), untouched") {
+  const temp_dir dir;
+  {
+    raw_db raw(dir.file());
+    REQUIRE(raw.exec("PRAGMA user_version = 99") == SQLITE_OK);
+  }
+  for (const bool read_only : {false, true}) {
+    CAPTURE(read_only);
+    sqlite_approval_store_options o;
+    o.read_only = read_only;
+    const auto s = sqlite_approval_store::open(dir.file(), o);
+    REQUIRE_FALSE(s);
+    CHECK(s.error() == approval_store_errc::schema_too_new);
+    CHECK(is_permanent_store_error(s.error()));
+  }
+  raw_db raw(dir.file());
+  CHECK(raw.integer("PRAGMA user_version") == 99);
+  CHECK(raw.integer("SELECT count(*) FROM sqlite_master") == 0);
+}
+
+TEST_CASE("sqlite store schema: four processes opening one fresh file together migrate it once") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  constexpr unsigned n = 4;
+  start_gate gate;
+  std::vector<pid_t> children;
+  for (unsigned i = 0; i < n; ++i) {
+    children.push_back(spawn([&] {
+      gate.wait();
+      auto s = sqlite_approval_store::open(path);
+      if (!s) return 10 + static_cast<int>(s.error().value());
+      const auto id = tid(i + 1);
+      const auto m = s->mint(mint_req(id, "alice", "{\"i\":" + std::to_string(i) + "}"));
+      return m && m->status == approval_mint_status::created ? 0 : 2;
+    }));
+  }
+  gate.open();
+  for (const pid_t pid : children) CHECK(wait_exit(pid) == 0);
+  auto s = open_store(path);
+  const auto p = s.pending(100);
+  REQUIRE(p);
+  CHECK(p->size() == n);
+  raw_db raw(path);
+  CHECK(raw.integer("PRAGMA user_version") == 1);
+}
+
+// ---- durability ---------------------------------------------------------------------------------
+
+TEST_CASE("reference §5.9: a ticket approved through one store is consumed exactly once through the next") {
+  const temp_dir dir;
+  const auto id = tid(7);
+  {
+    auto a = open_store(dir.file());
+    mint_approved(a, id);
+  }
+  auto b = open_store(dir.file());
+  const auto t = b.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->status == approval_status::approved);
+  CHECK((*t)->reviewed_by == "bob");
+  CHECK_FALSE((*t)->consumed_at);
+  const auto first = b.consume(consume_req(id));
+  REQUIRE(first);
+  CHECK(*first == approval_consume_status::consumed);
+  const auto second = b.consume(consume_req(id));
+  REQUIRE(second);
+  CHECK(*second == approval_consume_status::not_consumable);
+  const auto after = b.get(id);
+  REQUIRE(after);
+  REQUIRE(after->has_value());
+  CHECK((*after)->consumed_at == t0 + std::chrono::hours{1});
+  CHECK((*after)->consumed_by == "alice");
+}
+
+TEST_CASE("reference §5.9: a ticket approved by a process that then dies is consumed exactly once after the restart") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  const auto id = tid(8);
+  const pid_t child = spawn([&] {
+    auto s = sqlite_approval_store::open(path);
+    if (!s) return 10;
+    const auto m = s->mint(mint_req(id));
+    if (!m || m->status != approval_mint_status::created) return 11;
+    const auto r = s->review(review_req(id));
+    if (!r || *r != approval_review_status::reviewed) return 12;
+    // Dies without closing: only what was committed (and synced) survives.
+    ::_exit(0);
+  });
+  REQUIRE(wait_exit(child) == 0);
+  auto s = open_store(path);
+  const auto first = s.consume(consume_req(id));
+  REQUIRE(first);
+  CHECK(*first == approval_consume_status::consumed);
+  const auto second = s.consume(consume_req(id));
+  REQUIRE(second);
+  CHECK(*second == approval_consume_status::not_consumable);
+}
+
+TEST_CASE("reference §5.9: of four processes consuming one ticket at once, exactly one wins") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  const auto id = tid(9);
+  {
+    auto s = open_store(path);
+    mint_approved(s, id);
+  }  // closed before the fork: a child must not inherit a connection
+  constexpr int n = 4;
+  start_gate gate;
+  std::vector<pid_t> children;
+  for (int i = 0; i < n; ++i) {
+    children.push_back(spawn([&] {
+      gate.wait();
+      auto s = sqlite_approval_store::open(path);
+      if (!s) return 10;
+      const auto c = s->consume(consume_req(id));
+      if (!c) return 11;
+      if (*c == approval_consume_status::consumed) return 0;
+      return *c == approval_consume_status::not_consumable ? 1 : 12;
+    }));
+  }
+  gate.open();
+  int winners = 0;
+  int losers = 0;
+  for (const pid_t pid : children) {
+    const int code = wait_exit(pid);
+    CAPTURE(code);
+    CHECK((code == 0 || code == 1));
+    winners += code == 0 ? 1 : 0;
+    losers += code == 1 ? 1 : 0;
+  }
+  CHECK(winners == 1);
+  CHECK(losers == n - 1);
+  auto s = open_store(path);
+  const auto t = s.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->consumed_at.has_value());
+  CHECK((*t)->consumed_by == "alice");
+}
+
+// ---- faults (reference §5.6: transient vs permanent) ----------------------------------------------
+
+TEST_CASE("reference §5.6: a database locked past the busy timeout is busy (transient) and the tickets stay intact") {
+  const temp_dir dir;
+  const auto armed = tid(1);
+  const auto waiting = tid(2);
+  const auto fresh = tid(3);
+  sqlite_approval_store_options o;
+  o.busy_timeout = milliseconds{50};
+  auto s = open_store(dir.file(), o);
+  mint_approved(s, armed);
+  REQUIRE(s.mint(mint_req(waiting, "carol")));
+
+  raw_db locker(dir.file());
+  REQUIRE(locker.exec("BEGIN EXCLUSIVE") == SQLITE_OK);
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto m = s.mint(mint_req(fresh, "dave"));
+  const auto waited = std::chrono::steady_clock::now() - started;
+  REQUIRE_FALSE(m);
+  CHECK(m.error() == approval_store_errc::busy);
+  CHECK_FALSE(is_permanent_store_error(m.error()));
+  CHECK(waited >= milliseconds{45});  // the busy timeout was honoured ...
+  CHECK(waited < milliseconds{4000});  // ... and it is the configured one, not the default
+
+  const auto c = s.consume(consume_req(armed));
+  REQUIRE_FALSE(c);
+  CHECK(c.error() == approval_store_errc::busy);
+  CHECK_FALSE(is_permanent_store_error(c.error()));
+  const auto r = s.review(review_req(waiting));
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == approval_store_errc::busy);
+  const auto e = s.expire(t0 + std::chrono::days{30}, lifetime);
+  REQUIRE_FALSE(e);
+  CHECK(e.error() == approval_store_errc::busy);
+
+  // WAL: readers are not blocked by the writer, and nothing changed.
+  const auto t = s.get(armed);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->status == approval_status::approved);
+  CHECK_FALSE((*t)->consumed_at);
+  // A second store can open the already-migrated file while the lock is held.
+  auto other = sqlite_approval_store::open(dir.file(), o);
+  CHECK(other.has_value());
+
+  REQUIRE(locker.exec("ROLLBACK") == SQLITE_OK);
+  const auto c2 = s.consume(consume_req(armed));
+  REQUIRE(c2);
+  CHECK(*c2 == approval_consume_status::consumed);
+  const auto r2 = s.review(review_req(waiting));
+  REQUIRE(r2);
+  CHECK(*r2 == approval_review_status::reviewed);
+  const auto m2 = s.mint(mint_req(fresh, "dave"));
+  REQUIRE(m2);
+  CHECK(m2->status == approval_mint_status::created);
+}
+
+TEST_CASE("reference §5.6: a read-only store refuses every write as read_only (permanent) and still reads") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  {
+    auto s = open_store(dir.file());
+    mint_approved(s, id);
+  }
+  sqlite_approval_store_options o;
+  o.read_only = true;
+  auto s = open_store(dir.file(), o);
+  const auto m = s.mint(mint_req(tid(2)));
+  REQUIRE_FALSE(m);
+  CHECK(m.error() == approval_store_errc::read_only);
+  CHECK(is_permanent_store_error(m.error()));
+  const auto c = s.consume(consume_req(id));
+  REQUIRE_FALSE(c);
+  CHECK(c.error() == approval_store_errc::read_only);
+  const auto r = s.review(review_req(id));
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == approval_store_errc::read_only);
+  const auto e = s.expire(t0, lifetime);
+  REQUIRE_FALSE(e);
+  CHECK(e.error() == approval_store_errc::read_only);
+  const auto t = s.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->status == approval_status::approved);
+  CHECK_FALSE((*t)->consumed_at);
+  const auto p = s.pending(10);
+  REQUIRE(p);
+  CHECK(p->empty());
+}
+
+TEST_CASE("reference §5.6: a read-only open of a file without the schema is read_only, of a missing file closed") {
+  const temp_dir dir;
+  sqlite_approval_store_options o;
+  o.read_only = true;
+  {
+    raw_db raw(dir.file());
+    REQUIRE(raw.exec("CREATE TABLE t (x)") == SQLITE_OK);
+  }
+  const auto empty = sqlite_approval_store::open(dir.file(), o);
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error() == approval_store_errc::read_only);
+  CHECK(is_permanent_store_error(empty.error()));
+  const auto missing = sqlite_approval_store::open(dir.file("missing.db"), o);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error() == approval_store_errc::closed);
+  CHECK(is_permanent_store_error(missing.error()));
+  CHECK_FALSE(std::filesystem::exists(dir.file("missing.db")));
+}
+
+TEST_CASE("reference §5.6: create=false does not create a missing file (closed, permanent)") {
+  const temp_dir dir;
+  sqlite_approval_store_options o;
+  o.create = false;
+  const auto s = sqlite_approval_store::open(dir.file(), o);
+  REQUIRE_FALSE(s);
+  CHECK(s.error() == approval_store_errc::closed);
+  CHECK(is_permanent_store_error(s.error()));
+  CHECK_FALSE(std::filesystem::exists(dir.file()));
+  const auto nowhere = sqlite_approval_store::open(dir.file("no/such/dir.db"));
+  REQUIRE_FALSE(nowhere);
+  CHECK(nowhere.error() == approval_store_errc::closed);
+}
+
+TEST_CASE("reference §5.6: a database file of mode 0444 refuses writes as read_only (permanent) and still reads") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  const auto id = tid(1);
+  {
+    auto s = open_store(path);
+    REQUIRE(s.mint(mint_req(id)));
+  }
+  REQUIRE(::chmod(path.c_str(), 0444) == 0);
+  // The checks, as codes: 0 = as expected.
+  const auto attempt = [&]() -> int {
+    auto s = sqlite_approval_store::open(path);
+    if (!s) return 20 + s.error().value();
+    const auto m = s->mint(mint_req(tid(2)));
+    if (m) return 11;
+    if (m.error() != approval_store_errc::read_only) return 12;
+    if (!is_permanent_store_error(m.error())) return 13;
+    const auto r = s->review(review_req(id));
+    if (r || r.error() != approval_store_errc::read_only) return 14;
+    const auto t = s->get(id);
+    if (!t || !t->has_value() || (*t)->status != approval_status::pending) return 15;
+    return 0;
+  };
+  if (::geteuid() != 0) {
+    CHECK(attempt() == 0);
+    return;
+  }
+  // root writes through any mode bits: run the attempt as an unprivileged user, in a directory
+  // it may write (a reader of a WAL database needs its -shm file; only the database is 0444).
+  REQUIRE(::chmod(dir.path().c_str(), 0777) == 0);
+  const pid_t child = spawn([&] {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) return 100;
+    return attempt();
+  });
+  const int code = wait_exit(child);
+  if (code == 100) {
+    MESSAGE("cannot drop privileges here: the mode-0444 case is not exercised");
+    return;
+  }
+  CHECK(code == 0);
+}
+
+TEST_CASE("reference §5.6: a file that is not a database is corrupt (permanent)") {
+  const temp_dir dir;
+  {
+    std::FILE* f = std::fopen(dir.file().c_str(), "wb");
+    REQUIRE(f != nullptr);
+    for (int i = 0; i < 8192; ++i) std::fputc("not a database "[i % 15], f);
+    std::fclose(f);
+  }
+  for (const bool read_only : {false, true}) {
+    CAPTURE(read_only);
+    sqlite_approval_store_options o;
+    o.read_only = read_only;
+    const auto s = sqlite_approval_store::open(dir.file(), o);
+    REQUIRE_FALSE(s);
+    CHECK(s.error() == approval_store_errc::corrupt);
+    CHECK(is_permanent_store_error(s.error()));
+  }
+}
+
+TEST_CASE("reference §5.6: a damaged table page is reported as corrupt (permanent)") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  const auto id = tid(1);
+  {
+    auto s = open_store(path);
+    mint_approved(s, id);
+  }
+  // The last connection checkpointed the WAL into the file and removed it.
+  REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));
+  std::int64_t page_size = 0;
+  std::int64_t root = 0;
+  {
+    raw_db raw(path);
+    page_size = raw.integer("PRAGMA page_size");
+    root = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'mcpcore_approvals'");
+  }
+  REQUIRE(page_size > 0);
+  REQUIRE(root > 1);  // page 1 (header and schema) stays intact: the file still opens
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fseek(f, static_cast<long>((root - 1) * page_size), SEEK_SET) == 0);
+    for (std::int64_t i = 0; i < page_size; ++i) std::fputc(0xA5, f);
+    std::fclose(f);
+  }
+  auto s = open_store(path);
+  const auto t = s.get(id);
+  REQUIRE_FALSE(t);
+  CHECK(t.error() == approval_store_errc::corrupt);
+  CHECK(is_permanent_store_error(t.error()));
+  const auto m = s.mint(mint_req(tid(2), "carol"));
+  REQUIRE_FALSE(m);
+  CHECK(m.error() == approval_store_errc::corrupt);
+  const auto c = s.consume(consume_req(id));
+  REQUIRE_FALSE(c);
+  CHECK(is_permanent_store_error(c.error()));
+}
+
+TEST_CASE("reference §5.6: a moved-from store is closed (permanent); the moved-to store works") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto a = open_store(dir.file());
+  REQUIRE(a.mint(mint_req(id)));
+  sqlite_approval_store b = std::move(a);
+  const auto check_closed = [&](sqlite_approval_store& s) {
+    const auto m = s.mint(mint_req(tid(2)));
+    REQUIRE_FALSE(m);
+    CHECK(m.error() == approval_store_errc::closed);
+    CHECK(is_permanent_store_error(m.error()));
+    const auto g = s.get(id);
+    REQUIRE_FALSE(g);
+    CHECK(g.error() == approval_store_errc::closed);
+    const auto c = s.consume(consume_req(id));
+    REQUIRE_FALSE(c);
+    CHECK(c.error() == approval_store_errc::closed);
+    const auto r = s.review(review_req(id));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == approval_store_errc::closed);
+    const auto e = s.expire(t0, lifetime);
+    REQUIRE_FALSE(e);
+    CHECK(e.error() == approval_store_errc::closed);
+    const auto p = s.pending(10);
+    REQUIRE_FALSE(p);
+    CHECK(p.error() == approval_store_errc::closed);
+  };
+  check_closed(a);  // NOLINT(bugprone-use-after-move): the moved-from state is what is tested
+  const auto g = b.get(id);
+  REQUIRE(g);
+  CHECK(g->has_value());
+
+  auto c = open_store(dir.file("other.db"));
+  c = std::move(b);  // closes other.db's connection, takes b's
+  check_closed(b);   // NOLINT(bugprone-use-after-move)
+  const auto g2 = c.get(id);
+  REQUIRE(g2);
+  CHECK(g2->has_value());
+}
+
+TEST_CASE("approval_store requirement 3: a failed mint changes nothing (its sweep is rolled back too)") {
+  const temp_dir dir;
+  const auto old_id = tid(1);
+  auto s = open_store(dir.file());
+  REQUIRE(s.mint(mint_req(old_id, "carol")));
+  // Eight days later the old ticket is due for the sweep, but the insert fails (the id is taken).
+  const auto later = t0 + std::chrono::days{8};
+  const auto m = s.mint(mint_req(old_id, "alice", "{}", later));
+  REQUIRE_FALSE(m);
+  CHECK(is_permanent_store_error(m.error()));
+  const auto t = s.get(old_id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->status == approval_status::pending);
+  CHECK_FALSE((*t)->expired_at);
+  // The sweep itself works once the mint succeeds.
+  const auto ok = s.mint(mint_req(tid(2), "alice", "{}", later));
+  REQUIRE(ok);
+  CHECK(ok->status == approval_mint_status::created);
+  const auto swept = s.get(old_id);
+  REQUIRE(swept);
+  REQUIRE(swept->has_value());
+  CHECK((*swept)->status == approval_status::expired);
+  CHECK((*swept)->expired_at == later);
+}
+
+// ---- semantics the SQL must get right --------------------------------------------------------------
+
+TEST_CASE("reference §5.5: consuming an approved ticket past its lifetime expires it once; the status is persisted") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto s = open_store(dir.file());
+  mint_approved(s, id);
+  const auto reviewed_at = t0 + std::chrono::minutes{1};
+  // Exactly at the boundary (reviewed_at == now - lifetime) the ticket is expired (`<=`).
+  const auto at = reviewed_at + lifetime;
+  const auto just_before = s.get(id);
+  REQUIRE(just_before);
+  const auto c = s.consume(consume_req(id, "alice", at));
+  REQUIRE(c);
+  CHECK(*c == approval_consume_status::expired);
+  const auto t = s.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->status == approval_status::expired);
+  CHECK((*t)->expired_at == at);
+  CHECK_FALSE((*t)->consumed_at);
+  // Now it is simply not approved any more (approval_consume_request check 4).
+  const auto again = s.consume(consume_req(id, "alice", at));
+  REQUIRE(again);
+  CHECK(*again == approval_consume_status::not_consumable);
+}
+
+TEST_CASE("reference §5.5: one millisecond inside the lifetime an approved ticket is still consumed") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto s = open_store(dir.file());
+  mint_approved(s, id);
+  const auto at = t0 + std::chrono::minutes{1} + lifetime - milliseconds{1};
+  const auto c = s.consume(consume_req(id, "alice", at));
+  REQUIRE(c);
+  CHECK(*c == approval_consume_status::consumed);
+}
+
+TEST_CASE("reference §5.4 5.c-5.d: the binding checks run in order: origin before submitter before status") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto s = open_store(dir.file());
+  mint_approved(s, id);
+  approval_consume_request both = consume_req(id, "mallory");
+  both.origin = "instruction";
+  const auto c1 = s.consume(both);
+  REQUIRE(c1);
+  CHECK(*c1 == approval_consume_status::foreign_origin);
+  const auto c2 = s.consume(consume_req(id, "mallory"));
+  REQUIRE(c2);
+  CHECK(*c2 == approval_consume_status::foreign_submitter);
+  // The refusals left the ticket redeemable (reference §5.9).
+  const auto c3 = s.consume(consume_req(id));
+  REQUIRE(c3);
+  CHECK(*c3 == approval_consume_status::consumed);
+  // A consumed ticket is foreign to others before it is spent for them.
+  const auto c4 = s.consume(consume_req(id, "mallory"));
+  REQUIRE(c4);
+  CHECK(*c4 == approval_consume_status::foreign_submitter);
+}
+
+// ---- input ---------------------------------------------------------------------------------------
+
+TEST_CASE("reference §5.1: an unknown id is nullopt for get and not_found for consume and review") {
+  const temp_dir dir;
+  auto s = open_store(dir.file());
+  for (const std::string_view id : {std::string_view{}, std::string_view{"nope"}, std::string_view{"' OR 1=1 --"}}) {
+    CAPTURE(id);
+    const auto g = s.get(id);
+    REQUIRE(g);
+    CHECK_FALSE(g->has_value());
+    const auto c = s.consume(consume_req(id));
+    REQUIRE(c);
+    CHECK(*c == approval_consume_status::not_found);
+    const auto r = s.review(review_req(id));
+    REQUIRE(r);
+    CHECK(*r == approval_review_status::not_found);
+  }
+}
+
+TEST_CASE("reference §5.1: quotes, SQL text and Unicode round-trip exactly; empty strings stay empty") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  const std::string definition = "mcp.it's \"quoted\"; DROP TABLE mcpcore_approvals; --";
+  const std::string submitter = "\xC3\xBC\x73\x65\x72 \xF0\x9F\x98\x80 '\\";  // "üser 😀 '\"
+  const std::string scope = R"({"path":"C:\\temp\\a'b","q":"\"","u":"日本語"})";
+  const std::string reviewer = "r\xC3\xA9viewer%_*";
+  const std::string comment = "looks 'fine' -- \"ok\"\t\n";
+  const std::string_view origin{};  // a null view: must be stored as "", not NULL
+  auto s = open_store(dir.file());
+  const approval_mint_request m{id, definition, origin, submitter, scope, t0, lifetime, 25, 1000};
+  const auto minted = s.mint(m);
+  REQUIRE(minted);
+  REQUIRE(minted->status == approval_mint_status::created);
+  // Dedup compares the same exact strings.
+  const approval_mint_request again{tid(2), definition, origin, submitter, scope, t0, lifetime, 25, 1000};
+  const auto deduped = s.mint(again);
+  REQUIRE(deduped);
+  CHECK(deduped->status == approval_mint_status::deduped);
+  CHECK(deduped->id == id);
+  const approval_review_request r{id, reviewer, approval_status::approved, comment, t0 + milliseconds{5}, lifetime};
+  REQUIRE(s.review(r));
+
+  approval_ticket want;
+  want.id = id;
+  want.definition_id = definition;
+  want.status = approval_status::approved;
+  want.origin = origin;
+  want.submitted_by = submitter;
+  want.submitted_at = t0;
+  want.reviewed_by = reviewer;
+  want.reviewed_at = t0 + milliseconds{5};
+  want.review_comment = comment;
+  want.scope = scope;
+  const auto got = s.get(id);
+  REQUIRE(got);
+  REQUIRE(got->has_value());
+  CHECK(**got == want);
+
+  const approval_consume_request c{id, submitter, origin, t0 + milliseconds{9}, lifetime};
+  const auto consumed = s.consume(c);
+  REQUIRE(consumed);
+  CHECK(*consumed == approval_consume_status::consumed);
+  want.consumed_at = t0 + milliseconds{9};
+  want.consumed_by = submitter;
+  const auto after = s.get(id);
+  REQUIRE(after);
+  REQUIRE(after->has_value());
+  CHECK(**after == want);
+}
+
+TEST_CASE("reference §5.2: a 1 MiB scope round-trips and deduplicates") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  std::string scope = "{\"blob\":\"";
+  while (scope.size() < (std::size_t{1} << 20) - 2) scope.push_back(static_cast<char>('a' + scope.size() % 26));
+  scope += "\"}";
+  REQUIRE(scope.size() == std::size_t{1} << 20);
+  auto s = open_store(dir.file());
+  const auto m = s.mint(mint_req(id, "alice", scope));
+  REQUIRE(m);
+  CHECK(m->status == approval_mint_status::created);
+  const auto d = s.mint(mint_req(tid(2), "alice", scope));
+  REQUIRE(d);
+  CHECK(d->status == approval_mint_status::deduped);
+  std::string other = scope;
+  other[other.size() - 3] = '!';
+  const auto n = s.mint(mint_req(tid(3), "alice", other));
+  REQUIRE(n);
+  CHECK(n->status == approval_mint_status::created);
+  const auto t = s.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK((*t)->scope == scope);
+}
+
+TEST_CASE("approval_store: pending lists oldest first and honours any limit") {
+  const temp_dir dir;
+  auto s = open_store(dir.file());
+  // Submitted out of order; two share a millisecond (ordered by id then).
+  REQUIRE(s.mint(mint_req(tid(3), "a", "{}", t0 + milliseconds{2})));
+  REQUIRE(s.mint(mint_req(tid(2), "b", "{}", t0 + milliseconds{1})));
+  REQUIRE(s.mint(mint_req(tid(1), "c", "{}", t0 + milliseconds{2})));
+  const auto all = s.pending(static_cast<std::size_t>(-1));
+  REQUIRE(all);
+  REQUIRE(all->size() == 3);
+  CHECK((*all)[0].id == tid(2));
+  CHECK((*all)[1].id == tid(1));
+  CHECK((*all)[2].id == tid(3));
+  const auto two = s.pending(2);
+  REQUIRE(two);
+  CHECK(two->size() == 2);
+  const auto none = s.pending(0);
+  REQUIRE(none);
+  CHECK(none->empty());
+}
+
+// ---- the shared conformance suite --------------------------------------------------------------------
+
+TEST_CASE("spec §2: the SQLite store passes the approval_store conformance suite") {
+  const temp_dir dir;
+  unsigned n = 0;
+  mcpcore_test::approval_store_conformance([&] {
+    auto s = sqlite_approval_store::open(dir.file("suite-" + std::to_string(++n) + ".db"));
+    REQUIRE(s);
+    return std::make_unique<sqlite_approval_store>(std::move(*s));
+  });
+}
