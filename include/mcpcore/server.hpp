@@ -4,6 +4,7 @@
 #ifndef MCPCORE_SERVER_HPP
 #define MCPCORE_SERVER_HPP
 
+#include <mcpcore/approval.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/clock.hpp>
 #include <mcpcore/detail/config.hpp>
@@ -252,7 +253,14 @@ concept completer_callable = std::copy_constructible<C> && requires(C& c, std::s
   { c(value, context) } -> std::convertible_to<std::vector<std::string>>;
 };
 
+/// A tool's pre-consume precondition, owned by its declaration (see
+/// `approval_precondition_callable`).
+using approval_precondition =
+    std::function<std::optional<std::string>(const approval_ticket&, const principal&, json::value)>;
+
 namespace detail {
+/// Tools whose handler is the library's own (the approver tools of reference §5.8).
+enum class builtin_tool : std::uint8_t { none, approve_request, reject_request };
 struct tool_def {
   std::string name, title, description;
   std::string input_schema{R"({"type":"object","additionalProperties":false})"};
@@ -262,6 +270,8 @@ struct tool_def {
   std::optional<tool_effect> effect;
   bool idempotent = false;
   tool_handler handler;
+  approval_precondition precondition;
+  builtin_tool builtin = builtin_tool::none;
 };
 struct resource_def {
   std::string uri, name, title, description, mime_type;
@@ -374,6 +384,14 @@ class tool_builder {
   template <tool_handler_callable H>
   tool_builder& handler(H h) {
     d_->handler = tool_handler{std::move(h)};
+    return *this;
+  }
+  /// A pre-consume precondition for this approval-gated tool (reference §5.4 5.e): checked on a
+  /// recall after every ticket check, just before the ticket is consumed; a refusal leaves the
+  /// ticket unconsumed and answers a generic -32003 (the reason goes to the audit row only).
+  template <approval_precondition_callable P>
+  tool_builder& approval_precondition(P p) {
+    d_->precondition = mcpcore::approval_precondition{std::move(p)};
     return *this;
   }
 
@@ -504,6 +522,16 @@ class server_builder {
     set_metrics(std::move(b));
     return *this;
   }
+  /// Routes approval-gated tools through the ticket-then-recall machine of `service` (spec §5).
+  /// Without it, an approval-gated call answers -32004 with no ticket (reference §5.7).
+  /// @pre `service` outlives the server; its clock should be the server's.
+  MCPCORE_DECL server_builder& approvals(approval_service& service);
+  /// Declares the approver tools `approve_request` and `reject_request` (reference §5.8), with
+  /// the security row (`securable`, Approve): the tier policy and RBAC see `Approve` on
+  /// `securable`. They answer `-32003 approver_assurance_required:<reason>` unless the caller
+  /// is a human-interactive, assured principal; reviewer must differ from submitter. Needs
+  /// `approvals()`.
+  MCPCORE_DECL server_builder& approval_tools(std::string securable = "Approval");
   template <mcpcore::clock_source C>
   server_builder& clock(C c) {
     set_clock(new detail::clock_model<C>(std::move(c)));

@@ -6,6 +6,7 @@
 
 #include <mcpcore/correlation_id.hpp>
 #include <mcpcore/error.hpp>
+#include <mcpcore/retry.hpp>
 #include <mcpcore/schema.hpp>
 #include <mcpcore/server.hpp>
 
@@ -126,6 +127,7 @@ struct builder_state {
   std::unique_ptr<audit_base> audit;
   std::unique_ptr<clock_base> clock;
   std::optional<metrics_binding> metrics;
+  approval_service* approvals = nullptr;
 };
 
 struct template_part {
@@ -134,9 +136,21 @@ struct template_part {
 };
 
 // The result labels of mcp_tool_calls_total, in this order.
-enum class call_outcome : std::uint8_t { success, error_result, denied, failure, cancelled, count };
-inline constexpr std::string_view call_outcome_names[] = {"success", "error_result", "denied", "failure",
-                                                          "cancelled"};
+enum class call_outcome : std::uint8_t {
+  success, error_result, denied, failure, cancelled, approval_required, count
+};
+inline constexpr std::string_view call_outcome_names[] = {"success", "error_result", "denied",
+                                                          "failure", "cancelled", "approval_required"};
+
+// The approval series of one gated tool (reference §11).
+struct approval_counters {
+  counter refused;           // recall refusals, no reason label (anti-oracle)
+  counter masked;            // refusals with the origin/submitter binding unevaluated
+  counter precondition;      // declined by a pre-consume precondition (ticket intact)
+  counter burned_rejected;   // consumed, then the request ended in a JSON-RPC error
+  counter burned_cancelled;  // consumed, then the call was cancelled before an answer
+  counter minted, deduped, consumed;
+};
 
 struct compiled_tool {
   tool_def def;
@@ -146,6 +160,8 @@ struct compiled_tool {
   operation op = operation::read;
   counter outcomes[static_cast<std::size_t>(call_outcome::count)];
   counter args_invalid;
+  bool gated = false;  // some tier of server_options::policy_tiers routes it through approval
+  approval_counters approval;
 };
 
 struct compiled_resource {
@@ -363,6 +379,7 @@ struct server::impl {
   std::unique_ptr<detail::authorizer_base> authz;
   std::unique_ptr<detail::audit_base> audit;
   std::unique_ptr<detail::clock_base> clock;
+  approval_service* approvals = nullptr;
   std::vector<std::string> warnings;
   std::uint64_t cursor_salt = 0;
   bool has_completions = false;
@@ -453,6 +470,37 @@ MCPCORE_DECL server_builder& server_builder::securables(std::vector<std::string>
   s_->securables = std::move(names);
   return *this;
 }
+MCPCORE_DECL server_builder& server_builder::approvals(approval_service& service) {
+  s_->approvals = &service;
+  return *this;
+}
+MCPCORE_DECL server_builder& server_builder::approval_tools(std::string securable) {
+  auto declare = [&](std::string name, detail::builtin_tool kind, std::string description, std::string schema) {
+    auto& d = s_->tools.emplace_back();
+    d.name = std::move(name);
+    d.description = std::move(description);
+    d.input_schema = std::move(schema);
+    d.securable = securable;
+    d.op = operation::approve;
+    // Approving arms a live one-time capability: destructive and not idempotent (reference §5.8).
+    d.effect = tool_effect::destructive;
+    d.idempotent = false;
+    d.builtin = kind;
+  };
+  declare("approve_request", detail::builtin_tool::approve_request,
+          "Approve a pending approval request so its submitter can run the operation once. Only a person "
+          "signed in interactively with strong authentication may approve, and never their own request.",
+          R"({"type":"object","properties":{"approval_id":{"type":"string","pattern":"^[0-9a-f]{32}$",)"
+          R"("description":"The id of the pending approval request"}},"required":["approval_id"],)"
+          R"("additionalProperties":false})");
+  declare("reject_request", detail::builtin_tool::reject_request,
+          "Reject a pending approval request. Only a person signed in interactively with strong authentication "
+          "may reject, and never their own request.",
+          R"({"type":"object","properties":{"approval_id":{"type":"string","pattern":"^[0-9a-f]{32}$",)"
+          R"("description":"The id of the pending approval request"},"comment":{"type":"string",)"
+          R"("description":"Why the request is rejected"}},"required":["approval_id"],"additionalProperties":false})");
+  return *this;
+}
 MCPCORE_DECL void server_builder::set_policy(detail::policy_base* p) { s_->policy.reset(p); }
 MCPCORE_DECL void server_builder::set_authorizer(detail::authorizer_base* a) { s_->authz.reset(a); }
 MCPCORE_DECL void server_builder::set_audit(detail::audit_base* a) { s_->audit.reset(a); }
@@ -537,7 +585,10 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
     if (!valid_tool_name(d.name)) offence(subject + ": name must be 1-128 characters of A-Z a-z 0-9 _ - .");
     if (!tool_names.insert(d.name).second) offence(subject + ": declared twice");
     if (d.description.empty()) offence(subject + ": has no description");
-    if (!d.handler) offence(subject + ": has no handler");
+    if (!d.handler && d.builtin == builtin_tool::none) offence(subject + ": has no handler");
+    if (d.builtin != builtin_tool::none && st.approvals == nullptr) {
+      offence(subject + ": approver tools need an approval service (server_builder::approvals)");
+    }
     if (d.securable.empty()) offence(subject + ": has no security row (securable, operation)");
     if (!d.op) {
       if (!d.operation_name.empty()) {
@@ -569,8 +620,8 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
     if (!d.effect) {
       impl->warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
     }
+    bool gated = false;
     if (compiled && d.op && !d.securable.empty()) {
-      bool gated = false;
       for (const auto& tier : st.options.policy_tiers) {
         gated = gated || st.policy->decide(tier, d.securable, *d.op) == tier_decision::allow_with_approval;
       }
@@ -578,12 +629,17 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
         offence(subject + ": is approval-gated and its closed input schema does not declare 'approval_id'");
       }
     }
+    if (gated && d.builtin != builtin_tool::none) {
+      offence(subject + ": the tier policy routes it through approval, but an approver tool cannot itself "
+                        "require approval");
+    }
     if (err.offences.empty()) {
       auto& t = impl->tools.emplace_back();
       t.input = std::move(*compiled);
       t.op = *d.op;
       t.listing = render_tool(d);
       t.action = "mcp." + d.name;
+      t.gated = gated;
       t.def = std::move(d);
     }
   }
@@ -709,6 +765,25 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
       const metric_label l[] = {{"tool", t.def.name}};
       t.args_invalid = m.make_counter("mcp_tool_args_invalid_total",
                                       "tools/call refused by input-schema validation, by tool", l);
+      if (!t.gated) continue;
+      auto& a = t.approval;
+      a.refused = m.make_counter("mcp_approval_refused_total", "approval recalls refused (no reason label)", l);
+      a.masked = m.make_counter("mcp_approval_masked_denials_total",
+                                "approval refusals with the origin/submitter binding unevaluated", l);
+      a.precondition = m.make_counter("mcp_approval_precondition_denied_total",
+                                      "approval recalls declined by a pre-consume precondition (ticket intact)", l);
+      const std::string_view burned_help = "approval tickets consumed by a request that still failed";
+      const metric_label rejected[] = {{"tool", t.def.name}, {"reason", "handler_reject"}};
+      const metric_label cancelled[] = {{"tool", t.def.name}, {"reason", "cancelled"}};
+      a.burned_rejected = m.make_counter("mcp_approval_burned_total", burned_help, rejected);
+      a.burned_cancelled = m.make_counter("mcp_approval_burned_total", burned_help, cancelled);
+      const std::string_view tickets_help = "approval tickets minted, deduplicated and consumed";
+      const metric_label minted[] = {{"tool", t.def.name}, {"outcome", "minted"}};
+      const metric_label deduped[] = {{"tool", t.def.name}, {"outcome", "deduped"}};
+      const metric_label consumed[] = {{"tool", t.def.name}, {"outcome", "consumed"}};
+      a.minted = m.make_counter("mcp_approval_tickets_total", tickets_help, minted);
+      a.deduped = m.make_counter("mcp_approval_tickets_total", tickets_help, deduped);
+      a.consumed = m.make_counter("mcp_approval_tickets_total", tickets_help, consumed);
     }
   }
 
@@ -734,6 +809,7 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
   impl->options = st.options;
   impl->policy = std::move(st.policy);
   impl->authz = std::move(st.authz);
+  impl->approvals = std::exchange(st.approvals, nullptr);
   impl->audit = std::move(st.audit);
   impl->clock = std::move(st.clock);
   return server{impl.release()};
@@ -1106,6 +1182,295 @@ inline bool write_tool_result(request_env& e, compiled_tool& t, const tool_resul
   return true;
 }
 
+// "7-day", "36-hour", "90-minute" or "45-second": the configured lifetime as the messages say it.
+inline std::string lifetime_phrase(std::chrono::milliseconds lifetime) {
+  using namespace std::chrono;
+  if (lifetime >= days{1} && lifetime % days{1} == milliseconds::zero()) {
+    return std::to_string(duration_cast<days>(lifetime).count()) + "-day";
+  }
+  if (lifetime >= hours{1} && lifetime % hours{1} == milliseconds::zero()) {
+    return std::to_string(duration_cast<hours>(lifetime).count()) + "-hour";
+  }
+  if (lifetime >= minutes{1} && lifetime % minutes{1} == milliseconds::zero()) {
+    return std::to_string(duration_cast<minutes>(lifetime).count()) + "-minute";
+  }
+  if (lifetime >= seconds{1} && lifetime % seconds{1} == milliseconds::zero()) {
+    return std::to_string(duration_cast<seconds>(lifetime).count()) + "-second";
+  }
+  return std::to_string(lifetime.count()) + "-millisecond";
+}
+
+// g++ 12 and clang 19 warn about members left to their default initializers in designated
+// initializers, which is exactly how pipeline_answer is meant to be used.
+#if defined(__GNUC__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
+// One answer of the tools/call pipeline before (or instead of) the handler: a JSON-RPC error
+// with the A4 envelope and, unless `audit` is false, one audit row carrying the same
+// correlation id (the one-cid pattern).
+struct pipeline_answer {
+  errc code = errc::internal_error;
+  std::string_view message;
+  std::string_view remediation;
+  std::string detail;  // the audit detail head; " correlation_id=<cid>" is appended
+  audit_result result = audit_result::denied;
+  call_outcome outcome = call_outcome::denied;
+  std::optional<std::chrono::milliseconds> retry_after;
+  std::string_view approval_id;  // -32006 only, with its status URL
+  std::string status_url;
+  bool audit = true;
+};
+
+inline bool answer(request_env& e, compiled_tool& t, const pipeline_answer& a) {
+  auto& s = e.s;
+  const auto cid = s.mint_cid();
+  bool persisted = true;
+  if (a.audit) {
+    std::string detail = a.detail;
+    detail += detail.empty() ? "correlation_id=" : " correlation_id=";
+    detail += cid.view();
+    persisted = s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, a.result, detail, cid.view());
+  }
+  t.outcomes[static_cast<std::size_t>(a.outcome)].inc();
+  error_data d;
+  d.correlation_id = cid.view();
+  d.retry_after_ms = a.retry_after;
+  d.remediation = a.remediation;
+  if (!a.approval_id.empty()) {
+    d.approval_id = a.approval_id;
+    d.status_url = a.status_url;
+  }
+  if (!persisted) d.audit_persisted = false;
+  write_error_response(e.out, e.id, a.code, a.message, d);
+  return true;
+}
+
+// Step 5 of spec §4: the approval machine (reference §5.3-5.7). Returns an answer when the call
+// stops here; std::nullopt when the ticket was consumed and the call proceeds (`consumed` set).
+inline std::optional<bool> approval_step(request_env& e, compiled_tool& t, json::value args, bool& consumed) {
+  auto& s = e.s;
+  if (s.approvals == nullptr) {
+    // Degraded (reference §5.7): never a -32006 without a pollable ticket.
+    return answer(e, t, {.code = errc::tier_denied,
+                         .message = "This operation requires approval, but no approval store is configured",
+                         .remediation = "Ask the server's operator to enable approvals, or perform the operation "
+                                        "through the host's REST API or dashboard.",
+                         .detail = "approval unavailable"});
+  }
+  auto& svc = *s.approvals;
+  const approval_precondition& pre = t.def.precondition;
+  const auto g = pre ? svc.gate(t.def.name, e.ctx.caller, args, approval_precondition_ref{pre})
+                     : svc.gate(t.def.name, e.ctx.caller, args);
+  auto& m = t.approval;
+  const std::string id_head = "approval_id=" + g.approval_id;
+  auto refused = [&](std::string_view message, std::string_view remediation, std::string detail,
+                     audit_result result = audit_result::denied) {
+    m.refused.inc();
+    return answer(e, t, {.code = errc::permission_denied, .message = message, .remediation = remediation,
+                         .detail = std::move(detail), .result = result});
+  };
+  auto required = [&](bool audit, std::string detail) {
+    return answer(e, t, {.code = errc::approval_required,
+                         .message = "operation requires approval",
+                         .remediation = "An approver must approve this approval_id (see status_url); then call this "
+                                        "tool again with the same arguments plus the approval_id argument to run it "
+                                        "once.",
+                         .detail = std::move(detail),
+                         .result = audit_result::pending,
+                         .outcome = call_outcome::approval_required,
+                         .retry_after = retry::approval_poll,
+                         .approval_id = g.approval_id,
+                         .status_url = svc.status_url(g.approval_id),
+                         .audit = audit});
+  };
+  switch (g.verdict) {
+    case approval_verdict::proceed:
+      consumed = true;
+      m.consumed.inc();
+      (void)s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, audit_result::approved,
+                     "consumed " + id_head, {});
+      return std::nullopt;
+    case approval_verdict::minted: m.minted.inc(); return required(true, id_head);
+    case approval_verdict::deduped: m.deduped.inc(); return required(true, id_head + " (deduped)");
+    case approval_verdict::pending: return required(false, {});  // a poll writes no audit row
+    case approval_verdict::submitter_cap:
+      return answer(e, t, {.code = errc::tier_denied,
+                           .message = "too many pending approvals for this principal",
+                           .remediation = "Wait until an approver reviews your pending requests (or they expire), "
+                                          "then call again.",
+                           .detail = "approval refused: submitter_cap",
+                           .retry_after = retry::approval_poll});
+    case approval_verdict::global_cap:
+      return answer(e, t, {.code = errc::tier_denied,
+                           .message = "too many pending approvals on this server",
+                           .remediation = "Wait until approvers work through the pending requests, then call again.",
+                           .detail = "approval refused: global_cap",
+                           .retry_after = retry::approval_poll});
+    case approval_verdict::unidentified:
+      return answer(e, t, {.code = errc::permission_denied,
+                           .message = "approval requires an identified caller",
+                           .remediation = "Authenticate with a credential that names a principal.",
+                           .detail = "approval refused: unidentified caller"});
+    case approval_verdict::bad_id:
+      t.args_invalid.inc();
+      return answer(e, t, {.code = errc::invalid_params,
+                           .message = "Invalid arguments at /approval_id: must be a 32-character lowercase "
+                                      "hexadecimal approval id",
+                           .remediation = "Pass the approval_id exactly as the -32006 error returned it, or omit it "
+                                          "to request approval; nothing was minted or consumed.",
+                           .detail = "schema path=/approval_id"});
+    case approval_verdict::mismatch:
+      return refused("the approval_id does not match this tool and arguments",
+                     "Call again without approval_id to request approval for these arguments; a ticket runs only "
+                     "the exact tool and arguments that were approved.",
+                     id_head + " refused: mismatch");
+    case approval_verdict::rejected:
+      return refused("approval was rejected", "Submit a new request (call without approval_id) if it is still needed.",
+                     id_head + " refused: rejected");
+    case approval_verdict::expired: {
+      const std::string message = "approval expired (past its " + lifetime_phrase(svc.options().ticket_lifetime) +
+                                  " lifetime)";
+      return refused(message, "Submit a new request (call without approval_id).", id_head + " refused: expired");
+    }
+    case approval_verdict::refused: {
+      // Anti-oracle (reference §5.4 6): replay, foreign origin and foreign submitter read alike;
+      // only the audit row names the reason.
+      std::string detail = id_head + " refused: " + std::string{to_string(g.refusal)};
+      return refused("approval already used (one-time ticket)",
+                     "Submit a new request (call without approval_id); each approval runs the operation at most "
+                     "once.",
+                     std::move(detail));
+    }
+    case approval_verdict::precondition:
+      m.precondition.inc();
+      return answer(e, t, {.code = errc::permission_denied,
+                           .message = "approval cannot be redeemed right now: a precondition of this operation was "
+                                      "not met",
+                           .remediation = "The approval is still valid and was NOT consumed; call again later with "
+                                          "the same arguments and approval_id.",
+                           .detail = id_head + " refused: precondition: " + sanitize_audit_value(g.detail)});
+    case approval_verdict::store_transient:
+    case approval_verdict::store_permanent: {
+      const bool transient = g.verdict == approval_verdict::store_transient;
+      if (g.during_mint) {
+        return answer(e, t, {.code = errc::internal_error,
+                             .message = "failed to create approval request",
+                             .remediation = transient ? "Retry the same call; no approval request was created."
+                                                      : "This will not clear on retry; no approval request was "
+                                                        "created. Report the correlation_id to the server's operator.",
+                             .detail = "approval submit failed: " + sanitize_audit_value(g.detail),
+                             .result = audit_result::failure,
+                             .outcome = call_outcome::failure,
+                             .retry_after = transient ? std::optional{retry::store_fault} : std::nullopt});
+      }
+      m.refused.inc();
+      if (g.binding_unverified) m.masked.inc();
+      std::string detail = id_head + " refused: store_error";
+      if (g.binding_unverified) detail += " (origin/submitter unverified)";
+      detail += " " + sanitize_audit_value(g.detail);
+      return answer(
+          e, t,
+          {.code = errc::internal_error,
+           .message = transient ? "approval store temporarily unavailable" : "approval store unavailable",
+           .remediation = transient ? "Retry the same call unchanged: the approval was not consumed; do not request "
+                                      "a fresh one. The approval's lifetime keeps running."
+                                    : "This will not clear on retry. The approval was not consumed; report the "
+                                      "correlation_id to the server's operator.",
+           .detail = std::move(detail),
+           .result = audit_result::failure,
+           .outcome = call_outcome::failure,
+           .retry_after = transient ? std::optional{retry::approval_store_transient} : std::nullopt});
+    }
+  }
+  return answer(e, t, {.code = errc::internal_error, .message = "approval machine fault",
+                       .remediation = "Report the correlation_id to the server's operator.",
+                       .detail = "approval verdict out of range", .result = audit_result::failure,
+                       .outcome = call_outcome::failure});
+}
+
+// The approver tools (reference §5.8): RBAC already allowed Approve on their securable; the
+// service checks assurance, separation of duties and the pending-only rule.
+inline bool review_step(request_env& e, compiled_tool& t, json::value args) {
+  auto& s = e.s;
+  const std::string_view id = args["approval_id"].as_string();  // schema-validated: 32 hex
+  const bool approving = t.def.builtin == builtin_tool::approve_request;
+  const auto comment = args["comment"];
+  const auto out = approving ? s.approvals->approve(id, e.ctx.caller)
+                             : s.approvals->reject(id, e.ctx.caller, comment.is_string() ? comment.as_string()
+                                                                                          : std::string_view{});
+  const std::string id_head = "approval_id=" + std::string{id};
+  if (out.assurance != approver_assurance::ok) {
+    const std::string message = "approver_assurance_required:" + std::string{to_string(out.assurance)};
+    return answer(e, t, {.code = errc::permission_denied,
+                         .message = message,
+                         .remediation = "Only a person signed in interactively with strong authentication can review "
+                                        "approvals; use the host's approval page.",
+                         .detail = id_head + " approver_assurance:" + std::string{to_string(out.assurance)}});
+  }
+  if (out.comment_too_long) {
+    t.args_invalid.inc();
+    const std::string message = "Invalid arguments at /comment: longer than " +
+                                std::to_string(s.approvals->options().max_review_comment_bytes) + " bytes";
+    return answer(e, t, {.code = errc::invalid_params, .message = message,
+                         .remediation = "Shorten the comment; nothing was reviewed.",
+                         .detail = "schema path=/comment"});
+  }
+  if (out.error) {
+    const bool permanent = is_permanent_store_error(out.error);
+    return answer(e, t, {.code = errc::internal_error,
+                         .message = permanent ? "approval store unavailable" : "approval store temporarily unavailable",
+                         .remediation = permanent ? "This will not clear on retry; nothing was reviewed. Report the "
+                                                    "correlation_id to the server's operator."
+                                                  : "Retry the same call; nothing was reviewed.",
+                         .detail = id_head + " review failed: " + sanitize_audit_value(out.error.message()),
+                         .result = audit_result::failure,
+                         .outcome = call_outcome::failure,
+                         .retry_after = permanent ? std::nullopt : std::optional{retry::approval_store_transient}});
+  }
+  switch (out.status) {
+    case approval_review_status::reviewed: break;
+    case approval_review_status::not_found:
+      return answer(e, t, {.code = errc::invalid_params, .message = "no approval request has this approval_id",
+                           .remediation = "Check the approval_id against the approval queue.",
+                           .detail = id_head + " refused: not_found"});
+    case approval_review_status::already_reviewed:
+      return answer(e, t, {.code = errc::permission_denied, .message = "already reviewed by another user",
+                           .remediation = "Nothing to do: the request is no longer pending.",
+                           .detail = id_head + " refused: already_reviewed"});
+    case approval_review_status::expired: {
+      const std::string message =
+          "approval expired (past its " + lifetime_phrase(s.approvals->options().ticket_lifetime) + " lifetime)";
+      return answer(e, t, {.code = errc::permission_denied, .message = message,
+                           .remediation = "Nothing to do: the submitter must request approval again.",
+                           .detail = id_head + " refused: expired"});
+    }
+    case approval_review_status::self_review:
+      return answer(e, t, {.code = errc::permission_denied, .message = "the reviewer must differ from the submitter",
+                           .remediation = "Another approver must review this request.",
+                           .detail = id_head + " refused: self_review"});
+  }
+  const std::string_view status = approving ? "approved" : "rejected";
+  std::string structured;
+  {
+    json::writer w{structured};
+    w.begin_object().member("approval_id", id).member("status", status).end_object();
+  }
+  const tool_result r = tool_result::structured(std::move(structured));
+  correlation_id cid_storage;
+  const correlation_id* cid = nullptr;
+  if (!write_tool_result(e, t, r, cid, cid_storage)) return true;
+  t.outcomes[static_cast<std::size_t>(call_outcome::success)].inc();
+  (void)s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, audit_result::success,
+                 id_head + " " + std::string{status}, {});
+  return true;
+}
+
+#if defined(__GNUC__)
+#  pragma GCC diagnostic pop
+#endif
+
 inline bool handle_tools_call(request_env& e) {
   auto& s = e.s;
   const auto& who = e.ctx.caller;
@@ -1166,25 +1531,8 @@ inline bool handle_tools_call(request_env& e) {
                 "approval ticket was created or consumed.",
                 head);
   }
-  // 5. Approval (the approval machine fills this point; without it the path is degraded).
-  if (decision == tier_decision::allow_with_approval) {
-    return deny(errc::tier_denied, "This operation requires approval, but no approval store is configured",
-                "Ask the server's operator to enable approvals, or perform the operation through the host's REST "
-                "API or dashboard.",
-                "approval unavailable");
-  }
-  // 6. RBAC.
-  bool allowed = false;
-  try {
-    allowed = s.authz->allowed(who, t.def.securable, t.op);
-  } catch (...) {
-    allowed = false;
-  }
-  if (!allowed) {
-    return deny(errc::permission_denied, "Permission denied",
-                "The caller lacks the permission this tool needs; ask an administrator for the role.", "rbac");
-  }
-  // 7. The handler.
+  // The request id is claimed before the approval step: a duplicate in-flight id must be refused
+  // before it can spend a ticket.
   call_scope scope{e.ctx, e.id};
   if (!scope.registered()) {
     const auto cid = s.mint_cid();
@@ -1193,8 +1541,33 @@ inline bool handle_tools_call(request_env& e) {
     return true;
   }
   scope.link(e.ctx.stop);
+  // 5. Approval: mint, poll or redeem a ticket (spec §5).
+  bool consumed = false;
+  if (decision == tier_decision::allow_with_approval) {
+    if (auto answered = approval_step(e, t, args, consumed)) return *answered;
+  }
+  // From here on a consumed ticket is spent: a request that still fails burned it (reference §3.4).
+  auto burned = [&](bool cancelled) {
+    if (!consumed) return;
+    (cancelled ? t.approval.burned_cancelled : t.approval.burned_rejected).inc();
+  };
+  // 6. RBAC.
+  bool allowed = false;
+  try {
+    allowed = s.authz->allowed(who, t.def.securable, t.op);
+  } catch (...) {
+    allowed = false;
+  }
+  if (!allowed) {
+    burned(false);
+    return deny(errc::permission_denied, "Permission denied",
+                "The caller lacks the permission this tool needs; ask an administrator for the role.", "rbac");
+  }
+  // 7. The handler (the approver tools' handler is the library's own).
+  if (t.def.builtin != builtin_tool::none) return review_step(e, t, args);
   if (scope.cancelled()) {
     // The connection closed (or the transport stopped) before the handler started: nothing runs.
+    burned(true);
     counted(call_outcome::cancelled);
     return false;
   }
@@ -1207,11 +1580,13 @@ inline bool handle_tools_call(request_env& e) {
     r.reset();
   }
   if (scope.cancelled()) {
+    burned(true);
     counted(call_outcome::cancelled);
     (void)s.record(t.action, "mcp_tool", t.def.name, who, audit_result::failure, "cancelled", {});
     return false;
   }
   if (!r) {
+    burned(false);
     s.handler_exceptions.inc();
     return deny(errc::internal_error, "The tool failed unexpectedly",
                 "The server kept running; report the correlation_id to its operator. Retrying may repeat side "
@@ -1221,6 +1596,7 @@ inline bool handle_tools_call(request_env& e) {
   correlation_id cid_storage;
   const correlation_id* cid = nullptr;
   if (!write_tool_result(e, t, *r, cid, cid_storage)) {
+    burned(false);
     counted(call_outcome::failure);
     (void)s.record(t.action, "mcp_tool", t.def.name, who, audit_result::failure,
                    "invalid result correlation_id=" + std::string{cid->view()}, cid->view());
