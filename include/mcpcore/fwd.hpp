@@ -68,6 +68,36 @@ class server_builder;
 class server;
 struct stdio_options;
 class stdio_transport;
+// approvals
+enum class approval_status : std::uint8_t;
+struct approval_ticket;
+struct approval_mint_request;
+enum class approval_mint_status : std::uint8_t;
+struct approval_mint_result;
+struct approval_consume_request;
+enum class approval_consume_status : std::uint8_t;
+struct approval_review_request;
+enum class approval_review_status : std::uint8_t;
+enum class approval_store_errc : std::uint8_t;
+enum class approval_store_fault : std::uint8_t;
+struct approval_options;
+enum class approver_assurance : std::uint8_t;
+enum class approval_verdict : std::uint8_t;
+enum class approval_refusal : std::uint8_t;
+struct approval_gate_outcome;
+class approval_precondition_ref;
+struct approval_review_outcome;
+class approval_service;
+struct memory_approval_store_options;
+class memory_approval_store;
+struct sqlite_approval_store_options;
+class sqlite_approval_store;
+struct approval_endpoint_options;
+class approval_endpoint;
+// sans-I/O HTTP
+struct http_header;
+struct http_request_view;
+struct http_response;
 
 namespace json {
 enum class json_errc : int;

@@ -5,6 +5,7 @@
 
 #include <mcpcore/accept.hpp>
 #include <mcpcore/approval.hpp>
+#include <mcpcore/approval_endpoint.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/canonical_json.hpp>
 #include <mcpcore/clock.hpp>
@@ -12,6 +13,7 @@
 #include <mcpcore/error.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/fwd.hpp>
+#include <mcpcore/http.hpp>
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/jsonrpc.hpp>

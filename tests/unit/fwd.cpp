@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <mcpcore/mcpcore.hpp>
+#include <mcpcore/sqlite_approval_store.hpp>
 
 #include <type_traits>
 
@@ -16,6 +17,10 @@ TEST_SUITE("fwd") {
     static_assert(std::is_class_v<mcpcore::json::document>);
     static_assert(std::is_class_v<mcpcore::request_id_view>);
     static_assert(std::is_aggregate_v<mcpcore::sse::event>);
+    static_assert(std::is_same_v<std::underlying_type_t<mcpcore::approval_store_errc>, std::uint8_t>);
+    static_assert(std::is_aggregate_v<mcpcore::approval_ticket>);
+    static_assert(std::is_class_v<mcpcore::sqlite_approval_store>);
+    static_assert(std::is_aggregate_v<mcpcore::http_response>);
     CHECK(true);
   }
 }

@@ -12,10 +12,12 @@
 
 #include <mcpcore/impl/accept.ipp>
 #include <mcpcore/impl/approval.ipp>
+#include <mcpcore/impl/approval_endpoint.ipp>
 #include <mcpcore/impl/audit.ipp>
 #include <mcpcore/impl/canonical_json.ipp>
 #include <mcpcore/impl/correlation_id.ipp>
 #include <mcpcore/impl/error.ipp>
+#include <mcpcore/impl/http.ipp>
 #include <mcpcore/impl/json.ipp>
 #include <mcpcore/impl/json_writer.ipp>
 #include <mcpcore/impl/jsonrpc.ipp>
