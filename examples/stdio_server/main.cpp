@@ -2,12 +2,14 @@
 // An MCP server on stdin/stdout, for desktop clients (Claude Desktop) and the official SDKs'
 // StdioClientTransport. It shows every feature a handler can use: structured results with an
 // output schema, progress, logging, cancellation, requests to the client (sampling, roots),
-// resources and a resource template, a prompt with untrusted and closed-enum arguments, and
-// completion.
+// resources and a resource template, a prompt with untrusted and closed-enum arguments,
+// completion, and an approval-gated tool (in-memory tickets; they end with the process).
 //
 // Usage: mcpcore-stdio-server [--tier <readonly|operator|supervised>] [--read-only]
 // Diagnostics go to stderr; stdout carries only protocol.
+#include <mcpcore/approval.hpp>
 #include <mcpcore/json_writer.hpp>
+#include <mcpcore/memory_approval_store.hpp>
 #include <mcpcore/policy.hpp>
 #include <mcpcore/server.hpp>
 #include <mcpcore/stdio.hpp>
@@ -132,6 +134,19 @@ void declare_tools(mcpcore::server_builder& b) {
             [&](mcpcore::json::writer& w) { w.begin_object().member("quotient", x / y).end_object(); });
       });
 
+  // Approval-gated for the supervised tier (Yuzu's table gates every Delete): the first call
+  // answers -32006 with a ticket; a reviewer other than the caller approves it out of band (the
+  // host's approval page, spec §5); the call repeated with approval_id then runs once.
+  b.tool("delete_note")
+      .description("Deletes a note. With a supervised-tier token it needs an approval ticket first.")
+      .input_schema(R"({"type":"object","properties":{"name":{"type":"string","minLength":1},)"
+                    R"("approval_id":{"type":"string"}},"required":["name"],"additionalProperties":false})")
+      .security("Note", operation::delete_)
+      .effect(tool_effect::destructive, true)
+      .handler([](mcpcore::call_context&, const mcpcore::arguments& args) {
+        return tool_result::text("deleted note " + std::string{args["name"].as_string()});
+      });
+
   b.tool("list_client_roots")
       .description("Lists the client's roots (roots/list), one URI per line.")
       .security("Roots", operation::read)
@@ -204,9 +219,13 @@ int main(int argc, char** argv) {
                              .version = MCPCORE_VERSION_STRING,
                              .title = "mcpcore stdio example",
                              .instructions = "Example tools: get_time, echo, count_slowly (progress and "
-                                             "logging), ask_client_model (sampling), divide, list_client_roots."}};
+                                             "logging), ask_client_model (sampling), divide, list_client_roots, delete_note "
+                                             "(approval-gated for the supervised tier)."}};
+  mcpcore::memory_approval_store approvals_store;
+  mcpcore::approval_service approvals{approvals_store};
   declare_tools(b);
   declare_resources_and_prompts(b);
+  b.approvals(approvals);
   auto server = b.build();
   if (!server) {
     std::fprintf(stderr, "mcpcore-stdio-server: refused to start: %s\n", server.error().message().c_str());

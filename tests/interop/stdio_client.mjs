@@ -46,7 +46,7 @@ const EXIT_WAIT_MS = 6_000;
 
 const PROTOCOL_VERSION = '2025-11-25';
 const SERVER_NAME = 'mcpcore-stdio-server';
-const TOOL_NAMES = ['ask_client_model', 'count_slowly', 'divide', 'echo', 'get_time', 'list_client_roots'];
+const TOOL_NAMES = ['ask_client_model', 'count_slowly', 'delete_note', 'divide', 'echo', 'get_time', 'list_client_roots'];
 const ECHO_INPUT_SCHEMA = {
   type: 'object',
   properties: { text: { type: 'string', maxLength: 4096 } },
@@ -599,6 +599,39 @@ await check('tools/call unknown tool', async () => {
   const error = await expectMcpError(
     client.callTool({ name: 'nope', arguments: {} }, undefined, opts()), INVALID_PARAMS);
   expectEqual(serverMessage(error), 'Unknown tool: nope', 'message');
+});
+
+// spec §5, reference §5.3-5.4: a second server process, serving a supervised-tier caller, gates
+// delete_note. The SDK must hand us the -32006 envelope intact: approval_id, status_url and the
+// honest 30 s poll hint; a recall of the pending ticket echoes it; a malformed id is -32602.
+await check('approval: -32006 ticket envelope through the SDK, pending recall, malformed id', async () => {
+  const supervised = new Client({ name: 'mcpcore-interop-supervised', version: '1.0.0' }, { capabilities: {} });
+  await supervised.connect(new StdioClientTransport({
+    command: serverCommand,
+    args: [...serverArgs, '--tier', 'supervised'],
+    env: { ...process.env },
+    stderr: 'inherit',
+  }));
+  try {
+    const minted = await expectMcpError(
+      supervised.callTool({ name: 'delete_note', arguments: { name: 'todo' } }, undefined, opts()), -32006);
+    const id = minted.data.approval_id;
+    expect(typeof id === 'string' && /^[0-9a-f]{32}$/.test(id), `approval_id ${fmt(id)}`);
+    expectEqual(minted.data.status_url, `/api/v1/approvals/${id}`, 'status_url');
+    expectEqual(minted.data.retry_after_ms, 30000, 'retry_after_ms');
+    expectEqual(serverMessage(minted), 'operation requires approval', 'message');
+    const again = await expectMcpError(
+      supervised.callTool({ name: 'delete_note', arguments: { name: 'todo', approval_id: id } }, undefined, opts()),
+      -32006);
+    expectEqual(again.data.approval_id, id, 'pending recall approval_id');
+    const malformed = await expectMcpError(
+      supervised.callTool({ name: 'delete_note', arguments: { name: 'todo', approval_id: 'ABC' } }, undefined, opts()),
+      INVALID_PARAMS);
+    expect(serverMessage(malformed).includes('/approval_id'), `message ${fmt(serverMessage(malformed))}`);
+    expect(malformed.data.approval_id === undefined, 'a refused id must not come with a ticket');
+  } finally {
+    await supervised.close();
+  }
 });
 
 await check('resources/list', async () => {
