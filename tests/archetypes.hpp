@@ -3,14 +3,20 @@
 #ifndef MCPCORE_TESTS_ARCHETYPES_HPP
 #define MCPCORE_TESTS_ARCHETYPES_HPP
 
+#include <mcpcore/approval.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/clock.hpp>
 #include <mcpcore/metrics.hpp>
 #include <mcpcore/policy.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <system_error>
+#include <vector>
 
 // Each archetype provides exactly what its concept's requires-expression asks for, with the
 // exact signatures the named-requirements pages list, and nothing else: no default
@@ -56,6 +62,33 @@ struct metrics_sink {
 struct clock_source {
   std::chrono::steady_clock::time_point steady_now() const noexcept { return {}; }
   std::chrono::system_clock::time_point system_now() const noexcept { return {}; }
+};
+
+/// Minimal `mcpcore::approval_store`: six non-const members with the exact result types; every
+/// call fails with a permanent error (a store that is never open).
+struct approval_store {
+  mcpcore::result<mcpcore::approval_mint_result> mint(const mcpcore::approval_mint_request& /*m*/) {
+    return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)};
+  }
+  mcpcore::result<std::optional<mcpcore::approval_ticket>> get(std::string_view /*id*/) { return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)}; }
+  mcpcore::result<mcpcore::approval_consume_status> consume(const mcpcore::approval_consume_request& /*c*/) {
+    return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)};
+  }
+  mcpcore::result<mcpcore::approval_review_status> review(const mcpcore::approval_review_request& /*r*/) {
+    return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)};
+  }
+  mcpcore::result<std::size_t> expire(mcpcore::approval_time /*now*/, std::chrono::milliseconds /*lifetime*/) {
+    return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)};
+  }
+  mcpcore::result<std::vector<mcpcore::approval_ticket>> pending(std::size_t /*limit*/) { return std::unexpected{make_error_code(mcpcore::approval_store_errc::closed)}; }
+};
+
+/// Minimal `mcpcore::approval_precondition_callable`: a const call returning the refusal reason.
+struct approval_precondition {
+  std::optional<std::string> operator()(const mcpcore::approval_ticket& /*t*/, const mcpcore::principal& /*caller*/,
+                                        mcpcore::json::value /*args*/) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace archetypes

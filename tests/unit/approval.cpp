@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include "archetypes.hpp"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -124,6 +126,14 @@ struct scripted_store {
 };
 static_assert(approval_store<scripted_store>);
 static_assert(approval_store<memory_approval_store>);
+static_assert(approval_store<archetypes::approval_store>);
+static_assert(approval_precondition_callable<archetypes::approval_precondition>);
+// What the concept refuses: a const-only store, a wrong result type, a missing member.
+struct const_only_store {
+  result<approval_mint_result> mint(const approval_mint_request&) const;
+};
+static_assert(!approval_store<const_only_store>);
+static_assert(!approval_precondition_callable<int>);
 
 // The wall time a fresh manual_clock shows, as a ticket time.
 const approval_time clock_start = std::chrono::time_point_cast<milliseconds>(manual_clock::initial_system);
@@ -1594,4 +1604,24 @@ TEST_CASE("reference §5.5: expire runs the lifetime sweep at the service's cloc
   auto failed = f.svc.expire();
   REQUIRE_FALSE(failed.has_value());
   CHECK(failed.error() == approval_store_fault::transient);
+}
+
+TEST_CASE("spec §2: approval_service needs nothing beyond the concept: over the archetype store every path fails permanently") {
+  archetypes::approval_store store;
+  approval_service service{store};
+  const principal caller{.id = "agent"};
+  json::document doc;
+  auto args = doc.parse(R"({"tag":"a"})");
+  REQUIRE(args.has_value());
+  const auto minted = service.gate("t", caller, *args);
+  CHECK(minted.verdict == approval_verdict::store_permanent);
+  CHECK(minted.during_mint);
+  auto recall_args = doc.parse(R"({"tag":"a","approval_id":"0123456789abcdef0123456789abcdef"})");
+  REQUIRE(recall_args.has_value());
+  const archetypes::approval_precondition pre;
+  const auto recalled = service.gate("t", caller, *recall_args, pre);
+  CHECK(recalled.verdict == approval_verdict::store_permanent);
+  CHECK(recalled.binding_unverified);
+  const principal human{.id = "h", .kind = principal_kind::human_interactive, .assured = true};
+  CHECK(is_permanent_store_error(service.approve("0123456789abcdef0123456789abcdef", human).error));
 }
