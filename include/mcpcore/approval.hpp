@@ -408,23 +408,6 @@ struct approval_store_ref final : approval_store_base {
  private:
   S* s_;
 };
-struct approval_clock_base {
-  approval_clock_base() = default;
-  approval_clock_base(const approval_clock_base&) = delete;
-  approval_clock_base& operator=(const approval_clock_base&) = delete;
-  virtual ~approval_clock_base() = default;
-  [[nodiscard]] virtual approval_time now() const noexcept = 0;
-};
-template <class C>
-struct approval_clock_model final : approval_clock_base {
-  explicit approval_clock_model(C c) : c_(std::move(c)) {}
-  [[nodiscard]] approval_time now() const noexcept override {
-    return std::chrono::time_point_cast<std::chrono::milliseconds>(c_.system_now());
-  }
-
- private:
-  C c_;
-};
 }  // namespace detail
 
 /// The ticket-then-recall machine over one store (spec §5, reference §5): what the server's
@@ -445,7 +428,7 @@ class approval_service {
   approval_service(S& store, C clock, approval_options options = {}) : approval_service(std::move(options)) {
     // Delegated: the destructor frees whatever was allocated if the second allocation throws.
     store_ = new detail::approval_store_ref<S>(store);
-    clock_ = new detail::approval_clock_model<C>(std::move(clock));
+    clock_ = new detail::clock_model<C>(std::move(clock));
   }
   MCPCORE_DECL ~approval_service();
   approval_service(const approval_service&) = delete;
@@ -483,7 +466,7 @@ class approval_service {
   MCPCORE_DECL approval_review_outcome review(std::string_view id, const principal& reviewer,
                                               approval_status decision, std::string_view comment);
   detail::approval_store_base* store_ = nullptr;
-  detail::approval_clock_base* clock_ = nullptr;
+  detail::clock_base* clock_ = nullptr;
   approval_options options_;
 };
 

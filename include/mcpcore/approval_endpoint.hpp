@@ -29,28 +29,6 @@ struct approval_endpoint_options {
   std::size_t max_body_bytes = 8192;
 };
 
-namespace detail {
-/// Type-erased `authorizer` held by `approval_endpoint` (library use).
-struct endpoint_authz_base {
-  endpoint_authz_base() = default;
-  endpoint_authz_base(const endpoint_authz_base&) = delete;
-  endpoint_authz_base& operator=(const endpoint_authz_base&) = delete;
-  virtual ~endpoint_authz_base() = default;
-  [[nodiscard]] virtual bool allowed(const principal& p, std::string_view securable, operation op) const = 0;
-};
-/// The model of `endpoint_authz_base` for the authorizer `A` (library use).
-template <class A>
-struct endpoint_authz_model final : endpoint_authz_base {
-  explicit endpoint_authz_model(A a) : a_(std::move(a)) {}
-  [[nodiscard]] bool allowed(const principal& p, std::string_view securable, operation op) const override {
-    return a_.allowed(p, securable, op);
-  }
-
- private:
-  A a_;
-};
-}  // namespace detail
-
 /// Serves the approval status URL and the review actions (spec §5) for a host's HTTP server.
 ///
 /// | request | who | answers |
@@ -117,7 +95,7 @@ class approval_endpoint {
   template <mcpcore::authorizer A>
   approval_endpoint(approval_service& service, A authz, approval_endpoint_options options = {})
       : approval_endpoint(service, std::move(options)) {
-    authz_ = new detail::endpoint_authz_model<A>(std::move(authz));
+    authz_ = new detail::authorizer_model<A>(std::move(authz));
   }
   MCPCORE_DECL ~approval_endpoint();
   approval_endpoint(const approval_endpoint&) = delete;
@@ -134,7 +112,7 @@ class approval_endpoint {
  private:
   MCPCORE_DECL approval_endpoint(approval_service& service, approval_endpoint_options options);
   approval_service* service_;
-  detail::endpoint_authz_base* authz_ = nullptr;
+  detail::authorizer_base* authz_ = nullptr;
   approval_endpoint_options options_;
 };
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <utility>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -125,6 +126,22 @@ class clock_ref {
  private:
   const C* c_;
 };
+
+namespace detail {
+// Type erasure of a `clock_source`, shared by the server and the approval service.
+struct clock_base {
+  virtual ~clock_base() = default;
+  virtual std::chrono::steady_clock::time_point steady_now() const noexcept = 0;
+  virtual std::chrono::system_clock::time_point system_now() const noexcept = 0;
+};
+template <class C>
+struct clock_model final : clock_base {
+  explicit clock_model(C c) : c_(std::move(c)) {}
+  std::chrono::steady_clock::time_point steady_now() const noexcept override { return c_.steady_now(); }
+  std::chrono::system_clock::time_point system_now() const noexcept override { return c_.system_now(); }
+  C c_;
+};
+}  // namespace detail
 
 MCPCORE_END_NAMESPACE
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
@@ -234,6 +235,20 @@ class role_table_authorizer {
   };
   std::vector<entry> grants_;
 };
+
+namespace detail {
+// Type erasure of an `authorizer`, shared by the server and the approval endpoint.
+struct authorizer_base {
+  virtual ~authorizer_base() = default;
+  virtual bool allowed(const principal& who, std::string_view securable, operation op) const = 0;
+};
+template <class A>
+struct authorizer_model final : authorizer_base {
+  explicit authorizer_model(A a) : a_(std::move(a)) {}
+  bool allowed(const principal& w, std::string_view s, operation op) const override { return a_.allowed(w, s, op); }
+  A a_;
+};
+}  // namespace detail
 
 MCPCORE_END_NAMESPACE
 

@@ -304,16 +304,7 @@ struct policy_model final : policy_base {
   }
   P p_;
 };
-struct authorizer_base {
-  virtual ~authorizer_base() = default;
-  virtual bool allowed(const principal& who, std::string_view securable, operation op) const = 0;
-};
-template <class A>
-struct authorizer_model final : authorizer_base {
-  explicit authorizer_model(A a) : a_(std::move(a)) {}
-  bool allowed(const principal& w, std::string_view s, operation op) const override { return a_.allowed(w, s, op); }
-  A a_;
-};
+// authorizer_base / authorizer_model: policy.hpp; clock_base / clock_model: clock.hpp.
 struct audit_base {
   virtual ~audit_base() = default;
   virtual bool record(const audit_record& r) = 0;
@@ -323,18 +314,6 @@ struct audit_model final : audit_base {
   explicit audit_model(S& s) : s_(&s) {}
   bool record(const audit_record& r) override { return s_->record(r); }
   S* s_;
-};
-struct clock_base {
-  virtual ~clock_base() = default;
-  virtual std::chrono::steady_clock::time_point steady_now() const noexcept = 0;
-  virtual std::chrono::system_clock::time_point system_now() const noexcept = 0;
-};
-template <class C>
-struct clock_model final : clock_base {
-  explicit clock_model(C c) : c_(std::move(c)) {}
-  std::chrono::steady_clock::time_point steady_now() const noexcept override { return c_.steady_now(); }
-  std::chrono::system_clock::time_point system_now() const noexcept override { return c_.system_now(); }
-  C c_;
 };
 /// Metric handles are resolved at build time through this callback pair.
 struct metrics_binding {

@@ -279,7 +279,9 @@ MCPCORE_DECL std::string approval_service::status_url(std::string_view id) const
   return url;
 }
 
-MCPCORE_DECL approval_time approval_service::now() const noexcept { return clock_->now(); }
+MCPCORE_DECL approval_time approval_service::now() const noexcept {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(clock_->system_now());
+}
 
 MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool, const principal& caller,
                                                           json::value arguments,
@@ -291,7 +293,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   std::string definition{approval_definition_prefix};
   definition += tool;
   const std::string scope = canonical_arguments(arguments);
-  const approval_time now = clock_->now();
+  const approval_time now = this->now();
   const auto lifetime = options_.ticket_lifetime;
   const approval_time cutoff = detail::lifetime_cutoff(now, lifetime);
 
@@ -398,7 +400,7 @@ MCPCORE_DECL approval_review_outcome approval_service::review(std::string_view i
     out.status = approval_review_status::self_review;
     return out;
   }
-  const approval_review_request r{id, reviewer.id, decision, comment, clock_->now(), options_.ticket_lifetime};
+  const approval_review_request r{id, reviewer.id, decision, comment, now(), options_.ticket_lifetime};
   auto res = detail::guarded_store_call([&] { return store_->review(r); });
   if (!res) {
     out.error = res.error();
@@ -427,7 +429,7 @@ MCPCORE_DECL result<std::vector<approval_ticket>> approval_service::pending(std:
 }
 
 MCPCORE_DECL result<std::size_t> approval_service::expire() {
-  return detail::guarded_store_call([&] { return store_->expire(clock_->now(), options_.ticket_lifetime); });
+  return detail::guarded_store_call([&] { return store_->expire(now(), options_.ticket_lifetime); });
 }
 
 MCPCORE_END_NAMESPACE

@@ -195,7 +195,7 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
 }
 
 // The authorizer's verdict; an exception is a denial (policy.hpp, `authorizer` requirement 4).
-[[nodiscard]] MCPCORE_DECL bool is_approver(const endpoint_authz_base& authz, const principal& who,
+[[nodiscard]] MCPCORE_DECL bool is_approver(const authorizer_base& authz, const principal& who,
                                             std::string_view securable) noexcept {
   try {
     return authz.allowed(who, securable, operation::approve);
@@ -204,7 +204,7 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   }
 }
 
-[[nodiscard]] MCPCORE_DECL http_response handle_get(approval_service& service, const endpoint_authz_base& authz,
+[[nodiscard]] MCPCORE_DECL http_response handle_get(approval_service& service, const authorizer_base& authz,
                                                     const approval_endpoint_options& options, std::string_view id,
                                                     const principal& caller) {
   if (!is_approval_id(id)) return not_found();
@@ -218,7 +218,7 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   return ticket_response(service, t);
 }
 
-[[nodiscard]] MCPCORE_DECL http_response handle_review(approval_service& service, const endpoint_authz_base& authz,
+[[nodiscard]] MCPCORE_DECL http_response handle_review(approval_service& service, const authorizer_base& authz,
                                                        const approval_endpoint_options& options, route r,
                                                        std::string_view body, const principal& caller) {
   if (!is_approver(authz, caller, options.approver_securable)) {
