@@ -8,8 +8,10 @@
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/retry.hpp>
+// detail::append_rfc3339, the time format of the audit lines. In compiled mode this is the single
+// translation unit of src/mcpcore.cpp, which includes it anyway.
+#include <mcpcore/impl/audit.ipp>
 
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <system_error>
@@ -101,36 +103,11 @@ struct route {
   return r;
 }
 
-// Appends v in decimal, left-padded with zeros to `width` digits.
-MCPCORE_DECL void append_padded(std::string& out, long long v, int width) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  for (auto n = static_cast<int>(r.ptr - buf); n < width; ++n) out.push_back('0');
-  out.append(buf, r.ptr);
-}
-
-// YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6, UTC).
+// YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6, UTC), as the audit lines write it.
 [[nodiscard]] MCPCORE_DECL std::string rfc3339(approval_time t) {
-  using namespace std::chrono;
-  const auto day = floor<days>(t);
-  const year_month_day ymd{day};
-  const hh_mm_ss<milliseconds> hms{t - day};
   std::string out;
   out.reserve(24);
-  append_padded(out, static_cast<int>(ymd.year()), 4);
-  out.push_back('-');
-  append_padded(out, static_cast<unsigned>(ymd.month()), 2);
-  out.push_back('-');
-  append_padded(out, static_cast<unsigned>(ymd.day()), 2);
-  out.push_back('T');
-  append_padded(out, hms.hours().count(), 2);
-  out.push_back(':');
-  append_padded(out, hms.minutes().count(), 2);
-  out.push_back(':');
-  append_padded(out, hms.seconds().count(), 2);
-  out.push_back('.');
-  append_padded(out, hms.subseconds().count(), 3);
-  out.push_back('Z');
+  detail::append_rfc3339(out, t);
   return out;
 }
 

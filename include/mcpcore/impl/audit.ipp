@@ -34,7 +34,8 @@ MCPCORE_DECL void audit_append_padded(std::string& out, long long v, int width) 
 }
 
 // YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6 with the UTC "Z"), truncated to the millisecond below.
-MCPCORE_DECL void audit_append_time(std::string& out, std::chrono::system_clock::time_point t) {
+// Shared with the approval endpoint, which includes this file for it.
+MCPCORE_DECL void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto ms = floor<milliseconds>(t);
   const auto day = floor<days>(ms);
@@ -193,7 +194,7 @@ MCPCORE_DECL bool jsonl_audit_sink::record(const audit_record& r) {
 
 MCPCORE_DECL void append_audit_json(std::string& out, const audit_record& r) {
   std::string time;
-  detail::audit_append_time(time, r.time);
+  detail::append_rfc3339(time, r.time);
   json::writer w{out};
   w.begin_object()
       .member("time", std::string_view{time})
