@@ -290,6 +290,10 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   // A ticket binds its submitter; a caller without an identity can neither mint nor redeem.
   if (caller.id.empty()) return verdict_of(approval_verdict::unidentified, {});
   const json::value aid = arguments.is_object() ? arguments["approval_id"] : json::value{};
+  // A malformed id is refused before any work: nothing is canonicalised, read or minted.
+  if (aid.exists() && (!aid.is_string() || !is_approval_id(aid.as_string()))) {
+    return verdict_of(approval_verdict::bad_id, {});
+  }
   std::string definition{approval_definition_prefix};
   definition += tool;
   const std::string scope = canonical_arguments(arguments);
@@ -315,8 +319,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
     return detail::store_failure(make_error_code(approval_store_errc::internal), {}, true, false);
   }
 
-  // Recall (reference §5.4).
-  if (!aid.is_string() || !is_approval_id(aid.as_string())) return verdict_of(approval_verdict::bad_id, {});
+  // Recall (reference §5.4); the id's shape was checked above.
   std::string id{aid.as_string()};
   // 1. The error-distinguishing read; its failure leaves origin and submitter unverified.
   auto read = detail::guarded_store_call([&] { return store_->get(id); });

@@ -1182,22 +1182,21 @@ inline bool write_tool_result(request_env& e, compiled_tool& t, const tool_resul
   return true;
 }
 
-// "7-day", "36-hour", "90-minute" or "45-second": the configured lifetime as the messages say it.
-inline std::string lifetime_phrase(std::chrono::milliseconds lifetime) {
+// "approval expired (past its 7-day lifetime)", naming the configured lifetime in its largest
+// whole unit ("36-hour", "90-minute", "45-second", "1500-millisecond").
+inline std::string expired_message(std::chrono::milliseconds lifetime) {
   using namespace std::chrono;
-  if (lifetime >= days{1} && lifetime % days{1} == milliseconds::zero()) {
-    return std::to_string(duration_cast<days>(lifetime).count()) + "-day";
+  static constexpr std::pair<milliseconds, std::string_view> units[] = {
+      {days{1}, "day"},      {hours{1}, "hour"},           {minutes{1}, "minute"},
+      {seconds{1}, "second"}, {milliseconds{1}, "millisecond"}};
+  std::string phrase = std::to_string(lifetime.count()) + "-millisecond";
+  for (const auto& [unit, name] : units) {
+    if (lifetime >= unit && lifetime % unit == milliseconds::zero()) {
+      phrase = std::to_string(lifetime / unit) + "-" + std::string{name};
+      break;
+    }
   }
-  if (lifetime >= hours{1} && lifetime % hours{1} == milliseconds::zero()) {
-    return std::to_string(duration_cast<hours>(lifetime).count()) + "-hour";
-  }
-  if (lifetime >= minutes{1} && lifetime % minutes{1} == milliseconds::zero()) {
-    return std::to_string(duration_cast<minutes>(lifetime).count()) + "-minute";
-  }
-  if (lifetime >= seconds{1} && lifetime % seconds{1} == milliseconds::zero()) {
-    return std::to_string(duration_cast<seconds>(lifetime).count()) + "-second";
-  }
-  return std::to_string(lifetime.count()) + "-millisecond";
+  return "approval expired (past its " + phrase + " lifetime)";
 }
 
 // g++ 12 and clang 19 warn about members left to their default initializers in designated
@@ -1330,8 +1329,7 @@ inline std::optional<bool> approval_step(request_env& e, compiled_tool& t, json:
       return refused("approval was rejected", "Submit a new request (call without approval_id) if it is still needed.",
                      id_head + " refused: rejected");
     case approval_verdict::expired: {
-      const std::string message = "approval expired (past its " + lifetime_phrase(svc.options().ticket_lifetime) +
-                                  " lifetime)";
+      const std::string message = expired_message(svc.options().ticket_lifetime);
       return refused(message, "Submit a new request (call without approval_id).", id_head + " refused: expired");
     }
     case approval_verdict::refused: {
@@ -1440,8 +1438,7 @@ inline bool review_step(request_env& e, compiled_tool& t, json::value args) {
                            .remediation = "Nothing to do: the request is no longer pending.",
                            .detail = id_head + " refused: already_reviewed"});
     case approval_review_status::expired: {
-      const std::string message =
-          "approval expired (past its " + lifetime_phrase(s.approvals->options().ticket_lifetime) + " lifetime)";
+      const std::string message = expired_message(s.approvals->options().ticket_lifetime);
       return answer(e, t, {.code = errc::permission_denied, .message = message,
                            .remediation = "Nothing to do: the submitter must request approval again.",
                            .detail = id_head + " refused: expired"});
