@@ -98,6 +98,12 @@ class approval_endpoint;
 struct http_header;
 struct http_request_view;
 struct http_response;
+// session layer
+struct stream_budget_options;
+enum class stream_budget_reject : std::uint8_t;
+enum class stream_budget_mode : std::uint8_t;
+class stream_lease;
+class stream_budget;
 
 namespace json {
 enum class json_errc : int;

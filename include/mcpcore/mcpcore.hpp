@@ -25,6 +25,7 @@
 #include <mcpcore/server.hpp>
 #include <mcpcore/sse.hpp>
 #include <mcpcore/stdio.hpp>
+#include <mcpcore/stream_budget.hpp>
 #include <mcpcore/tool.hpp>
 #include <mcpcore/version.hpp>
 

@@ -28,6 +28,7 @@
 #include <mcpcore/impl/server.ipp>
 #include <mcpcore/impl/sse.ipp>
 #include <mcpcore/impl/stdio.ipp>
+#include <mcpcore/impl/stream_budget.ipp>
 #include <mcpcore/impl/tool.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP
