@@ -84,6 +84,21 @@ concept audit_sink = requires(S& s, const audit_record& r) {
   { s.record(r) } -> std::same_as<bool>;
 };
 
+namespace detail {
+/// One type erasure of an `audit_sink`, shared by every component that writes rows (library use).
+struct audit_base {
+  virtual ~audit_base() = default;
+  virtual bool record(const audit_record& r) = 0;
+};
+/// Holds a reference to `S`; the sink must outlive the model.
+template <class S>
+struct audit_model final : audit_base {
+  explicit audit_model(S& s) : s_(&s) {}
+  bool record(const audit_record& r) override { return s_->record(r); }
+  S* s_;
+};
+}  // namespace detail
+
 /// Keeps nothing and reports no gap: for hosts without an audit trail.
 ///
 /// Stateless; thread-safe.

@@ -172,6 +172,9 @@ struct dispatch_context {
   /// The transport's own stop signal (shutdown, a closed stream); linked to every call's stop
   /// token.
   std::stop_token stop{};
+  /// The progress-bridge record of this call (session transports, for a request carrying a
+  /// progress token); lets a tool `detach` work beyond the call. Null: no record.
+  progress_call* progress = nullptr;
 };
 
 /// Name/value pairs matched out of a resource template (percent-decoded).
@@ -304,17 +307,8 @@ struct policy_model final : policy_base {
   }
   P p_;
 };
-// authorizer_base / authorizer_model: policy.hpp; clock_base / clock_model: clock.hpp.
-struct audit_base {
-  virtual ~audit_base() = default;
-  virtual bool record(const audit_record& r) = 0;
-};
-template <class S>
-struct audit_model final : audit_base {
-  explicit audit_model(S& s) : s_(&s) {}
-  bool record(const audit_record& r) override { return s_->record(r); }
-  S* s_;
-};
+// authorizer_base / authorizer_model: policy.hpp; clock_base / clock_model: clock.hpp;
+// audit_base / audit_model: audit.hpp.
 /// Metric handles are resolved at build time through this callback pair.
 struct metrics_binding {
   std::function<counter(std::string_view, std::string_view, std::span<const metric_label>)> make_counter;

@@ -5,6 +5,7 @@
 
 #include <mcpcore/approval.hpp>
 #include <mcpcore/canonical_json.hpp>
+#include <mcpcore/detail/random.hpp>
 #include <mcpcore/json_writer.hpp>
 
 #include <algorithm>
@@ -14,21 +15,12 @@
 #include <string>
 #include <vector>
 
-#include <sys/random.h>
-
 MCPCORE_BEGIN_NAMESPACE
 
 MCPCORE_DECL result<std::string> make_approval_id() {
   std::array<unsigned char, approval_id_length / 2> bytes{};
-  std::size_t filled = 0;
-  while (filled < bytes.size()) {
-    // getrandom blocks only until the kernel's CSPRNG is seeded (early boot), never afterwards.
-    const auto n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(std::error_code{errno, std::system_category()});
-    }
-    filled += static_cast<std::size_t>(n);
+  if (!detail::fill_random(bytes.data(), bytes.size())) {
+    return fail(std::error_code{errno, std::system_category()});
   }
   static constexpr std::string_view digits = "0123456789abcdef";
   std::string id;

@@ -844,6 +844,7 @@ class call_state_impl final : public call_state {
   request_id_view id() const noexcept override { return id_; }
   std::stop_token stop_token() const noexcept override { return stop_; }
   bool wants_progress() const noexcept override { return token_.exists(); }
+  progress_call* bridge_call() const noexcept override { return ctx_.progress; }
 
   bool progress(double p, std::optional<double> total, std::string_view message) override {
     if (!token_.exists() || ctx_.sink == nullptr || !std::isfinite(p)) return false;
