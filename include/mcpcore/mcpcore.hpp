@@ -22,10 +22,15 @@
 #include <mcpcore/policy.hpp>
 #include <mcpcore/retry.hpp>
 #include <mcpcore/schema.hpp>
+#include <mcpcore/progress_bridge.hpp>
 #include <mcpcore/server.hpp>
+#include <mcpcore/session_metrics.hpp>
+#include <mcpcore/session_registry.hpp>
+#include <mcpcore/session_stream.hpp>
 #include <mcpcore/sse.hpp>
 #include <mcpcore/stdio.hpp>
 #include <mcpcore/stream_budget.hpp>
+#include <mcpcore/stream_pump.hpp>
 #include <mcpcore/tool.hpp>
 #include <mcpcore/version.hpp>
 

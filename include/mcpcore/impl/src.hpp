@@ -24,11 +24,17 @@
 #include <mcpcore/impl/memory_approval_store.ipp>
 #include <mcpcore/impl/metrics.ipp>
 #include <mcpcore/impl/policy.ipp>
+#include <mcpcore/impl/progress_bridge.ipp>
+#include <mcpcore/impl/random.ipp>
 #include <mcpcore/impl/schema.ipp>
 #include <mcpcore/impl/server.ipp>
+#include <mcpcore/impl/session_metrics.ipp>
+#include <mcpcore/impl/session_registry.ipp>
+#include <mcpcore/impl/session_stream.ipp>
 #include <mcpcore/impl/sse.ipp>
 #include <mcpcore/impl/stdio.ipp>
 #include <mcpcore/impl/stream_budget.ipp>
+#include <mcpcore/impl/stream_pump.ipp>
 #include <mcpcore/impl/tool.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP

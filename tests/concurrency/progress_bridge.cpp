@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+// Concurrency tests of the progress bridge (run under TSan by the tsan preset; reference §8-§10,
+// §14.1, §14.3): reporters, pumps, the sweep and cancels racing on the records of one session.
+#include <mcpcore/progress_bridge.hpp>
+
+#include <mcpcore/clock.hpp>
+#include <mcpcore/json.hpp>
+#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/session_metrics.hpp>
+#include <mcpcore/session_registry.hpp>
+#include <mcpcore/session_stream.hpp>
+#include <mcpcore/stream_budget.hpp>
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+using namespace mcpcore;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string success(std::int64_t id) {
+  std::string out;
+  write_result_response(out, request_id_view{id}, R"({"content":[]})");
+  return out;
+}
+
+// Acknowledges every pinned final of `s` by a resume at its newest id (reference §8 route (b)).
+void acknowledge_all(const std::shared_ptr<session>& s) {
+  stream_budget budget;
+  const auto next = s->stream()->stats().next_id;
+  auto a = s->stream()->attach_and_replay(next - 1, budget, s->principal_id());
+  REQUIRE(a.status == attach_status::attached);
+  s->stream()->detach(*a.sink);
+}
+
+// What one POST pump saw.
+struct pump_log {
+  bool ordered = true;      // ring ids strictly increasing across every take
+  bool final_last = true;   // nothing after the final
+  bool progress_up = true;  // progress values strictly increasing
+  bool finished = true;     // ended by its final or a close within the bound
+  int finals = 0;
+};
+
+// The pump of one streamed POST (reference §9.4), in a thread of its own: arms, then takes until the
+// final is written or the wake sink closes.
+void pump(progress_call call, pump_log& log) {
+  if (call.arm(bridge_delivery::streamed) != arm_outcome::streaming) return;  // cancelled: plain answer
+  const auto sink = call.wake_sink();
+  std::uint64_t last_id = 0;
+  std::optional<double> last_progress;
+  json::document doc;
+  post_batch batch;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    (void)sink->wait_for(5ms);
+    stream_sink::batch drained;
+    sink->take(drained);  // clears the poke
+    call.take(batch, false);
+    for (std::size_t i = 0; i < batch.frames.size(); ++i) {
+      const auto& f = batch.frames[i];
+      if (log.finals > 0) log.final_last = false;
+      if (f.id <= last_id) log.ordered = false;
+      last_id = f.id;
+      auto root = doc.parse(f.data);
+      if (!root.has_value()) continue;
+      const auto p = (*root)["params"]["progress"].to_double();
+      if (p) {
+        if (last_progress && !(*p > *last_progress)) log.progress_up = false;
+        last_progress = p;
+      }
+      if (batch.final_included && i + 1 == batch.frames.size()) ++log.finals;
+    }
+    if (batch.final_included) {
+      call.on_final_written();
+      call.on_post_closed();
+      return;
+    }
+    if (drained.closed || call.state_now() == bridge_record_state::done) {
+      call.on_post_closed();
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      log.finished = false;
+      call.on_post_closed();
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("concurrency") {
+  TEST_CASE("reference §14.1/§14.3: reporters, pumps, sweeps and cancels keep ids ordered and the final last") {
+    manual_clock clk;
+    metrics_registry metrics;
+    const session_metrics m = bind_session_metrics(metrics);
+    session_registry registry{session_registry_options{}, clock_ref<manual_clock>{clk}, m};
+    progress_bridge bridge{registry, progress_bridge_options{}, clock_ref<manual_clock>{clk}, m};
+    auto minted = registry.mint("alice");
+    REQUIRE(minted.has_value());
+    const std::shared_ptr<session> s = *minted;
+
+    constexpr int rounds = 8;
+    constexpr int calls_per_round = 4;  // one per pin slot (reference §8)
+    constexpr int reports = 60;
+    std::atomic<bool> stop{false};
+    std::atomic<int> round_base{0};
+    std::atomic<long> accepted_total{0};
+    bool all_ok = true;
+
+    std::jthread sweeper([&] {
+      while (!stop.load()) {
+        bridge.sweep();
+        std::this_thread::yield();
+      }
+    });
+    std::jthread canceller([&] {
+      unsigned n = 0;
+      while (!stop.load()) {
+        const int id = round_base.load() + static_cast<int>(n++ % calls_per_round);
+        (void)bridge.cancel(s->id(), id);
+        for (int i = 0; i < 50; ++i) std::this_thread::yield();
+      }
+    });
+
+    for (int round = 0; round < rounds; ++round) {
+      const int base = 100 * (round + 1);
+      std::vector<progress_call> calls;
+      for (int k = 0; k < calls_per_round; ++k) {
+        auto r = bridge.reserve(s, base + k, request_id{base + k}, true);
+        REQUIRE(r.has_value());
+        r->set_execution_id("ex-" + std::to_string(base + k));
+        calls.push_back(*r);
+      }
+      round_base = base;
+      std::array<pump_log, calls_per_round> logs{};
+      std::array<std::atomic<int>, calls_per_round> accepted{};
+      {
+        std::vector<std::jthread> threads;
+        for (int k = 0; k < calls_per_round; ++k) {
+          const auto uk = static_cast<std::size_t>(k);
+          threads.emplace_back([&, uk] { pump(calls[uk], logs[uk]); });
+          for (int t = 0; t < 2; ++t) {
+            threads.emplace_back([&, uk, t, base, k] {
+              progress_call call = calls[uk];
+              for (int i = 1; i <= reports; ++i) {
+                (void)call.progress(static_cast<double>(2 * i + t), 2.0 * reports + 1);
+              }
+              const bool won = t == 0 ? call.complete(success(base + k)) : call.finish("completed", R"({"n":1})");
+              if (won) ++accepted[uk];
+            });
+          }
+        }
+      }
+      for (std::size_t k = 0; k < calls_per_round; ++k) {
+        const auto& l = logs[k];
+        if (!(l.ordered && l.final_last && l.progress_up && l.finished && l.finals <= 1)) all_ok = false;
+        CHECK(accepted[k].load() == 1);  // exactly one terminal
+        accepted_total += accepted[k].load();
+      }
+      // Parked finals (a cancelled POST) are released by a resume; then everything is reapable.
+      acknowledge_all(s);
+      for (auto& c : calls) c.on_post_closed();
+    }
+    stop = true;
+    sweeper.join();
+    canceller.join();
+    CHECK(all_ok);
+    CHECK(accepted_total.load() == rounds * calls_per_round);
+    acknowledge_all(s);
+    bridge.sweep();
+    CHECK(bridge.records() == 0);
+    CHECK(bridge.charges(s->id()) == 0);
+    CHECK(m.bridge_records_active.value() == 0);
+    CHECK(m.bridge_sweep_failures.value() == 0);
+    CHECK_FALSE(s->stream()->poisoned());
+    CHECK(m.pin_displaced.value() == 0);  // admission counted every pin: LRU never had to act
+  }
+
+  TEST_CASE("reference §10.4: exactly one terminal is accepted when many threads race to finish one call") {
+    manual_clock clk;
+    metrics_registry metrics;
+    const session_metrics m = bind_session_metrics(metrics);
+    session_registry registry{session_registry_options{}, clock_ref<manual_clock>{clk}, m};
+    progress_bridge bridge{registry, progress_bridge_options{}, clock_ref<manual_clock>{clk}, m};
+    auto minted = registry.mint("alice");
+    REQUIRE(minted.has_value());
+    const std::shared_ptr<session> s = *minted;
+
+    constexpr int rounds = 40;
+    constexpr int threads = 6;
+    for (int round = 0; round < rounds; ++round) {
+      auto r = bridge.reserve(s, round, request_id{round}, true);
+      REQUIRE(r.has_value());
+      progress_call call = *r;
+      const bool park = round % 2 == 1;
+      REQUIRE(call.arm(bridge_delivery::streamed) == arm_outcome::streaming);
+      if (park) call.on_post_closed();
+      std::atomic<int> winners{0};
+      std::atomic<int> responses{0};
+      {
+        std::vector<std::jthread> ts;
+        for (int t = 0; t < threads; ++t) {
+          ts.emplace_back([&, t] {
+            (void)call.progress(static_cast<double>(t), threads);
+            bool won = false;
+            switch (t % 3) {
+              case 0: won = call.complete(success(round)); break;
+              case 1: won = call.finish("completed"); break;
+              default: won = call.complete_without_response(); break;
+            }
+            if (won) {
+              ++winners;
+              if (t % 3 != 2) ++responses;
+            }
+            (void)call.progress(static_cast<double>(threads), threads);  // after a terminal: dropped
+          });
+        }
+      }
+      CHECK(winners.load() == 1);
+      post_batch b;
+      call.take(b, false);
+      if (responses.load() == 1) {
+        if (park) {
+          CHECK(call.state_now() == bridge_record_state::ring_only);
+        } else {
+          REQUIRE_FALSE(b.frames.empty());
+          CHECK(b.final_included);
+          call.on_final_written();
+        }
+      } else {
+        CHECK_FALSE(b.final_included);
+        CHECK(call.state_now() == bridge_record_state::done);
+      }
+      CHECK(bridge.charges(s->id()) == 0);
+      acknowledge_all(s);
+      bridge.sweep();
+      CHECK(bridge.records() == 0);
+    }
+  }
+
+  TEST_CASE("reference §8: concurrent reservations never exceed the pin slots; charges settle to zero") {
+    manual_clock clk;
+    metrics_registry metrics;
+    const session_metrics m = bind_session_metrics(metrics);
+    session_registry registry{session_registry_options{}, clock_ref<manual_clock>{clk}, m};
+    progress_bridge bridge{registry, progress_bridge_options{}, clock_ref<manual_clock>{clk}, m};
+    auto minted = registry.mint("alice");
+    REQUIRE(minted.has_value());
+    const std::shared_ptr<session> s = *minted;
+
+    constexpr int threads = 4;
+    constexpr int iterations = 150;
+    std::atomic<bool> over{false};
+    std::atomic<bool> stop{false};
+    std::atomic<long> admitted{0};
+    std::jthread observer([&] {
+      while (!stop.load()) {
+        if (bridge.charges(s->id()) > max_pinned_finals) over = true;
+        bridge.sweep();
+        std::this_thread::yield();
+      }
+    });
+    {
+      std::vector<std::jthread> ts;
+      for (int t = 0; t < threads; ++t) {
+        ts.emplace_back([&, t] {
+          for (int i = 0; i < iterations; ++i) {
+            bridge.sweep();  // done records hold their slot until a sweep (reference §10.5)
+            const int id = t * 100000 + i;
+            auto r = bridge.reserve(s, id, request_id{id}, true);
+            if (!r.has_value()) {
+              if (r.error().reason != bridge_reject::pin_slots) over = true;
+              continue;
+            }
+            ++admitted;
+            progress_call call = *r;
+            switch (i % 4) {
+              case 0: call.abandon(); break;
+              case 1:
+                (void)bridge.cancel(s->id(), id);
+                (void)call.arm(bridge_delivery::streamed);
+                (void)call.complete(success(id));
+                call.on_post_closed();
+                break;
+              case 2: {
+                (void)call.arm(bridge_delivery::streamed);
+                (void)call.complete(success(id));
+                post_batch b;
+                call.take(b, false);
+                if (b.final_included) call.on_final_written();
+                call.on_post_closed();
+                break;
+              }
+              default:
+                (void)call.arm(bridge_delivery::streamed);
+                call.on_post_closed();  // parked, then finished: the final stays pinned (reclaimable)
+                (void)call.finish("completed");
+                break;
+            }
+          }
+        });
+      }
+    }
+    stop = true;
+    observer.join();
+    CHECK_FALSE(over.load());
+    CHECK(admitted.load() > 0);
+    // Admission counts pins, so LRU displacement needs a lost release race (reference §8).
+    CHECK(m.pin_displaced.value() <= m.pin_release_raced.value());
+    CHECK(bridge.charges(s->id()) == 0);
+    acknowledge_all(s);
+    bridge.sweep();
+    CHECK(bridge.records() == 0);
+    CHECK(m.bridge_records_active.value() == 0);
+  }
+}
