@@ -127,6 +127,23 @@ struct revalidation_options;
 class revalidation_grace;
 struct get_pump_options;
 class get_pump;
+struct progress_bridge_options;
+struct bridge_refusal;
+enum class bridge_record_state : std::uint8_t;
+enum class bridge_delivery : std::uint8_t;
+enum class arm_outcome : std::uint8_t;
+struct post_batch;
+class progress_call;
+class operation_handle;
+class progress_bridge;
+struct stream_refusal;
+struct get_attach;
+enum class post_mode : std::uint8_t;
+struct post_mode_inputs;
+struct post_admission;
+enum class post_dispatch_failure : std::uint8_t;
+struct post_pump_options;
+class post_pump;
 
 namespace json {
 enum class json_errc : int;

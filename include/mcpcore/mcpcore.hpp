@@ -29,6 +29,7 @@
 #include <mcpcore/session_stream.hpp>
 #include <mcpcore/sse.hpp>
 #include <mcpcore/stdio.hpp>
+#include <mcpcore/stream_admission.hpp>
 #include <mcpcore/stream_budget.hpp>
 #include <mcpcore/stream_pump.hpp>
 #include <mcpcore/tool.hpp>

@@ -33,6 +33,7 @@
 #include <mcpcore/impl/session_stream.ipp>
 #include <mcpcore/impl/sse.ipp>
 #include <mcpcore/impl/stdio.ipp>
+#include <mcpcore/impl/stream_admission.ipp>
 #include <mcpcore/impl/stream_budget.ipp>
 #include <mcpcore/impl/stream_pump.ipp>
 #include <mcpcore/impl/tool.ipp>
