@@ -148,10 +148,13 @@ class progress_call {
   /// The terminal of deferred work (reference §10.4): the final is the base response with the
   /// top-level result members `status`, `execution_id` (unless present) and the members of
   /// `extra_members` (a JSON object text, e.g. counts) added; `structuredContent` survives.
-  /// Exactly-once as `complete`. Returns whether this call was the accepted terminal.
+  /// Exactly-once as `complete`. Called before the call returned (before `defer`), the terminal
+  /// is accepted at once and its final is built when `defer` brings the base. Returns whether
+  /// this call was the accepted terminal.
   MCPCORE_DECL bool finish(std::string_view status, std::string_view extra_members = {});
   /// The terminal of work that produced no response (an in-call request cancelled by the client):
-  /// no final frame, the record is done.
+  /// no final frame, the record is done, and a streamed POST's stream closes `cancelled` (with its
+  /// close frame) whichever of the dispatch core and `progress_bridge::cancel` saw the cancel first.
   MCPCORE_DECL bool complete_without_response() noexcept;
 
   /// Streamed POST pump side (reference §9.4): the frames to write now; `cap_expired` says the

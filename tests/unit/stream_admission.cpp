@@ -982,14 +982,16 @@ TEST_SUITE("stream_admission") {
     check_close(evs[0], "cancelled", "");
   }
 
-  TEST_CASE("reference §10.4: work that ends without a response ends the POST completed, with no frame") {
+  TEST_CASE("reference §9.5, §14.4: work that ends without a response (cancelled) ends the POST cancelled, with its frame") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
     REQUIRE(p.work->complete_without_response());
-    CHECK(p.pass(f).empty());
+    const auto evs = events(p.pass(f));
+    REQUIRE(evs.size() == 1);
+    check_close(evs[0], "cancelled", "exec-1");
     CHECK(p.pump->finished());
-    CHECK(p.pump->reason() == close_reason::completed);
+    CHECK(p.pump->reason() == close_reason::cancelled);
   }
 
   TEST_CASE("reference §8, §12: a bridge shutdown under a live pump closes it internal_error with a frame") {

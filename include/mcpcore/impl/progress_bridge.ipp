@@ -106,6 +106,9 @@ struct progress_call::state {
   bool cap_drain_done = false;
   bool torn_down = false;
   bool detached = false;  // the work continues after the call (`detach`)
+  // A `finish` that arrived before `defer` (the worker beat the handler's return): the terminal is
+  // accepted, its final is built when the base arrives.
+  std::optional<std::pair<std::string, std::string>> finish_awaiting_base;  // status, extra members
 };
 
 namespace detail {
@@ -602,9 +605,31 @@ MCPCORE_DECL bool progress_call::complete(std::string response) {
 
 MCPCORE_DECL void progress_call::defer(std::string base_response) {
   if (!s_) return;
-  const std::lock_guard<std::mutex> lk(s_->mutex);
-  if (s_->torn_down || s_->terminal_accepted) return;
-  s_->base = std::move(base_response);
+  state& r = *s_;
+  std::optional<std::pair<std::string, std::string>> early;
+  std::string execution_id;
+  {
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.base) return;
+    if (!r.finish_awaiting_base) {
+      if (r.terminal_accepted) return;
+      r.base = std::move(base_response);
+      return;
+    }
+    early = r.finish_awaiting_base;
+    execution_id = r.execution_id;
+  }
+  // The work finished before its call returned: the final is the base with the terminal's members.
+  std::optional<std::string> base{std::move(base_response)};
+  std::string text = detail::bridge_finish_final(base, r.id, early->first, early->second, execution_id);
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || !r.finish_awaiting_base || r.st == bridge_record_state::aborted) return;
+  r.finish_awaiting_base.reset();
+  r.base = std::move(base);
+  r.final_pending = std::move(text);
+  if (r.projecting || r.st == bridge_record_state::arming) return;
+  (void)detail::bridge_project_and_release(r, lk, core);
 }
 
 MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_view extra_members) {
@@ -615,6 +640,14 @@ MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_vie
   {
     const std::lock_guard<std::mutex> lk(r.mutex);
     if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+    if (r.detached && !r.base) {
+      // The call has not returned yet: its result is the base of this final. Accept the terminal
+      // now (later progress is dropped) and build the final when `defer` brings the base.
+      r.terminal_accepted = true;
+      r.terminal = detail::bridge_terminal::finish;
+      r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
+      return true;
+    }
     base = r.base;
     execution_id = r.execution_id;
   }
@@ -650,7 +683,10 @@ MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
   detail::bridge_release_charge_locked(core.get(), r);
   lk.unlock();
   if (bridge_lock.owns_lock()) bridge_lock.unlock();
-  if (r.wake) r.wake->poke();
+  // In-call work ends without a response only when it was cancelled: a streamed POST then ends
+  // `cancelled` with its close frame, whichever of the dispatch core and the bridge heard the
+  // cancel first (a close is never indistinguishable from completion, reference §14.4).
+  if (r.wake) r.wake->close(close_reason::cancelled);
   return true;
 }
 
