@@ -752,6 +752,18 @@ MCPCORE_DECL void progress_call::on_post_closed() noexcept {
   std::unique_lock<std::mutex> bridge_lock(core->mutex);
   std::unique_lock<std::mutex> lk(r.mutex);
   if (r.torn_down || r.final_written) return;
+  if (r.terminal == detail::bridge_terminal::no_response &&
+      (r.st == bridge_record_state::arming || r.st == bridge_record_state::streaming)) {
+    // The work ended without a response (it was cancelled) before anything could park: nothing will
+    // ever be published for it, so it settles now instead of holding a pin slot (reference §8).
+    r.st = bridge_record_state::done;
+    r.slot.reset();
+    r.messages.clear();
+    r.outbox.clear();
+    r.final_in_outbox = false;
+    detail::bridge_release_charge_locked(core.get(), r);
+    return;
+  }
   if (r.st == bridge_record_state::streaming || (r.st == bridge_record_state::arming && r.streamed)) {
     // reference §9.4 releaser / §9.6: park ring-only for a GET resume; a final already committed stays
     // pinned, a later one is published pinned.
