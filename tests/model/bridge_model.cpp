@@ -33,7 +33,6 @@
 #include <optional>
 #include <ostream>
 #include <random>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -57,7 +56,8 @@ std::size_t env_or(const char* name, std::size_t fallback) {
 
 constexpr std::string_view principal = "alice";
 constexpr int owner_server = -1;  // a frame the server published itself (a notification)
-/// In-call messages a record queues while arming (the bridge's documented bound).
+// In-call messages a record queues while it cannot project them (the bridge's bound; one more is
+// dropped and counted `frames_dropped`).
 constexpr std::size_t pending_messages = 64;
 
 // An in-call message of call `index` (a log notification the tool sends during the call).
@@ -88,7 +88,7 @@ struct tallies {
   std::uint64_t acked_unseen_get = 0;   // of them, by the Last-Event-ID of the client's own GET stream
   std::uint64_t end_parked = 0;         // records left parked awaiting a resume at the end of a schedule
   std::uint64_t end_resumed_finals = 0; // of their finals, delivered by the closing resume
-  std::uint64_t messages = 0, finishes_early = 0, finishes_late = 0, no_response = 0;
+  std::uint64_t messages = 0, finishes_early = 0, finishes_late = 0, no_response = 0, settled_on_park = 0;
   std::uint64_t steps = 0, quiet_steps = 0, frames = 0, too_large = 0, violations = 0;
 };
 
@@ -220,9 +220,9 @@ class bridge_sim {
       if (const int i = pick_call([](const call_model& c) { return c.post_open; }); i >= 0) release_post(i);
     } else if (r < 680) {
       action = action_ = "park after dispatch failure";
-      // Not for a record whose work already ended without a response: that park settles the record
-      // at once, which the case "a response-less terminal latched while arming ..." checks.
-      if (const int i = pick_active([](const call_model& c) { return c.st == rec_state::arming && !c.no_response; });
+      // (A record whose work already ended without a response settles there instead: see the case
+      // "a response-less terminal latched while arming ...".)
+      if (const int i = pick_active([](const call_model& c) { return c.st == rec_state::arming; });
           i >= 0) {
         acted_ = true;
         touched_.push_back(i);
@@ -276,6 +276,7 @@ class bridge_sim {
   void finish() {
     if (broken_) return;
     step_ = 1000;  // the end phase
+    action_ = "end";
     if (alive_ && expire_at_ != 0 && coin(0.3)) let_expire();
     for (std::size_t i = 0; i < calls_.size() && !broken_; ++i) {
       const auto& c = calls_[i];
@@ -537,6 +538,7 @@ class bridge_sim {
     c.in_bridge = false;
     if (c.st != rec_state::aborted) c.st = rec_state::done;
     c.slot.reset();
+    c.messages = 0;
     c.final_pending = false;
     c.outbox.clear();
     c.final_in_outbox = false;
@@ -690,6 +692,18 @@ class bridge_sim {
   bool model_post_closed(int i) {
     auto& c = calls_[idx(i)];
     if (!c.in_bridge || c.final_written) return false;
+    if (c.no_response && (c.st == rec_state::arming || c.st == rec_state::streaming)) {
+      // Its work ended without a response: nothing will ever be published for it, so it settles
+      // rather than park holding a pin slot (reference §8).
+      c.st = rec_state::done;
+      c.slot.reset();
+      c.messages = 0;
+      c.outbox.clear();
+      c.final_in_outbox = false;
+      c.charge = false;
+      ++t_.settled_on_park;
+      return false;
+    }
     if (c.st == rec_state::streaming || (c.st == rec_state::arming && c.streamed_res)) {
       c.st = rec_state::ring_only;
       c.park_order = ++park_counter_;
@@ -752,7 +766,6 @@ class bridge_sim {
       id = next_request_++;
     }
     ++t_.reservations;
-    full_check_ = true;  // a reclaim moves another record
     // The model's verdict (reference §9.2 step 2, §8).
     std::optional<bridge_reject> expect;
     bool expect_held = false;
@@ -821,6 +834,7 @@ class bridge_sim {
     }
     calls_.emplace_back(id, std::move(*r), streamed, streamed ? coin(0.9) : false, clk_.steady_now());
     active_.push_back(index);
+    touched_.push_back(index);
     by_request_[id] = index;
     if (!acceptable.empty()) {
       // reference §8 (#2740): exactly one pin went, the one the rules select; its record is done.
@@ -836,6 +850,7 @@ class bridge_sim {
                            << gone.front() << ", expected " << acceptable.front() << ")");
       const int owner = pins_[gone.front()];
       pins_.erase(gone.front());
+      full_check_ = true;  // a reclaim moves another record
       ++expect_adm_;
       if (orphan) {
         ++t_.reclaims_orphan;
@@ -915,7 +930,9 @@ class bridge_sim {
       const bool expect = model_complete_without_response(i);
       const bool got = c.handle.complete_without_response();
       if (got) ++t_.no_response;
-      BRIDGE_INVARIANT(got == expect, "spec §6: complete_without_response is a terminal, accepted once (call " << c.id << ")");
+      BRIDGE_INVARIANT(
+          got == expect,
+          "spec §6: complete_without_response is a terminal, accepted once (call " << c.id << ")");
       return;
     }
     bool expect = false;
@@ -1080,7 +1097,8 @@ class bridge_sim {
       cursor_is_get_ = true;
       return get_cursor_;  // Last-Event-ID of its GET stream
     }
-    if (r < 80) return any_cursor_;  // the highest ring id it saw on any wire (reference §9.4: POST frames carry ring ids)
+    // The highest ring id it saw on any wire (reference §9.4: POST frames carry ring ids).
+    if (r < 80) return any_cursor_;
     if (r < 96) return 0;
     const std::uint64_t lo = shadow_.empty() ? next_id_ : shadow_.front();
     const std::uint64_t from = lo > 3 ? lo - 3 : 1;
@@ -1128,7 +1146,6 @@ class bridge_sim {
     if (a.status == attach_status::gap) {
       // reference §7.4 step 3: the caller terminates the session ("Replay window exceeded").
       ++t_.gaps;
-      if (getenv("GAPDBG")) MESSAGE("gap cursor=" << cursor << " get=" << get_cursor_ << " any=" << any_cursor_ << " next=" << next_id_ << " oldest=" << (shadow_.empty()?0:shadow_.front()) << " frames=" << shadow_.size());
       gapped_ = true;
       BRIDGE_INVARIANT(registry_.terminate(sid_, principal, "replay_window_exceeded"),
                        "reference §7.4 step 3: the gap terminates the session");
@@ -1144,7 +1161,8 @@ class bridge_sim {
     for (const auto id : shadow_) {
       if (id > cursor) replay.push_back(id);
     }
-    BRIDGE_INVARIANT(a.replayed == replay.size(), "reference §7.4 step 6: every held frame after the cursor is replayed");
+    BRIDGE_INVARIANT(a.replayed == replay.size(),
+                     "reference §7.4 step 6: every held frame after the cursor is replayed");
     std::size_t acked = 0;
     if (cursor != 0) {
       for (auto it = pins_.begin(); it != pins_.end() && it->first <= cursor;) {
@@ -1156,7 +1174,9 @@ class bridge_sim {
         ++acked;
       }
     }
-    BRIDGE_INVARIANT(a.pins_acknowledged == acked, "reference §7.4 step 4 / §8 route (b): pins up to the cursor are acknowledged");
+    BRIDGE_INVARIANT(
+        a.pins_acknowledged == acked,
+        "reference §7.4 step 4 / §8 route (b): pins up to the cursor are acknowledged");
     if (live_) {
       BRIDGE_INVARIANT(a.took_over, "reference §7.5: a second GET supersedes the first");
       BRIDGE_INVARIANT(live_->closed() && live_->reason() == mcpcore::close_reason::superseded,
@@ -1182,11 +1202,15 @@ class bridge_sim {
     std::vector<std::uint64_t> ids;
     for (const auto& f : b.frames) ids.push_back(f.id);
     const std::vector<std::uint64_t> expect(expected_get_.begin(), expected_get_.end());
-    BRIDGE_INVARIANT(ids == expect, "reference §14.3 (3): the GET wire is the replay, then every live frame, no silent gap ("
-                                        << ids.size() << " taken, " << expect.size() << " expected)");
+    BRIDGE_INVARIANT(
+        ids == expect,
+        "reference §14.3 (3): the GET wire is the replay, then every live frame, no silent gap ("
+            << ids.size() << " taken, " << expect.size() << " expected)");
     if (broken_) return;
     for (const auto& f : b.frames) {
-      BRIDGE_INVARIANT(f.id > get_last_, "reference §14.3 (1): ids strictly increase on the GET wire (replay, then live)");
+      BRIDGE_INVARIANT(
+          f.id > get_last_,
+          "reference §14.3 (1): ids strictly increase on the GET wire (replay, then live)");
       get_last_ = f.id;
       observe(f, replay_left_ > 0 ? wire::get_replay : wire::get_live, -1, false);
       if (replay_left_ > 0) --replay_left_;
@@ -1211,7 +1235,8 @@ class bridge_sim {
   void notify() {
     acted_ = true;
     const std::uint64_t expect = commit(owner_server, false, true, false);
-    const auto id = sess_->stream()->publish(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"note"}})");
+    const auto id = sess_->stream()->publish(
+        R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"note"}})");
     BRIDGE_INVARIANT(id == expect, "reference §7.9: ids per session, from 1, strictly increasing");
   }
 
@@ -1302,8 +1327,11 @@ class bridge_sim {
     std::vector<int> group;  // a tie straddling the cut: resolved by observation
     std::size_t group_victims = 0;
     if (parked.size() > bopts_.parked_pressure_threshold) {
-      std::stable_sort(parked.begin(), parked.end(),
-                       [&](int a, int b) { return calls_[idx(a)].park_order < calls_[idx(b)].park_order; });
+      std::sort(parked.begin(), parked.end(), [&](int a, int b) {
+        const auto oa = calls_[idx(a)].park_order;
+        const auto ob = calls_[idx(b)].park_order;
+        return oa != ob ? oa < ob : a < b;
+      });
       const std::size_t need = parked.size() - bopts_.parked_pressure_threshold;
       const std::uint64_t cut = calls_[idx(parked[need - 1])].park_order;
       const bool tie = need < parked.size() && calls_[idx(parked[need])].park_order == cut;
@@ -1395,7 +1423,8 @@ class bridge_sim {
       case frame_kind::message:
         BRIDGE_INVARIANT(!post_final, "reference §9.4: the frame flagged final is the call's response");
         if (w == wire::post) {
-          BRIDGE_INVARIANT(info.call == post_owner, "reference §9.4: a POST response carries only its own call's frames");
+          BRIDGE_INVARIANT(info.call == post_owner,
+                           "reference §9.4: a POST response carries only its own call's frames");
         }
         if (w == wire::get_live) {
           BRIDGE_INVARIANT(calls_[idx(info.call)].live_progress,
@@ -1470,10 +1499,12 @@ class bridge_sim {
       }
       const auto it = c.seen_progress.emplace(f.id, *progress).first;
       if (it != c.seen_progress.begin()) {
-        BRIDGE_INVARIANT(std::prev(it)->second < *progress, "reference §14.3: progress strictly increases per request");
+        BRIDGE_INVARIANT(std::prev(it)->second < *progress,
+                         "reference §14.3: progress strictly increases per request");
       }
       if (std::next(it) != c.seen_progress.end()) {
-        BRIDGE_INVARIANT(*progress < std::next(it)->second, "reference §14.3: progress strictly increases per request");
+        BRIDGE_INVARIANT(*progress < std::next(it)->second,
+                         "reference §14.3: progress strictly increases per request");
       }
       BRIDGE_INVARIANT(c.seen_final == 0 || f.id < c.seen_final,
                        "reference §14.3 (2): every progress frame precedes the final of its request");
@@ -1491,13 +1522,14 @@ class bridge_sim {
     info.call = found->second;
     auto& c = calls_[idx(found->second)];
     BRIDGE_INVARIANT(c.seen_final == 0 || c.seen_final == f.id,
-                     "reference §14.3 (6): one final per call: call " << c.id << " final seen with ids " << c.seen_final
-                                                                    << " and " << f.id);
+                     "reference §14.3 (6): one final per call: call "
+                         << c.id << " final seen with ids " << c.seen_final << " and " << f.id);
     c.seen_final = f.id;
     BRIDGE_INVARIANT(c.seen_before_final < f.id, "reference §14.3 (2): the final is last");
     if (!c.final_uncertain) {
-      BRIDGE_INVARIANT(c.final_id == f.id, "reference §8: the final committed for call " << c.id << " is id "
-                                                                                         << c.final_id << ", not " << f.id);
+      BRIDGE_INVARIANT(c.final_id == f.id, "reference §8: the final committed for call "
+                                               << c.id << " is id " << c.final_id << ", not "
+                                               << f.id);
     }
     const auto result = root["result"];
     if (c.real_final && c.deferred) {
@@ -1513,7 +1545,8 @@ class bridge_sim {
     } else {
       const auto code = root["error"]["code"].to_int64();
       const bool unavailable = code && *code == -32014;
-      const bool fallback = result.is_object() && result["status"].is_string() && result["status"].as_string() == "unknown";
+      const bool fallback = result.is_object() && result["status"].is_string() &&
+                            result["status"].as_string() == "unknown";
       BRIDGE_INVARIANT(unavailable || fallback, "reference §10.5: a synthesized final is -32014 or the fallback");
     }
     return info;
@@ -1525,8 +1558,10 @@ class bridge_sim {
     if (broken_) return;
     action_ = action;
     const auto st = sess_->stream()->stats();
-    BRIDGE_INVARIANT(st.next_id == next_id_, "reference §7.9/§10.3: the frames committed are the ones the model predicts (next id "
-                                                 << st.next_id << ", model " << next_id_ << ")");
+    BRIDGE_INVARIANT(
+        st.next_id == next_id_,
+        "reference §7.9/§10.3: the frames committed are the ones the model predicts (next id "
+            << st.next_id << ", model " << next_id_ << ")");
     if (broken_) return;
     std::vector<std::uint64_t>& observed_pins = scratch_pins_;  // sorted
     observed_pins.clear();
@@ -1576,7 +1611,9 @@ class bridge_sim {
     const std::uint64_t lru = m_.pin_displaced.value() - lru_base_;
     t_.lru_displaced += lru;
     BRIDGE_INVARIANT(lru == expect_lru_, "reference §8 route (c): LRU displacement at publish");
-    BRIDGE_INVARIANT(lru == 0 || residual_, "reference §8 (5): pin_displaced stays 0 unless the one-call residual occurred");
+    BRIDGE_INVARIANT(
+        lru == 0 || residual_,
+        "reference §8 (5): pin_displaced stays 0 unless the one-call residual occurred");
     BRIDGE_INVARIANT(m_.pin_release_raced.value() == raced_base_ && m_.pin_release_failed.value() == failed_base_,
                      "reference §8: no reclaim races or fails in a single-threaded schedule");
     BRIDGE_INVARIANT(m_.pin_displaced_for_admission.value() - adm_base_ == expect_adm_,
@@ -1589,18 +1626,19 @@ class bridge_sim {
                            << mcpcore::to_string(static_cast<mcpcore::expire_disposition>(d)));
     }
     // Records (reference §10.1).
-    BRIDGE_INVARIANT(bridge_.records() == model_records(), "reference §10.1: records alive (" << bridge_.records() << ", model "
-                                                                                             << model_records() << ")");
+    BRIDGE_INVARIANT(bridge_.records() == model_records(), "reference §10.1: records alive ("
+                                                               << bridge_.records() << ", model "
+                                                               << model_records() << ")");
     // Record states: the calls this step acted on; every call in the bridge (and those torn down
-    // since the last step: a torn-down record's state no longer moves) after a reservation, a sweep,
-    // a teardown, and every fourth step (a divergence persists, so it is caught there).
+    // since the last step: a torn-down record's state no longer moves) after a reclaim, a sweep,
+    // a teardown, and every eighth step (a divergence persists, so it is caught there).
     const auto check_state = [&](int i) {
       const auto& c = calls_[idx(i)];
       const auto s = c.handle.state_now();
       BRIDGE_INVARIANT(s == c.st, "reference §10.1: call " << c.id << " is " << mcpcore::to_string(s) << ", model "
                                                           << mcpcore::to_string(c.st));
     };
-    if (full_check_ || torn_ || ++settles_ % 4 == 0) {
+    if (full_check_ || torn_ || ++settles_ % 8 == 0) {
       BRIDGE_INVARIANT(bridge_.parked() == model_parked(), "reference §10.1: parked records");
       for (const int i : active_) {
         check_state(i);
@@ -1692,7 +1730,8 @@ TEST_SUITE("model") {
             "never carried it" * doctest::skip()) {
     mcpcore::manual_clock clk;
     mcpcore::stream_budget budget;  // outlives the sinks
-    mcpcore::session_registry registry{mcpcore::session_registry_options{}, mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
+    mcpcore::session_registry registry{mcpcore::session_registry_options{},
+                                       mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
     mcpcore::progress_bridge bridge{registry, mcpcore::progress_bridge_options{},
                                     mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
     auto minted = registry.mint(principal);
@@ -1710,7 +1749,9 @@ TEST_SUITE("model") {
     REQUIRE(call->complete(final_text(1)));  // ring-only and pinned: id 1
     REQUIRE(s->stream()->pinned(1));
     // A server notification rides the live GET stream: id 2 is the last id that stream carried.
-    REQUIRE(s->stream()->publish(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}})") == 2);
+    constexpr std::string_view note =
+        R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}})";
+    REQUIRE(s->stream()->publish(note) == 2);
     mcpcore::stream_sink::batch b;
     get.sink->take(b);
     REQUIRE(b.frames.size() == 1);
@@ -1734,7 +1775,8 @@ TEST_SUITE("model") {
   TEST_CASE("reference §8/§9.6: a response-less terminal latched while arming settles the record when its POST parks "
             "it") {
     mcpcore::manual_clock clk;
-    mcpcore::session_registry registry{mcpcore::session_registry_options{}, mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
+    mcpcore::session_registry registry{mcpcore::session_registry_options{},
+                                       mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
     mcpcore::progress_bridge bridge{registry, mcpcore::progress_bridge_options{},
                                     mcpcore::clock_ref<mcpcore::manual_clock>{clk}};
     auto minted = registry.mint(principal);
@@ -1751,12 +1793,14 @@ TEST_SUITE("model") {
       bridge.sweep();
     }
     CHECK_MESSAGE(bridge.charges(s->id()) == 0, "reference §8: the charge goes when the record settles");
-    CHECK_MESSAGE(call->state_now() == rec_state::done, "the record was left " << mcpcore::to_string(call->state_now()));
+    CHECK_MESSAGE(call->state_now() == rec_state::done,
+                  "the record was left " << mcpcore::to_string(call->state_now()));
     CHECK_MESSAGE(bridge.records() == 0, "reference §10.5: a settled record is reaped by the sweep");
   }
 
-  TEST_CASE("reference §7.4, §7.9, §8, §9, §10, §14.3: the bridge, ring, pins and GET resume keep their invariants "
-            "on random schedules") {
+  TEST_CASE(
+      "reference §7.4, §7.9, §8, §9, §10, §14.3: the bridge, ring, pins and GET resume keep their "
+      "invariants on random schedules") {
     const std::size_t schedules = env_or("MCPCORE_MODEL_SCHEDULES", 3000);
     const std::size_t seed = env_or("MCPCORE_MODEL_SEED", 20261207);
     constexpr std::size_t steps = 150;
@@ -1773,16 +1817,18 @@ TEST_SUITE("model") {
       if (sim.broken() && ++failed_schedules >= 5) FAIL("stopping after 5 failed schedules");
     }
 
-    MESSAGE("schedules=" << schedules << " steps=" << t.steps << " (quiet " << t.quiet_steps << ")" << " frames read=" << t.frames
-                         << " (frame_too_large notices " << t.too_large << ")"
+    MESSAGE("schedules=" << schedules << " steps=" << t.steps << " (quiet " << t.quiet_steps << ")"
+                         << " frames read=" << t.frames << " (frame_too_large notices "
+                         << t.too_large << ")"
                          << " reservations=" << t.reservations);
-    MESSAGE("refusals: unknown_session=" << t.refusals[static_cast<std::size_t>(bridge_reject::unknown_session)]
-                                         << " duplicate_request_id="
-                                         << t.refusals[static_cast<std::size_t>(bridge_reject::duplicate_request_id)]
-                                         << " global_cap=" << t.refusals[static_cast<std::size_t>(bridge_reject::global_cap)]
-                                         << " pin_slots=" << t.refusals[static_cast<std::size_t>(bridge_reject::pin_slots)]
-                                         << " (held=charges " << t.pin_slots_charges << ", held=pins "
-                                         << t.pin_slots_pins << ")");
+    MESSAGE("refusals: unknown_session="
+            << t.refusals[static_cast<std::size_t>(bridge_reject::unknown_session)]
+            << " duplicate_request_id="
+            << t.refusals[static_cast<std::size_t>(bridge_reject::duplicate_request_id)]
+            << " global_cap=" << t.refusals[static_cast<std::size_t>(bridge_reject::global_cap)]
+            << " pin_slots=" << t.refusals[static_cast<std::size_t>(bridge_reject::pin_slots)]
+            << " (held=charges " << t.pin_slots_charges << ", held=pins " << t.pin_slots_pins
+            << ")");
     MESSAGE("reclaims: orphan=" << t.reclaims_orphan << " parked=" << t.reclaims_parked
                                 << "; parks: post_closed=" << t.parks_post_closed << " write_failed="
                                 << t.parks_write_failed << " dispatch_failure=" << t.parks_dispatch
@@ -1796,16 +1842,18 @@ TEST_SUITE("model") {
     MESSAGE("cancels: accepted=" << t.cancels[static_cast<std::size_t>(cancel_outcome::accepted)] << " detached="
                                  << t.cancels[static_cast<std::size_t>(cancel_outcome::detached)] << " noop="
                                  << t.cancels[static_cast<std::size_t>(cancel_outcome::noop)]);
-    MESSAGE("sweep: arming reaped=" << t.arming_reaped << " pressure none="
-                                    << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::none)]
-                                    << " fallback="
-                                    << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::fallback_final)]
-                                    << " synthesized="
-                                    << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::synthesize_unavailable)]
-                                    << " session deaths=" << t.session_deaths << " tie probes=" << t.tie_probes);
+    MESSAGE(
+        "sweep: arming reaped="
+        << t.arming_reaped << " pressure none="
+        << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::none)] << " fallback="
+        << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::fallback_final)]
+        << " synthesized="
+        << t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::synthesize_unavailable)]
+        << " session deaths=" << t.session_deaths << " tie probes=" << t.tie_probes);
     MESSAGE("terminals: in-call messages=" << t.messages << " finish after defer=" << t.finishes_late
                                            << " finish before defer=" << t.finishes_early
-                                           << " without response=" << t.no_response);
+                                           << " without response=" << t.no_response
+                                           << " (settled by a park: " << t.settled_on_park << ")");
     MESSAGE("pin cap: over cap (residual)=" << t.residual_over_cap << " LRU displaced=" << t.lru_displaced
                                             << "; end: parked awaiting resume=" << t.end_parked
                                             << " delivered by the resume=" << t.end_resumed_finals);
@@ -1833,6 +1881,8 @@ TEST_SUITE("model") {
       CHECK(t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::synthesize_unavailable)] > 0);
       CHECK(t.arming_reaped > 0);
       CHECK(t.end_parked > 0);
+      CHECK(t.settled_on_park > 0);
+      CHECK(t.expires[static_cast<std::size_t>(mcpcore::expire_disposition::fallback_final)] > 0);
     }
   }
 }
