@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -157,8 +158,9 @@ struct attach_result {
   std::uint64_t generation = 0;
   /// Ring frames queued by the replay.
   std::size_t replayed = 0;
-  /// Pinned finals the cursor acknowledged (reference §8 route (b)).
-  std::size_t pins_acknowledged = 0;
+  /// Pinned finals at or below the cursor replayed ahead of the frames after it (still pinned:
+  /// never written on any wire).
+  std::size_t pins_replayed = 0;
   /// Whether a live sink was superseded (it is closed `superseded` before this returns).
   bool took_over = false;
 };
@@ -210,15 +212,19 @@ class session_stream {
   MCPCORE_DECL std::uint64_t publish_final(std::string_view message) noexcept;
   /// Releases the pin on `id` (routes (a) and (e)); returns whether this call cleared a slot.
   MCPCORE_DECL bool unpin(std::uint64_t id) noexcept;
+  /// The frames `ids` were written on a wire (a GET pump after a successful write): every pinned
+  /// final among them is released (reference §8 route (a), on either wire). Returns how many.
+  MCPCORE_DECL std::size_t written(std::span<const std::uint64_t> ids) noexcept;
   /// Whether `id` is pinned.
   [[nodiscard]] MCPCORE_DECL bool pinned(std::uint64_t id) const noexcept;
 
   /// Attaches a new GET sink after `cursor` (0 = everything held) as one critical section
   /// (reference §7.4 steps 0-8): poisoned → `poisoned`; window and contiguity checked before any
-  /// mutation → `gap`; pins with id ≤ cursor acknowledged; a live and a draining sink → 
+  /// mutation → `gap`; a live and a draining sink → 
   /// `handover_pending`; a budget lease on `stream_surface_get` for `principal` (caps enforced on a
-  /// first attach, `takeover` mode when a live sink exists) → the cap statuses; every frame with
-  /// id > cursor queued; the live sink becomes draining and is closed `superseded` after the lock
+  /// first attach, `takeover` mode when a live sink exists) → the cap statuses; the finals still
+  /// pinned at or below the cursor, then every frame with id > cursor, queued (a cursor does not
+  /// release pins: only a write on a wire does, see `written`); the live sink becomes draining and is closed `superseded` after the lock
   /// is released. A refusal other than a gap changes nothing. `budget` must outlive the sink.
   /// @throws std::bad_alloc before anything changed
   [[nodiscard]] MCPCORE_DECL attach_result attach_and_replay(std::uint64_t cursor, stream_budget& budget,

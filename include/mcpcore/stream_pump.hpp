@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -147,6 +148,10 @@ class get_pump {
   /// queued frames, or a heartbeat on a pass that would write nothing and a tick elapsed.
   /// No-throw: an internal failure finishes the pump `internal_error`.
   MCPCORE_DECL void pass(std::string& out) noexcept;
+  /// The bytes of the last pass reached the wire: pinned finals among its frames are released
+  /// (`session_stream::written`). Without it, a final stays pinned and is replayed on the next
+  /// attach.
+  MCPCORE_DECL void written() noexcept;
   /// The transport could not write: finishes `client_disconnect` (unless a reason was recorded).
   MCPCORE_DECL void write_failed() noexcept;
   [[nodiscard]] bool finished() const noexcept { return finished_; }
@@ -169,6 +174,7 @@ class get_pump {
   bool released_ = false;
   close_reason reason_ = close_reason::none;
   stream_sink::batch batch_;
+  std::vector<std::uint64_t> last_ids_;  // ring ids of the last pass's frames
 };
 
 MCPCORE_END_NAMESPACE

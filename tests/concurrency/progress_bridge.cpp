@@ -37,12 +37,18 @@ std::string success(std::int64_t id) {
   return out;
 }
 
-// Acknowledges every pinned final of `s` by a resume at its newest id (reference §8 route (b)).
+// Delivers every pinned final of `s`: a resume at its newest id replays them, and the pump's
+// successful write releases them (reference §8 route (a) on the GET wire).
 void acknowledge_all(const std::shared_ptr<session>& s) {
   stream_budget budget;
   const auto next = s->stream()->stats().next_id;
   auto a = s->stream()->attach_and_replay(next - 1, budget, s->principal_id());
   REQUIRE(a.status == attach_status::attached);
+  stream_sink::batch b;
+  a.sink->take(b);
+  std::vector<std::uint64_t> ids;
+  for (const auto& f : b.frames) ids.push_back(f.id);
+  (void)s->stream()->written(ids);
   s->stream()->detach(*a.sink);
 }
 

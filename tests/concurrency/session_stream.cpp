@@ -263,13 +263,18 @@ TEST_SUITE("concurrency") {
           }
         }
       });
-      workers.emplace_back([&] {  // a resuming client acknowledging by cursor (route (b))
+      workers.emplace_back([&] {  // a resuming client whose replays reach the wire
         std::shared_ptr<stream_sink> sink;
         while (!done.load()) {
           const std::uint64_t cursor = latest.load();
           auto r = s.attach_and_replay(cursor, budget, "carol");
           if (r.status == attach_status::attached) {
-            acknowledged += static_cast<long>(r.pins_acknowledged);
+            // The pump writes the replay; written frames release their pins (route (a) on GET).
+            stream_sink::batch b;
+            r.sink->take(b);
+            std::vector<std::uint64_t> ids;
+            for (const auto& f : b.frames) ids.push_back(f.id);
+            acknowledged += static_cast<long>(s.written(ids));
             if (sink) s.detach(*sink);
             sink = std::move(r.sink);
           } else {

@@ -1157,26 +1157,25 @@ class bridge_sim {
       ++t_.handovers;
       return;
     }
+    // Finals still pinned at or below the cursor were never written on a wire: they replay first
+    // (a cursor releases no pin; only a write does, reference §8 route (a) on either wire).
     std::deque<std::uint64_t> replay;
+    std::size_t pinned_below = 0;
+    for (const auto& [pin, owner] : pins_) {
+      if (pin <= cursor) {
+        replay.push_back(pin);
+        ++pinned_below;
+        if (from_get) ++t_.acked_unseen_get;  // a GET cursor passed a final it never carried
+        ++t_.acked_unseen;
+      }
+    }
     for (const auto id : shadow_) {
       if (id > cursor) replay.push_back(id);
     }
     BRIDGE_INVARIANT(a.replayed == replay.size(),
-                     "reference §7.4 step 6: every held frame after the cursor is replayed");
-    std::size_t acked = 0;
-    if (cursor != 0) {
-      for (auto it = pins_.begin(); it != pins_.end() && it->first <= cursor;) {
-        if (!seen_.contains(it->first)) {
-          ++t_.acked_unseen;
-          if (from_get) ++t_.acked_unseen_get;
-        }
-        it = pins_.erase(it);
-        ++acked;
-      }
-    }
-    BRIDGE_INVARIANT(
-        a.pins_acknowledged == acked,
-        "reference §7.4 step 4 / §8 route (b): pins up to the cursor are acknowledged");
+                     "reference §7.4 step 6: the unwritten pinned finals, then every held frame after the cursor, replay");
+    BRIDGE_INVARIANT(a.pins_replayed == pinned_below,
+                     "reference §8: pins at or below the cursor replay instead of being acknowledged");
     if (live_) {
       BRIDGE_INVARIANT(a.took_over, "reference §7.5: a second GET supersedes the first");
       BRIDGE_INVARIANT(live_->closed() && live_->reason() == mcpcore::close_reason::superseded,
@@ -1217,6 +1216,11 @@ class bridge_sim {
     }
     get_cursor_ = std::max(get_cursor_, get_last_);
     expected_get_.clear();
+    // The pass reached the wire: pinned finals written on the GET stream are released (route (a)).
+    std::size_t released = 0;
+    for (const auto id : ids) released += pins_.erase(id);
+    BRIDGE_INVARIANT(sess_->stream()->written(ids) == released,
+                     "reference §8 route (a): a final written on the GET wire releases its pin");
   }
 
   void detach_get(bool draining_first) {
@@ -1718,16 +1722,13 @@ class bridge_sim {
 }  // namespace
 
 TEST_SUITE("model") {
-  // A hazard the model test finds (counted as "acknowledged unseen" above), not a deviation from the
-  // reference: reference §7.4 step 4 / §8 route (b) acknowledge every pin up to a resume cursor ("the
-  // cursor proves it was consumed"), but a parked record's final is committed ring-only and never
-  // rides the live GET stream (reference §10.1 NOTE). So a client that resumes its GET stream with that
-  // stream's own Last-Event-ID, as SSE prescribes, acknowledges a final it never received, and the
-  // final is lost for the session, against the purpose stated in reference §8 ("a GET resume can
-  // always recover it while the session lives"). Skipped: the fix is a design decision (for
-  // instance, acknowledge only pins the attach itself replayed, or push parked finals live).
-  TEST_CASE("reference §8 vs §7.4 step 4: a parked final is acknowledged by the Last-Event-ID of a GET stream that "
-            "never carried it" * doctest::skip()) {
+  // Found by this model test: a parked final is committed ring-only and never rides the live GET
+  // stream (reference §10.1 NOTE), so a client resuming its GET stream with that stream's own
+  // Last-Event-ID passes a final it never received. A cursor therefore releases no pin (the
+  // reference's route (b) is replaced): finals still pinned at or below it replay first, and a pin
+  // goes when its frame is written on a wire.
+  TEST_CASE("reference §8 vs §7.4 step 4: a parked final is not lost to the Last-Event-ID of a GET stream that "
+            "never carried it") {
     mcpcore::manual_clock clk;
     mcpcore::stream_budget budget;  // outlives the sinks
     mcpcore::session_registry registry{mcpcore::session_registry_options{},

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Model test of the replay ring, its pins and the GET attach (reference §7.4, §7.9, §8): random
-// schedules of publish / publish_final / unpin / attach (random cursors) / take / detach run
+// schedules of publish / publish_final / unpin / attach (random cursors) / take / written / detach run
 // against `session_stream` and against a plain reference model written from the reference's
 // rules; after every step the two must agree on the ids held, the bytes, the pins and every
 // attach verdict and replay. Small random caps make eviction, pin overshoot and gaps common.
@@ -69,6 +69,12 @@ struct model {
     }
     return id;
   }
+  // Frames written on a wire release their pins.
+  std::size_t written(const std::vector<std::uint64_t>& ids) {
+    std::size_t n = 0;
+    for (auto id : ids) n += unpin(id) ? std::size_t{1} : std::size_t{0};
+    return n;
+  }
   bool unpin(std::uint64_t id) {
     const auto it = std::find(pins.begin(), pins.end(), id);
     if (it == pins.end()) return false;
@@ -90,10 +96,13 @@ struct model {
       if (expect != next) return attach_status::gap;
     }
     if (live && draining) return attach_status::handover_pending;
+    // Finals still pinned at or below the cursor were never written on a wire: replayed first.
+    for (const auto& f : frames) {
+      if (f.id <= cursor && is_pinned(f.id)) replay.push_back(f.id);
+    }
     for (const auto& f : frames) {
       if (f.id > cursor) replay.push_back(f.id);
     }
-    std::erase_if(pins, [&](std::uint64_t id) { return id <= cursor; });
     draining = live;
     live = true;
     return attach_status::attached;
@@ -164,6 +173,9 @@ TEST_SUITE("model") {
           for (const auto& f : batch.frames) ids.push_back(f.id);
           REQUIRE(ids == model_replay);
           REQUIRE(batch.dropped == 0);
+          if (std::uniform_int_distribution<int>(0, 4)(rng) != 0) {  // the replay reached the wire
+            REQUIRE(stream.written(ids) == m.written(ids));
+          }
           if (!ids.empty()) client_cursor = std::max(client_cursor, ids.back());
           if (live) {
             CHECK(live->closed());  // superseded
@@ -174,11 +186,14 @@ TEST_SUITE("model") {
           if (live) {
             live->take(batch);
             std::uint64_t last = client_cursor;
+            std::vector<std::uint64_t> ids;
             for (const auto& f : batch.frames) {
               REQUIRE(f.id > last);
               last = f.id;
+              ids.push_back(f.id);
             }
             client_cursor = std::max(client_cursor, last);
+            if (std::uniform_int_distribution<int>(0, 4)(rng) != 0) REQUIRE(stream.written(ids) == m.written(ids));
           }
         } else {  // a sink detaches (the draining one first, as a closing pump would)
           auto& victim = draining ? draining : live;

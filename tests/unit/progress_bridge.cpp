@@ -713,7 +713,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §9.4/§8 route (b): a parked final replays on GET; a cursor past it acknowledges; sweep reaps") {
+  TEST_CASE("reference §9.4/§8: a parked final replays on GET even past the cursor; once written, sweep reaps") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);
@@ -732,11 +732,20 @@ TEST_SUITE("progress_bridge") {
     CHECK(frames[2].data == response);
     f.bridge->sweep();  // still pinned: stays parked
     CHECK(f.bridge->records() == 1);
-    // a resume whose cursor is at the final acknowledges it
+    // a resume whose cursor is at the final does not release it: the final replays, and the
+    // write on the GET wire releases it
     stream_budget budget;
     auto a = s->stream()->attach_and_replay(3, budget, s->principal_id());
     REQUIRE(a.status == attach_status::attached);
-    CHECK(a.pins_acknowledged == 1);
+    CHECK(a.pins_replayed == 1);
+    stream_sink::batch b;
+    a.sink->take(b);
+    REQUIRE(b.frames.size() == 1);
+    CHECK(b.frames[0].id == 3);
+    f.bridge->sweep();
+    CHECK(f.bridge->records() == 1);  // replayed but not yet written
+    const std::vector<std::uint64_t> wrote{3};
+    CHECK(s->stream()->written(wrote) == 1);
     s->stream()->detach(*a.sink);
     f.bridge->sweep();
     CHECK(f.bridge->records() == 0);

@@ -389,8 +389,9 @@ TEST_SUITE("session_stream") {
       CHECK(s.pinned(2));                                        // a gap acknowledges nothing
       const auto r = attach(s, budget, 5);
       CHECK(r.status == attach_status::attached);
-      CHECK(r.pins_acknowledged == 1);
-      CHECK_FALSE(s.pinned(2));
+      CHECK(r.pins_replayed == 1);  // never written on a wire: replayed, still pinned
+      CHECK(s.pinned(2));
+      CHECK(take_ids(*r.sink) == std::vector<std::uint64_t>{2, 6});
     }
   }
 
@@ -437,17 +438,18 @@ TEST_SUITE("session_stream") {
     CHECK(same(busy, s.stats()));
     CHECK(budget.in_use() == in_use);
     CHECK(pin_count(s.stats()) == 4);
-    // the same cursor, admitted, acknowledges the four pins
+    // the same cursor, admitted, replays the four unwritten pinned finals first
     CHECK(s.detach(*a.sink));
     const auto ok = attach(s, budget, 6, "bob");
     CHECK(ok.status == attach_status::attached);
-    CHECK(ok.pins_acknowledged == 4);
-    CHECK(take_ids(*ok.sink) == std::vector<std::uint64_t>{7});
+    CHECK(ok.pins_replayed == 4);
+    CHECK(take_ids(*ok.sink) == std::vector<std::uint64_t>{1, 2, 3, 4, 7});
+    CHECK(pin_count(s.stats()) == 4);
     CHECK(m.streams_active.value() == 2);
     CHECK(m.streams_handover_pending.value() == 1);
   }
 
-  TEST_CASE("reference §7.4 step 4, §8 route (b): a cursor acknowledges every pinned final up to it") {
+  TEST_CASE("reference §8: a cursor releases no pin; finals still pinned at or below it replay first") {
     stream_budget budget;
     session_stream s;
     s.publish_final(msg(1));
@@ -456,17 +458,33 @@ TEST_SUITE("session_stream") {
     s.publish_final(msg(4));
     auto zero = attach(s, budget, 0);
     REQUIRE(zero.status == attach_status::attached);
-    CHECK(zero.pins_acknowledged == 0);  // cursor 0 claims nothing
+    CHECK(zero.pins_replayed == 0);  // cursor 0: everything held replays anyway
     CHECK(pin_count(s.stats()) == 3);
     REQUIRE(s.detach(*zero.sink));
 
+    // A GET stream's own Last-Event-ID (3) may pass parked finals it never carried: they replay.
     auto r = attach(s, budget, 3);
     REQUIRE(r.status == attach_status::attached);
-    CHECK(r.pins_acknowledged == 2);
-    CHECK_FALSE(s.pinned(1));
-    CHECK_FALSE(s.pinned(3));
+    CHECK(r.pins_replayed == 2);
+    CHECK(s.pinned(1));
+    CHECK(s.pinned(3));
     CHECK(s.pinned(4));
-    CHECK(take_ids(*r.sink) == std::vector<std::uint64_t>{4});
+    const auto ids = take_ids(*r.sink);
+    CHECK(ids == std::vector<std::uint64_t>{1, 3, 4});  // still increasing on the new connection
+  }
+
+  TEST_CASE("reference §8 route (a): a final written on the GET wire releases its pin, exactly once") {
+    session_stream s;
+    s.publish_final(msg(1));
+    s.publish(msg(2));
+    s.publish_final(msg(3));
+    const std::vector<std::uint64_t> wrote{1, 2};
+    CHECK(s.written(wrote) == 1);
+    CHECK_FALSE(s.pinned(1));
+    CHECK(s.pinned(3));
+    CHECK(s.written(wrote) == 0);
+    const std::vector<std::uint64_t> none{0, 99};
+    CHECK(s.written(none) == 0);
   }
 
   TEST_CASE("reference §7.4 step 6: a replay never gaps itself, pinned overshoot included") {

@@ -88,6 +88,26 @@ std::string pass(get_pump& p) {
 }  // namespace
 
 TEST_SUITE("stream_pump") {
+  TEST_CASE("reference §8 route (a): a pinned final written on the GET wire is released by written(), not by a failed write") {
+    fixture f;
+    const auto a = f.attach();
+    auto p = f.pump(a);
+    REQUIRE(f.stream->publish_final(R"({"jsonrpc":"2.0","id":1,"result":{}})") == 1);  // ring-only: replay it
+    REQUIRE(f.stream->detach(*a.sink));
+    const auto b = f.attach(0);
+    auto q = f.pump(b);
+    CHECK_FALSE(pass(q).empty());
+    q.write_failed();  // not written: still pinned, replayed again next time
+    CHECK(f.stream->pinned(1));
+    q.release();
+    const auto c = f.attach(0);
+    auto r = f.pump(c);
+    CHECK(pass(r).find("id: 1\n") != std::string::npos);
+    r.written();
+    CHECK_FALSE(f.stream->pinned(1));
+    p.release();
+  }
+
   TEST_CASE("reference §7.6: defaults: 3 s tick, 60 s grace, 30 s jitter, 15 s staleness; namespaced method") {
     CHECK(default_pump_tick == 3000ms);
     CHECK(default_revalidation_grace == 60000ms);

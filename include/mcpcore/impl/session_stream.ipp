@@ -380,17 +380,18 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
     sink->lease() = std::move(*lease);
     // 6. Replay. Nobody else sees the sink yet and it has no waker: nothing to wake. A copy that
     //    fails is counted dropped (the consumer writes events-dropped; the frame stays replayable).
-    for (auto it = first; it != s.ring.end(); ++it) s.push_counted(*sink, *it);
-    out.replayed = after;
-    // 4. Pin acknowledgement: the cursor proves every final up to it was consumed (route (b)).
-    if (cursor != 0) {
-      for (auto& pin : s.pins) {
-        if (pin != 0 && pin <= cursor) {
-          pin = 0;
-          ++out.pins_acknowledged;
-        }
+    //    First the finals still pinned at or below the cursor: a pin is only released once its
+    //    frame was written on a wire, so these never reached the client, whatever the cursor says
+    //    (a parked final is ring-only and a GET stream's own Last-Event-ID may pass it unseen).
+    //    Ids still increase on the new connection: these all precede the frames after the cursor.
+    for (auto it = s.ring.begin(); it != first; ++it) {
+      if (s.pinned_locked(it->id)) {
+        s.push_counted(*sink, *it);
+        ++out.pins_replayed;
       }
     }
+    for (auto it = first; it != s.ring.end(); ++it) s.push_counted(*sink, *it);
+    out.replayed = after + out.pins_replayed;
     // 7. Commit.
     s.metrics.streams_active.add(1);
     if (takeover) {
@@ -407,6 +408,21 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
   // 8. Outside the stream lock.
   if (superseded) superseded->close(close_reason::superseded);
   return out;
+}
+
+MCPCORE_DECL std::size_t session_stream::written(std::span<const std::uint64_t> ids) noexcept {
+  std::size_t released = 0;
+  const std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (const auto id : ids) {
+    if (id == 0) continue;
+    for (auto& pin : impl_->pins) {
+      if (pin == id) {
+        pin = 0;
+        ++released;
+      }
+    }
+  }
+  return released;
 }
 
 MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {

@@ -234,12 +234,17 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
       return;
     }
     if (batch_.dropped != 0) write_events_dropped(out, batch_.dropped);
-    for (const auto& frame : batch_.frames) write_frame(out, frame);
+    last_ids_.clear();
+    for (const auto& frame : batch_.frames) {
+      write_frame(out, frame);
+      last_ids_.push_back(frame.id);
+    }
     if (out.size() == mark && heartbeat_due_) write_heartbeat(out);
     if (out.size() != mark) heartbeat_due_ = false;
   } catch (...) {
     // Nothing half-written goes out; the client resumes from its last whole frame.
     out.resize(mark);
+    last_ids_.clear();
     sink_->close(close_reason::internal_error);  // the first reason recorded wins
     const close_reason recorded = sink_->reason();
     reason_ = recorded == close_reason::none ? close_reason::internal_error : recorded;
@@ -254,7 +259,13 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
   }
 }
 
+MCPCORE_DECL void get_pump::written() noexcept {
+  if (!last_ids_.empty()) (void)stream_->written(last_ids_);
+  last_ids_.clear();
+}
+
 MCPCORE_DECL void get_pump::write_failed() noexcept {
+  last_ids_.clear();  // not written: their pins stay, the next attach replays them
   sink_->close(close_reason::client_disconnect);
   if (finished_) return;  // the reason this pump finished with stands
   reason_ = sink_->reason();
