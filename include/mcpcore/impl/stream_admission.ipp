@@ -378,22 +378,11 @@ MCPCORE_DECL post_pump::post_pump(progress_call call, stream_lease lease, std::c
 MCPCORE_DECL post_pump::~post_pump() { release(); }
 
 MCPCORE_DECL std::chrono::milliseconds post_pump::wait_time(std::chrono::steady_clock::time_point now) const noexcept {
-  auto next = detail::pump_add(last_tick_, options_.tick);
-  if (const auto deadline = grace_.deadline(); deadline && *deadline < next) next = *deadline;
-  if (deadline_ < next) next = deadline_;
-  if (next <= now) return std::chrono::milliseconds{0};
-  // As get_pump: the difference can overflow when one side is clamped; saturate.
-  if (now.time_since_epoch().count() < 0 &&
-      next.time_since_epoch() > std::chrono::steady_clock::duration::max() + now.time_since_epoch()) {
-    return std::chrono::milliseconds::max();
-  }
-  return std::chrono::ceil<std::chrono::milliseconds>(next - now);
+  return detail::pump_wait_time(last_tick_, options_.tick, grace_, deadline_, now);
 }
 
 MCPCORE_DECL bool post_pump::tick_due(std::chrono::steady_clock::time_point now) const noexcept {
-  if (now >= detail::pump_add(last_tick_, options_.tick)) return true;
-  const auto deadline = grace_.deadline();
-  return deadline && now >= *deadline;
+  return detail::pump_tick_due(last_tick_, options_.tick, grace_, now);
 }
 
 MCPCORE_DECL void post_pump::tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,

@@ -9,6 +9,7 @@
 #include <mcpcore/sse.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -51,6 +52,35 @@ inline std::chrono::steady_clock::time_point pump_sub(std::chrono::steady_clock:
   const dur n = std::chrono::duration_cast<dur>(d);
   if (t.time_since_epoch() < dur::min() + n) return tp::min();
   return t - n;
+}
+
+
+// The wait of a pump (get_pump and post_pump, reference §7.6, §9.4): until the next tick, the
+// credential deadline or `extra` (the streamed-POST response cap), whichever is first, rounded up
+// to whole milliseconds; 0 when one is due.
+inline std::chrono::milliseconds pump_wait_time(std::chrono::steady_clock::time_point last_tick,
+                                                std::chrono::milliseconds tick, const revalidation_grace& grace,
+                                                std::optional<std::chrono::steady_clock::time_point> extra,
+                                                std::chrono::steady_clock::time_point now) noexcept {
+  auto next = pump_add(last_tick, tick);
+  if (const auto deadline = grace.deadline(); deadline && *deadline < next) next = *deadline;
+  if (extra && *extra < next) next = *extra;
+  if (next <= now) return std::chrono::milliseconds{0};
+  // Both are valid time points and next > now, but their difference can still overflow when
+  // one of them is clamped: saturate.
+  if (now.time_since_epoch().count() < 0 &&
+      next.time_since_epoch() > std::chrono::steady_clock::duration::max() + now.time_since_epoch()) {
+    return std::chrono::milliseconds::max();
+  }
+  return std::chrono::ceil<std::chrono::milliseconds>(next - now);
+}
+
+// Whether a pump's once-per-tick checks are due: a tick elapsed, or the credential deadline passed.
+inline bool pump_tick_due(std::chrono::steady_clock::time_point last_tick, std::chrono::milliseconds tick,
+                          const revalidation_grace& grace, std::chrono::steady_clock::time_point now) noexcept {
+  if (now >= pump_add(last_tick, tick)) return true;
+  const auto deadline = grace.deadline();
+  return deadline && now >= *deadline;
 }
 
 }  // namespace detail
@@ -182,22 +212,11 @@ MCPCORE_DECL get_pump::get_pump(std::shared_ptr<session_stream> stream, std::sha
 MCPCORE_DECL get_pump::~get_pump() { release(); }
 
 MCPCORE_DECL std::chrono::milliseconds get_pump::wait_time(std::chrono::steady_clock::time_point now) const noexcept {
-  auto next = detail::pump_add(last_tick_, options_.tick);
-  if (const auto deadline = grace_.deadline(); deadline && *deadline < next) next = *deadline;
-  if (next <= now) return std::chrono::milliseconds{0};
-  // Both are valid time points and next > now, but their difference can still overflow when
-  // one of them is clamped: saturate.
-  if (now.time_since_epoch().count() < 0 &&
-      next.time_since_epoch() > std::chrono::steady_clock::duration::max() + now.time_since_epoch()) {
-    return std::chrono::milliseconds::max();
-  }
-  return std::chrono::ceil<std::chrono::milliseconds>(next - now);
+  return detail::pump_wait_time(last_tick_, options_.tick, grace_, std::nullopt, now);
 }
 
 MCPCORE_DECL bool get_pump::tick_due(std::chrono::steady_clock::time_point now) const noexcept {
-  if (now >= detail::pump_add(last_tick_, options_.tick)) return true;
-  const auto deadline = grace_.deadline();
-  return deadline && now >= *deadline;
+  return detail::pump_tick_due(last_tick_, options_.tick, grace_, now);
 }
 
 MCPCORE_DECL void get_pump::tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,
