@@ -199,6 +199,16 @@ struct session_stream::impl {
     return id != 0 && std::find(pins.begin(), pins.end(), id) != pins.end();
   }
 
+  // Releases the pin of `id`, if any (an id holds at most one slot: it is pinned once, when
+  // committed). Returns whether one was released.
+  bool unpin_locked(std::uint64_t id) noexcept {
+    if (id == 0) return false;
+    const auto slot = std::find(pins.begin(), pins.end(), id);
+    if (slot == pins.end()) return false;
+    *slot = 0;
+    return true;
+  }
+
   // Pins `id` (just committed, so larger than every pinned id): a free slot, else the smallest
   // pinned id yields (reference §8, route (c)).
   void pin_locked(std::uint64_t id) noexcept {
@@ -319,10 +329,7 @@ MCPCORE_DECL std::uint64_t session_stream::publish_final(std::string_view messag
 MCPCORE_DECL bool session_stream::unpin(std::uint64_t id) noexcept {
   if (id == 0) return false;
   const std::lock_guard<std::mutex> lock(impl_->mutex);
-  const auto slot = std::find(impl_->pins.begin(), impl_->pins.end(), id);
-  if (slot == impl_->pins.end()) return false;
-  *slot = 0;
-  return true;
+  return impl_->unpin_locked(id);
 }
 
 MCPCORE_DECL bool session_stream::pinned(std::uint64_t id) const noexcept {
@@ -414,13 +421,7 @@ MCPCORE_DECL std::size_t session_stream::written(std::span<const std::uint64_t> 
   std::size_t released = 0;
   const std::lock_guard<std::mutex> lock(impl_->mutex);
   for (const auto id : ids) {
-    if (id == 0) continue;
-    for (auto& pin : impl_->pins) {
-      if (pin == id) {
-        pin = 0;
-        ++released;
-      }
-    }
+    if (impl_->unpin_locked(id)) ++released;
   }
   return released;
 }
