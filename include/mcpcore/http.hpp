@@ -6,6 +6,7 @@
 #include <mcpcore/detail/config.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,8 +20,8 @@ struct http_header {
   std::string value;  ///< field value, without surrounding whitespace
 };
 
-/// A request as the host's HTTP server parsed it (method, target and the complete body; the
-/// host has already authenticated the caller and applied its own transport limits).
+/// A request as the host's HTTP server parsed it (method, target, header fields and the complete
+/// body, after the host applied its own transport limits).
 ///
 /// A plain aggregate of views: what they refer to must stay valid for the duration of the call
 /// it is passed to; mcpcore keeps no reference afterwards.
@@ -30,6 +31,19 @@ struct http_request_view {
   /// the query, exactly as received (not percent-decoded, dot segments not removed).
   std::string_view target;
   std::string_view body;  ///< the request content, already de-chunked; empty when there is none
+  /// The header fields as received, in order (names in any case; a repeated field appears once
+  /// per line). Empty when the host does not pass them (the approval endpoint needs none).
+  std::span<const http_header> headers{};
+  /// The peer's address as the host formats it (`127.0.0.1:53122`); for audit rows only.
+  std::string_view remote{};
+  /// The local address the request arrived on (`127.0.0.1:8765`, `[::1]:8765`); an endpoint
+  /// validates `Host` against DNS rebinding when it is a loopback address. Empty: unknown.
+  std::string_view local{};
+
+  /// The value of the first field named `name` (ASCII case-insensitive), or `std::nullopt`.
+  [[nodiscard]] MCPCORE_DECL std::optional<std::string_view> header(std::string_view name) const noexcept;
+  /// Whether a field named `name` appears more than once.
+  [[nodiscard]] MCPCORE_DECL bool header_repeated(std::string_view name) const noexcept;
 };
 
 /// A complete (non-streaming) response for the host to write: status line, headers in order,

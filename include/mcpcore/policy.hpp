@@ -100,6 +100,14 @@ struct principal {
   bool assured = false;
 };
 
+/// The authenticator's answer when a held-open stream re-checks its principal (reference §7.7).
+enum class credential_verdict : std::uint8_t {
+  valid,          ///< authoritative yes
+  valid_stale,    ///< yes, from a cache at most `max_staleness` old
+  revoked,        ///< authoritative no: close `credential_revoked` now
+  indeterminate,  ///< the auth backend cannot answer (not a revocation): grace applies
+};
+
 /// The tier layer's verdict (reference §3.1-3.2).
 enum class tier_decision : std::uint8_t {
   deny,                 ///< refused (-32004)

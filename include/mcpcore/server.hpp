@@ -110,6 +110,13 @@ class message_sink {
  public:
   virtual ~message_sink() = default;
   virtual bool send(std::string_view message) noexcept = 0;
+  /// Ends the call's SSE response early, quietly, for the client to resume with GET +
+  /// `Last-Event-ID` after `retry` (0: the transport's default) (SEP-1699 polling; see
+  /// `call_context::close_stream`). Returns whether it did; the default cannot.
+  virtual bool close_stream(std::chrono::milliseconds retry) noexcept {
+    (void)retry;
+    return false;
+  }
 };
 
 /// What the client declared in `initialize.capabilities` that the server may use.

@@ -50,7 +50,7 @@ class session {
  public:
   /// Library use (the registry creates sessions).
   MCPCORE_DECL session(std::string id, std::string principal_id, const session_stream_options& stream,
-                       const session_metrics& metrics);
+                       const session_metrics& metrics, std::shared_ptr<void> attachment = {});
   MCPCORE_DECL ~session();
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -61,11 +61,16 @@ class session {
   [[nodiscard]] const std::string& principal_id() const noexcept { return principal_; }
   /// The replay ring, pins and GET sinks; outlives the registry entry while held.
   [[nodiscard]] const std::shared_ptr<session_stream>& stream() const noexcept { return stream_; }
+  /// The transport's per-session state given to `mint` (the HTTP endpoint keeps the session's
+  /// `peer` there); null when none was given. Set once at mint, never changed: it lives as long
+  /// as the session object.
+  [[nodiscard]] const std::shared_ptr<void>& attachment() const noexcept { return attachment_; }
 
  private:
   std::string id_;
   std::string principal_;
   std::shared_ptr<session_stream> stream_;
+  std::shared_ptr<void> attachment_;
 };
 
 /// Live MCP sessions (reference §6.5-§6.8).
@@ -107,9 +112,10 @@ class session_registry {
   }
 
   /// Mints a session for `principal_id` (reference §6.5 order: collect expired sessions, then the
-  /// shutdown flag, the global cap, the per-principal cap). `correlation_id` goes into the row.
+  /// shutdown flag, the global cap, the per-principal cap). `correlation_id` goes into the row;
+  /// `attachment` becomes `session::attachment()` (dropped when the mint is refused).
   [[nodiscard]] MCPCORE_DECL result<std::shared_ptr<session>, session_reject> mint(
-      std::string_view principal_id, std::string_view correlation_id = {});
+      std::string_view principal_id, std::string_view correlation_id = {}, std::shared_ptr<void> attachment = {});
   /// The session `id` if it exists, is not expired and is bound to `principal_id`, after
   /// refreshing its idle time; null otherwise ("unknown": 404 -32007).
   [[nodiscard]] MCPCORE_DECL std::shared_ptr<session> validate_and_touch(std::string_view id,

@@ -5,6 +5,7 @@
 #define MCPCORE_STREAM_PUMP_HPP
 
 #include <mcpcore/detail/config.hpp>
+#include <mcpcore/policy.hpp>
 #include <mcpcore/session_metrics.hpp>
 #include <mcpcore/session_stream.hpp>
 
@@ -31,14 +32,6 @@ inline constexpr std::chrono::milliseconds default_revalidation_jitter_max{30000
 /// Default age bound of a cached (`valid_stale`) answer; `4 × max_staleness ≤ grace` is required.
 inline constexpr std::chrono::milliseconds default_revalidation_max_staleness{15000};
 static_assert(4 * default_revalidation_max_staleness <= default_revalidation_grace);
-
-/// The host's answer when a held-open stream re-checks its credential (reference §7.7).
-enum class credential_verdict : std::uint8_t {
-  valid,          ///< authoritative yes
-  valid_stale,    ///< yes, from a cache at most `max_staleness` old
-  revoked,        ///< authoritative no: close `credential_revoked` now
-  indeterminate,  ///< the auth backend cannot answer (not a revocation): grace applies
-};
 
 /// Grace parameters (reference §7.7).
 struct revalidation_options {

@@ -250,6 +250,9 @@ class call_state {
                                        std::chrono::milliseconds timeout) = 0;
   /// The progress-bridge record the transport gave this call, if any.
   virtual progress_call* bridge_call() const noexcept { return nullptr; }
+  /// Ends the call's SSE response early (see `call_context::close_stream`); false when the
+  /// transport cannot.
+  virtual bool close_stream(std::chrono::milliseconds /*retry*/) noexcept { return false; }
 
  protected:
   ~call_state() = default;
@@ -292,6 +295,13 @@ class call_context {
   bool log(log_level level, std::string_view data, std::string_view logger = {}) {
     return state_->log(level, data, logger);
   }
+  /// Ends this call's SSE response now, after the priming event (upgrading the response to SSE
+  /// if needed), without a result and without a close notification (SEP-1699 polling). The
+  /// client reconnects with GET + `Last-Event-ID` after `retry` (the transport's default when 0)
+  /// and receives the rest of the call's messages, the result last. The call itself goes on.
+  /// Returns false, and changes nothing, when the transport cannot: no session, no SSE accepted,
+  /// a stateless transport (stdio), or a streamed response that could not be admitted.
+  bool close_stream(std::chrono::milliseconds retry = {}) noexcept { return state_->close_stream(retry); }
   /// Sends a request to the client (`sampling/createMessage`, `elicitation/create`,
   /// `roots/list`, `ping`) and waits for the answer, for at most `timeout` (capped by the
   /// server's option) and never past cancellation of this call.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sans-I/O HTTP values: header lookup.
+// Sans-I/O HTTP values: header lookup in requests and responses.
 #ifndef MCPCORE_IMPL_HTTP_IPP
 #define MCPCORE_IMPL_HTTP_IPP
 
@@ -31,6 +31,21 @@ MCPCORE_DECL std::optional<std::string_view> http_response::header(std::string_v
     if (detail::http_iequals(h.name, name)) return std::string_view{h.value};
   }
   return std::nullopt;
+}
+
+MCPCORE_DECL std::optional<std::string_view> http_request_view::header(std::string_view name) const noexcept {
+  for (const http_header& h : headers) {
+    if (detail::http_iequals(h.name, name)) return std::string_view{h.value};
+  }
+  return std::nullopt;
+}
+
+MCPCORE_DECL bool http_request_view::header_repeated(std::string_view name) const noexcept {
+  std::size_t n = 0;
+  for (const http_header& h : headers) {
+    if (detail::http_iequals(h.name, name) && ++n > 1) return true;
+  }
+  return false;
 }
 
 MCPCORE_END_NAMESPACE

@@ -845,6 +845,9 @@ class call_state_impl final : public call_state {
   std::stop_token stop_token() const noexcept override { return stop_; }
   bool wants_progress() const noexcept override { return token_.exists(); }
   progress_call* bridge_call() const noexcept override { return ctx_.progress; }
+  bool close_stream(std::chrono::milliseconds retry) noexcept override {
+    return ctx_.sink != nullptr && ctx_.sink->close_stream(retry);
+  }
 
   bool progress(double p, std::optional<double> total, std::string_view message) override {
     if (!token_.exists() || ctx_.sink == nullptr || !std::isfinite(p)) return false;

@@ -24,10 +24,11 @@ MCPCORE_BEGIN_NAMESPACE
 // ---- session -----------------------------------------------------------------------------------
 
 MCPCORE_DECL session::session(std::string id, std::string principal_id, const session_stream_options& stream,
-                              const session_metrics& metrics)
+                              const session_metrics& metrics, std::shared_ptr<void> attachment)
     : id_(std::move(id)),
       principal_(std::move(principal_id)),
-      stream_(std::make_shared<session_stream>(stream, metrics)) {}
+      stream_(std::make_shared<session_stream>(stream, metrics)),
+      attachment_(std::move(attachment)) {}
 
 MCPCORE_DECL session::~session() = default;
 
@@ -164,7 +165,7 @@ MCPCORE_DECL void session_registry::set_audit(detail::audit_base* audit) {
 }
 
 MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::mint(
-    std::string_view principal_id, std::string_view correlation_id) {
+    std::string_view principal_id, std::string_view correlation_id, std::shared_ptr<void> attachment) {
   impl& m = *impl_;
   std::vector<detail::session_departure> reaped;
   std::optional<session_reject> refused;
@@ -181,8 +182,9 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
         refused = session_reject::id_generation;
         break;
       }
-      auto candidate =
-          std::make_shared<session>(std::move(*id), std::string{principal_id}, m.options.stream, m.metrics);
+      // Every draw gets the attachment (a copy: a collided candidate is discarded).
+      auto candidate = std::make_shared<session>(std::move(*id), std::string{principal_id}, m.options.stream,
+                                                 m.metrics, attachment);
 
       const std::lock_guard lock{m.mutex};
       const auto now = m.clock->steady_now();
