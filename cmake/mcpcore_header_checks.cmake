@@ -4,7 +4,7 @@
 #    compiled in both modes (objects of mcpcore_header_checks_compiled / _header_only);
 #  - a ctest test that preprocesses it in compiled mode and fails above MCPCORE_HEADER_LINE_BUDGET
 #    lines (a deterministic proxy for compile cost; style guide §5.6). The dispatch layer's headers
-#    (server.hpp, stdio.hpp), the progress bridge and stream admission (which join the wire layer's request ids to the
+#    (server.hpp, stdio.hpp), the progress bridge, stream admission and the HTTP endpoint (which join the wire layer's request ids to the
 #    session layer's <memory>/<chrono>/<mutex> state) and the umbrella have
 #    MCPCORE_DISPATCH_HEADER_LINE_BUDGET instead: the standard headers they need (<chrono>,
 #    <functional>, <stop_token>, <memory>) expand to 56k lines on their own with libstdc++ 12 in
@@ -18,7 +18,7 @@ function(mcpcore_add_header_checks)
     file(CONFIGURE OUTPUT "${_tu}" CONTENT "#include <${_rel}>\n#include <${_rel}>\n")
     list(APPEND _sources "${_tu}")
     set(_budget ${MCPCORE_HEADER_LINE_BUDGET})
-    if(_rel MATCHES "^mcpcore/(server|stdio|progress_bridge|stream_admission|mcpcore)\\.hpp$")
+    if(_rel MATCHES "^mcpcore/(server|stdio|progress_bridge|stream_admission|http_endpoint|mcpcore)\\.hpp$")
       set(_budget ${MCPCORE_DISPATCH_HEADER_LINE_BUDGET})
     endif()
     add_test(NAME header_budget.${_rel}

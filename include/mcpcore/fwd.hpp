@@ -98,6 +98,11 @@ class approval_endpoint;
 struct http_header;
 struct http_request_view;
 struct http_response;
+struct http_reply;
+struct http_endpoint_options;
+class http_stream;
+class http_endpoint;
+class fixed_authenticator;
 // session layer
 struct stream_budget_options;
 enum class stream_budget_reject : std::uint8_t;

@@ -6,6 +6,7 @@
 #include <mcpcore/accept.hpp>
 #include <mcpcore/approval.hpp>
 #include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/authenticator.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/canonical_json.hpp>
 #include <mcpcore/clock.hpp>
@@ -14,6 +15,7 @@
 #include <mcpcore/expected.hpp>
 #include <mcpcore/fwd.hpp>
 #include <mcpcore/http.hpp>
+#include <mcpcore/http_endpoint.hpp>
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/jsonrpc.hpp>

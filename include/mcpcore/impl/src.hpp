@@ -18,6 +18,7 @@
 #include <mcpcore/impl/correlation_id.ipp>
 #include <mcpcore/impl/error.ipp>
 #include <mcpcore/impl/http.ipp>
+#include <mcpcore/impl/http_endpoint.ipp>
 #include <mcpcore/impl/json.ipp>
 #include <mcpcore/impl/json_writer.ipp>
 #include <mcpcore/impl/jsonrpc.ipp>

@@ -1,0 +1,1440 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sans-I/O MCP endpoint end to end: routing, the processing order, sessions, plain and SSE
+// answers, the upgrade on the first in-call message, sampling, cancellation, resume, DELETE, the
+// polling hook, the operational routes and the refusals (reference §1, §6-§9, §12; spec §6;
+// MCP 2025-11-25 basic/transports).
+#include <mcpcore/http_endpoint.hpp>
+
+#include <doctest/doctest.h>
+
+#include "support/server_fixture.hpp"
+
+#include <mcpcore/approval.hpp>
+#include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/audit.hpp>
+#include <mcpcore/clock.hpp>
+#include <mcpcore/json.hpp>
+#include <mcpcore/memory_approval_store.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/progress_bridge.hpp>
+#include <mcpcore/server.hpp>
+#include <mcpcore/session_registry.hpp>
+#include <mcpcore/stream_admission.hpp>
+#include <mcpcore/tool.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+using namespace mcpcore;
+using namespace std::chrono_literals;
+namespace fx = server_fixture;
+
+namespace {
+
+/// How long a test waits for something that should happen at once; reached only on failure.
+constexpr std::chrono::milliseconds patience{5000};
+/// The longest real wait of one stream pull for its waker (stream timing runs on the manual clock).
+constexpr std::chrono::milliseconds pull_wait{20};
+
+// ---- synchronisation ---------------------------------------------------------------------------
+
+class flag {
+ public:
+  void set() {
+    {
+      std::lock_guard lock{mu_};
+      set_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout = patience) {
+    std::unique_lock lock{mu_};
+    return cv_.wait_for(lock, timeout, [&] { return set_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+/// Polls `pred` until it holds (bounded); whether it did.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = patience) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+/// An executor with a thread per task, joined at the end (or refusing every task).
+class thread_executor {
+ public:
+  thread_executor() = default;
+  ~thread_executor() { join(); }
+  thread_executor(const thread_executor&) = delete;
+  thread_executor& operator=(const thread_executor&) = delete;
+
+  http_executor get() {
+    return [this](std::function<void()> task) {
+      if (refuse.load()) return false;
+      std::lock_guard lock{mu_};
+      threads_.emplace_back(std::move(task));
+      return true;
+    };
+  }
+  void join() {
+    std::vector<std::thread> ts;
+    {
+      std::lock_guard lock{mu_};
+      ts.swap(threads_);
+    }
+    for (auto& t : ts) t.join();
+  }
+  std::atomic<bool> refuse{false};
+
+ private:
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+// ---- the authenticator -------------------------------------------------------------------------
+
+/// Two principals: `Authorization: Bearer alice-token` is alice, `bob-token` is bob; anything
+/// else fails. Re-validation answers the shared verdict.
+struct two_principals {
+  std::shared_ptr<std::atomic<credential_verdict>> verdict =
+      std::make_shared<std::atomic<credential_verdict>>(credential_verdict::valid);
+
+  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const {
+    const auto a = req.header("Authorization");
+    if (!a) return std::nullopt;
+    principal p;
+    if (*a == "Bearer alice-token") {
+      p.id = "alice";
+    } else if (*a == "Bearer bob-token") {
+      p.id = "bob";
+    } else {
+      return std::nullopt;
+    }
+    return p;
+  }
+  [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept { return verdict->load(); }
+};
+static_assert(authenticator<two_principals>);
+
+// ---- requests ----------------------------------------------------------------------------------
+
+/// A request the test owns; `view()` is valid while it lives.
+struct request {
+  std::string method = "POST";
+  std::string target = "/mcp";
+  std::vector<http_header> headers;
+  std::string body;
+  std::string local = "127.0.0.1:8765";
+
+  request& set(std::string name, std::string value) {
+    for (auto& h : headers) {
+      if (h.name == name) {
+        h.value = std::move(value);
+        return *this;
+      }
+    }
+    headers.push_back(http_header{std::move(name), std::move(value)});
+    return *this;
+  }
+  request& drop(std::string_view name) {
+    std::erase_if(headers, [&](const http_header& h) { return h.name == name; });
+    return *this;
+  }
+  [[nodiscard]] http_request_view view() const {
+    http_request_view v;
+    v.method = method;
+    v.target = target;
+    v.body = body;
+    v.headers = headers;
+    v.remote = "127.0.0.1:50000";
+    v.local = local;
+    return v;
+  }
+};
+
+/// A POST as the TypeScript SDK client sends it.
+request post(std::string body, std::string_view session_id = {}, std::string_view token = "alice-token") {
+  request r;
+  r.body = std::move(body);
+  r.set("Host", "localhost:8765");
+  r.set("Content-Type", "application/json");
+  r.set("Accept", "application/json, text/event-stream");
+  r.set("Authorization", "Bearer " + std::string{token});
+  if (!session_id.empty()) r.set("Mcp-Session-Id", std::string{session_id});
+  return r;
+}
+
+request get(std::string_view session_id, std::string_view token = "alice-token") {
+  request r;
+  r.method = "GET";
+  r.set("Host", "localhost:8765");
+  r.set("Accept", "text/event-stream");
+  r.set("Authorization", "Bearer " + std::string{token});
+  if (!session_id.empty()) r.set("Mcp-Session-Id", std::string{session_id});
+  return r;
+}
+
+request del(std::string_view session_id, std::string_view token = "alice-token") {
+  request r = get(session_id, token);
+  r.method = "DELETE";
+  r.drop("Accept");
+  return r;
+}
+
+// ---- replies -----------------------------------------------------------------------------------
+
+/// Where a reply lands (from any thread); counts the calls of the completion.
+struct reply_box {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<http_reply> reply;
+  int calls = 0;
+
+  void put(http_reply r) {
+    {
+      std::lock_guard lock{mu};
+      reply = std::move(r);
+      ++calls;
+    }
+    cv.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout = patience) {
+    std::unique_lock lock{mu};
+    return cv.wait_for(lock, timeout, [&] { return reply.has_value(); });
+  }
+};
+
+http_completion into(const std::shared_ptr<reply_box>& box) {
+  return [box](http_reply r) { box->put(std::move(r)); };
+}
+
+std::string header_of(const http_reply& r, std::string_view name) {
+  return std::string{r.head.header(name).value_or("<absent>")};
+}
+
+// ---- SSE ---------------------------------------------------------------------------------------
+
+struct sse_event {
+  std::optional<std::uint64_t> id;
+  std::string type;
+  std::string data;
+  std::optional<std::uint64_t> retry;
+};
+
+/// Splits `text` into events on blank lines, reading `id:`, `event:`, `data:` and `retry:`.
+std::vector<sse_event> parse_sse(std::string_view text) {
+  std::vector<sse_event> out;
+  sse_event cur;
+  bool any = false;
+  bool has_data = false;
+  std::size_t pos = 0;
+  const auto value_of = [](std::string_view line, std::string_view field) -> std::optional<std::string_view> {
+    if (line.substr(0, field.size()) != field) return std::nullopt;
+    line.remove_prefix(field.size());
+    if (line.empty()) return line;
+    if (line.front() != ':') return std::nullopt;
+    line.remove_prefix(1);
+    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    return line;
+  };
+  const auto number = [](std::string_view v) {
+    std::uint64_t n = 0;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+    CHECK_MESSAGE((r.ec == std::errc{} && r.ptr == v.data() + v.size()), "a malformed number: " << v);
+    return n;
+  };
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const std::string_view line = nl == std::string_view::npos ? text.substr(pos) : text.substr(pos, nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (line.empty()) {
+      if (any) out.push_back(std::move(cur));
+      cur = sse_event{};
+      any = false;
+      has_data = false;
+      continue;
+    }
+    if (line.front() == ':') continue;
+    any = true;
+    if (auto v = value_of(line, "id")) {
+      cur.id = number(*v);
+    } else if (auto t = value_of(line, "event")) {
+      cur.type = std::string{*t};
+    } else if (auto r = value_of(line, "retry")) {
+      cur.retry = number(*r);
+    } else if (auto d = value_of(line, "data")) {
+      if (has_data) cur.data.push_back('\n');
+      cur.data.append(*d);
+      has_data = true;
+    }
+  }
+  CHECK_MESSAGE(!any, "an SSE event without its terminating blank line: " << text);
+  return out;
+}
+
+/// The events carrying a JSON-RPC message (priming events, heartbeats and retry blocks left out).
+std::vector<sse_event> messages_of(const std::vector<sse_event>& events) {
+  std::vector<sse_event> out;
+  for (const auto& e : events) {
+    if (!e.data.empty()) out.push_back(e);
+  }
+  return out;
+}
+
+bool has_method(const sse_event& e, std::string_view method) {
+  if (e.data.empty()) return false;
+  const auto p = fx::parse(e.data);
+  return p.root["method"].is_string() && p.root["method"].as_string() == method;
+}
+bool is_progress(const sse_event& e) { return has_method(e, "notifications/progress"); }
+bool is_log(const sse_event& e) { return has_method(e, "notifications/message"); }
+bool is_close(const sse_event& e) { return has_method(e, default_close_notification_method); }
+bool is_response_for(const sse_event& e, std::string_view id_json) {
+  if (e.data.empty()) return false;
+  const auto p = fx::parse(e.data);
+  return !p.root["method"].exists() && fx::to_json(p.root["id"]) == id_json &&
+         (p.root["result"].exists() || p.root["error"].exists());
+}
+std::size_t count_if_events(const std::vector<sse_event>& ev, bool (*pred)(const sse_event&)) {
+  return static_cast<std::size_t>(std::count_if(ev.begin(), ev.end(), pred));
+}
+
+/// Reads an `http_stream` the way a transport does: pull, write (always succeeds), `written()`,
+/// and between pulls wait for the waker (bounded in real time; the stream's own timing runs on the
+/// manual clock).
+class sse_reader {
+ public:
+  sse_reader(std::unique_ptr<http_stream> s, manual_clock& clk)
+      : s_(std::move(s)), clk_(clk), wake_(std::make_shared<wake_state>()) {
+    REQUIRE(s_);
+    auto w = wake_;
+    s_->on_ready([w] { w->set(); });
+  }
+  sse_reader(const sse_reader&) = delete;
+  sse_reader& operator=(const sse_reader&) = delete;
+
+  /// One pull; its bytes.
+  std::string pull() {
+    if (!s_ || s_->finished()) return {};
+    const auto wait = s_->wait_time(clk_.steady_now());
+    if (wait > 0ms) wake_->wait(std::min<std::chrono::milliseconds>(wait, pull_wait));
+    std::string out;
+    s_->pull(clk_.steady_now(), out);
+    if (!out.empty()) s_->written();
+    wire_ += out;
+    return out;
+  }
+  /// Pulls until `pred(events)` holds or the stream finished (bounded); whether `pred` held.
+  bool drive_until(const std::function<bool(const std::vector<sse_event>&)>& pred,
+                   std::chrono::milliseconds timeout = patience) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(events())) return true;
+      if (finished()) return pred(events());
+      (void)pull();
+    }
+    return pred(events());
+  }
+  /// Pulls until the stream finished (bounded).
+  void drive_to_end(std::chrono::milliseconds timeout = patience) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!finished() && std::chrono::steady_clock::now() < deadline) (void)pull();
+    REQUIRE_MESSAGE(finished(), "the stream did not finish; wire so far: " << wire_);
+  }
+  /// The client goes away: the write fails and the transport destroys the stream.
+  void drop() {
+    if (!s_) return;
+    s_->write_failed();
+    s_.reset();
+  }
+  [[nodiscard]] bool finished() const { return !s_ || s_->finished(); }
+  [[nodiscard]] http_stream* stream() const { return s_.get(); }
+  [[nodiscard]] const std::string& wire() const { return wire_; }
+  [[nodiscard]] std::vector<sse_event> events() const { return parse_sse(wire_); }
+  [[nodiscard]] std::vector<sse_event> messages() const { return messages_of(events()); }
+
+ private:
+  struct wake_state {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool woken = false;
+    void set() {
+      {
+        std::lock_guard lock{mu};
+        woken = true;
+      }
+      cv.notify_all();
+    }
+    void wait(std::chrono::milliseconds d) {
+      std::unique_lock lock{mu};
+      (void)cv.wait_for(lock, d, [&] { return woken; });
+      woken = false;
+    }
+  };
+  std::unique_ptr<http_stream> s_;
+  manual_clock& clk_;
+  std::shared_ptr<wake_state> wake_;
+  std::string wire_;
+};
+
+// ---- the fixture ---------------------------------------------------------------------------------
+
+template <class H>
+void add_tool(server_builder& b, const std::string& name, H h) {
+  b.tool(name)
+      .description("Test tool " + name + ".")
+      .security("Thing", operation::read)
+      .effect(tool_effect::read_only, false)
+      .handler(std::move(h));
+}
+
+std::string progress_meta(std::string_view token_json) {
+  return std::string{R"({"progressToken":)"} + std::string{token_json} + "}";
+}
+
+/// Test options: no revalidation jitter, small enough for tests.
+http_endpoint_options test_options() {
+  http_endpoint_options o;
+  o.get_stream.revalidation.jitter_max = 0ms;
+  o.post_stream.revalidation.jitter_max = 0ms;
+  return o;
+}
+
+/// A server with the test tools, an endpoint on a manual clock with a thread-per-task executor.
+struct fixture {
+  explicit fixture(const std::function<void(http_endpoint_options&)>& tweak = {},
+                   const std::function<void(server_builder&)>& extra = {}, bool with_executor = true) {
+    server_info info;
+    info.name = "http-endpoint-test";
+    info.version = "1.0.0";
+    server_builder b{info};
+    add_tool(b, "echo", [](call_context&, const arguments&) { return tool_result::text("echoed"); });
+    add_tool(b, "report", [](call_context& ctx, const arguments&) {
+      for (int i = 1; i <= 3; ++i) (void)ctx.progress(i, 3, "step");
+      return tool_result::text("reported");
+    });
+    add_tool(b, "logger", [](call_context& ctx, const arguments&) {
+      (void)ctx.log(log_level::info, "one");
+      (void)ctx.log(log_level::info, "two");
+      (void)ctx.log(log_level::info, "three");
+      return tool_result::text("logged");
+    });
+    add_tool(b, "sampler", [](call_context& ctx, const arguments&) {
+      auto r = ctx.request("sampling/createMessage",
+                           R"({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100})",
+                           patience);
+      if (!r) return tool_result::error("sampling failed: " + r.error().message());
+      const auto text = r->value()["content"]["text"];
+      return tool_result::text(text.is_string() ? "sampled: " + std::string{text.as_string()} : "sampled: ?");
+    });
+    add_tool(b, "held", [this](call_context& ctx, const arguments&) {
+      (void)ctx.progress(1, 10);
+      (void)ctx.log(log_level::info, "holding");
+      held_started.arrive();
+      const bool opened = held_gate.block(ctx.stop_token());
+      if (!opened) held_saw_stop = true;
+      return tool_result::text("held");
+    });
+    add_tool(b, "slow_report", [this](call_context& ctx, const arguments&) {
+      (void)ctx.progress(1, 3);
+      held_started.arrive();
+      if (!held_gate.block(ctx.stop_token())) held_saw_stop = true;
+      (void)ctx.progress(2, 3);
+      (void)ctx.progress(3, 3);
+      return tool_result::text("slow done");
+    });
+    add_tool(b, "reconnect", [this](call_context& ctx, const arguments&) {
+      closed_stream = ctx.close_stream(500ms);
+      held_started.arrive();
+      if (!held_gate.block(ctx.stop_token())) held_saw_stop = true;
+      (void)ctx.log(log_level::info, "after the close");
+      return tool_result::text("Reconnection test completed successfully");
+    });
+    add_tool(b, "log_then_close", [this](call_context& ctx, const arguments&) {
+      (void)ctx.log(log_level::info, "before the close");
+      held_started.arrive();
+      if (!held_gate.block(ctx.stop_token())) held_saw_stop = true;
+      closed_stream = ctx.close_stream(700ms);
+      return tool_result::text("closed late");
+    });
+    add_tool(b, "fleet", [this](call_context& ctx, const arguments&) {
+      auto op = mcpcore::detach(ctx, "exec-7");
+      std::lock_guard lock{workers_mu};
+      workers.emplace_back([op, this]() mutable {
+        (void)op.progress(1, 2);
+        if (!fleet_go.wait()) return;
+        (void)op.progress(2, 2);
+        (void)op.finish("completed", R"({"agents_success":2})");
+      });
+      return tool_result::text("started");
+    });
+    if (extra) extra(b);
+    srv.emplace(fx::build(b));
+    http_endpoint_options o = test_options();
+    if (tweak) tweak(o);
+    ep = std::make_unique<http_endpoint>(*srv, auth, o, clock_ref<manual_clock>{clk});
+    if (with_executor) ep->set_executor(exec.get());
+  }
+  ~fixture() {
+    held_gate.open();
+    fleet_go.set();
+    exec.join();
+    std::lock_guard lock{workers_mu};
+    for (auto& t : workers) t.join();
+  }
+  fixture(const fixture&) = delete;
+  fixture& operator=(const fixture&) = delete;
+
+  /// Sends `r` and waits for its reply.
+  http_reply send(const request& r) {
+    auto box = std::make_shared<reply_box>();
+    ep->handle(r.view(), into(box));
+    REQUIRE_MESSAGE(box->wait(), "no reply to " << r.method << " " << r.body);
+    std::lock_guard lock{box->mu};
+    CHECK(box->calls == 1);
+    return std::move(*box->reply);
+  }
+  /// Sends `r` without waiting (the reply lands in the returned box).
+  std::shared_ptr<reply_box> start(const request& r) {
+    auto box = std::make_shared<reply_box>();
+    ep->handle(r.view(), into(box));
+    return box;
+  }
+  /// initialize; the session id.
+  std::string open_session(std::string_view token = "alice-token", std::string_view capabilities = "{}") {
+    const auto r = send(post(fx::initialize(1, "2025-11-25", capabilities), {}, token));
+    REQUIRE(r.head.status == 200);
+    const auto sid = r.head.header("Mcp-Session-Id");
+    REQUIRE(sid.has_value());
+    return std::string{*sid};
+  }
+  sse_reader read(http_reply& r) {
+    REQUIRE(r.stream);
+    return sse_reader{std::move(r.stream), clk};
+  }
+  std::shared_ptr<session> session_of(std::string_view sid, std::string_view who = "alice") {
+    return ep->sessions().validate_and_touch(sid, who);
+  }
+
+  manual_clock clk;
+  two_principals auth;
+  std::optional<server> srv;
+  thread_executor exec;
+  std::unique_ptr<http_endpoint> ep;
+  fx::gate held_started;
+  fx::gate held_gate;
+  std::atomic<bool> held_saw_stop{false};
+  std::atomic<bool> closed_stream{false};
+  flag fleet_go;
+  std::mutex workers_mu;
+  std::vector<std::thread> workers;
+};
+
+fx::parsed body_of(const http_reply& r) { return fx::parse(r.head.body); }
+std::int64_t code_of(const http_reply& r) { return body_of(r).root["error"]["code"].to_int64().value_or(0); }
+
+std::size_t pin_count(const std::shared_ptr<session>& s) {
+  const auto st = s->stream()->stats();
+  return static_cast<std::size_t>(std::count_if(st.pins.begin(), st.pins.end(), [](std::uint64_t p) { return p != 0; }));
+}
+
+}  // namespace
+
+TEST_SUITE("http_endpoint") {
+
+// ---- sessions and plain answers ----------------------------------------------------------------
+
+TEST_CASE("reference §6.2: initialize mints a session bound to the caller and returns Mcp-Session-Id") {
+  fixture f;
+  auto r = f.send(post(fx::initialize(1)));
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type") == "application/json");
+  const auto sid = header_of(r, "Mcp-Session-Id");
+  CHECK(sid.size() == session_id_length);
+  CHECK(fx::str(body_of(r).root["result"]["protocolVersion"]) == "2025-11-25");
+  CHECK(f.ep->sessions().count("alice") == 1);
+  CHECK(f.session_of(sid) != nullptr);
+  CHECK(f.session_of(sid, "bob") == nullptr);
+
+  SUBCASE("a client-supplied session id on initialize is ignored (no fixation)") {
+    auto again = f.send(post(fx::initialize(2), "0123456789abcdef0123456789abcdef"));
+    REQUIRE(again.head.status == 200);
+    CHECK(header_of(again, "Mcp-Session-Id") != "0123456789abcdef0123456789abcdef");
+    CHECK(header_of(again, "Mcp-Session-Id") != sid);
+    CHECK(f.ep->sessions().count("alice") == 2);
+  }
+}
+
+TEST_CASE("reference §1.4: a call without in-call messages answers plain JSON, even with SSE accepted") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(2, "echo"), sid));
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type") == "application/json");
+  CHECK_FALSE(r.stream);
+  CHECK(fx::str(fx::at(body_of(r).root["result"]["content"], 0)["text"]) == "echoed");
+}
+
+TEST_CASE("reference §1.4 step 6: notifications and client responses answer 202 with no body") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto n = f.send(post(fx::notification("notifications/initialized"), sid));
+  CHECK(n.head.status == 202);
+  CHECK(n.head.body.empty());
+  CHECK_FALSE(n.stream);
+  auto resp = f.send(post(fx::client_result(99, "{}"), sid));
+  CHECK(resp.head.status == 202);
+  CHECK(resp.head.body.empty());
+  SUBCASE("an unknown notification and a stateless one are 202 too") {
+    CHECK(f.send(post(fx::notification("notifications/whatever"), sid)).head.status == 202);
+    CHECK(f.send(post(fx::notification("notifications/initialized"))).head.status == 202);
+  }
+}
+
+TEST_CASE("reference §6.1: without a session header a request is served statelessly (sessions are optional)") {
+  fixture f;
+  auto r = f.send(post(fx::call_tool(3, "logger")));
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type") == "application/json");  // the log messages had no channel
+  CHECK(fx::str(fx::at(body_of(r).root["result"]["content"], 0)["text"]) == "logged");
+  auto s = f.send(post(fx::call_tool(4, "sampler")));
+  REQUIRE(s.head.status == 200);
+  const auto text = fx::str(fx::at(body_of(s).root["result"]["content"], 0)["text"]);
+  CHECK(text.find("sampling failed") != std::string::npos);  // client_request_errc::no_channel
+}
+
+TEST_CASE("MCP 2025-11-25 transports: require_session answers 400 -32600 to a POST without Mcp-Session-Id") {
+  fixture f{[](http_endpoint_options& o) { o.require_session = true; }};
+  auto r = f.send(post(fx::request(5, "ping")));
+  CHECK(r.head.status == 400);
+  CHECK(code_of(r) == -32600);
+  CHECK(fx::to_json(body_of(r).root["id"]) == "5");
+  CHECK(fx::str(body_of(r).root["error"]["data"]["reason"]) == "missing_session_header");
+  const auto sid = f.open_session();  // initialize needs none
+  CHECK(f.send(post(fx::request(6, "ping"), sid)).head.status == 200);
+}
+
+// ---- streamed answers --------------------------------------------------------------------------
+
+TEST_CASE("reference §9.4, SEP-1699: streamed progress: priming event first, ring ids, the final last") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(7, "report", {}, progress_meta(R"("tok-7")")), sid));
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type") == "text/event-stream");
+  CHECK(header_of(r, "Cache-Control") == "no-cache");
+  CHECK(header_of(r, "X-Accel-Buffering") == "no");
+  CHECK(header_of(r, "X-Content-Type-Options") == "nosniff");
+  CHECK(fx::is_correlation_id(header_of(r, "X-Correlation-Id")));
+  auto reader = f.read(r);
+  reader.drive_to_end();
+
+  const auto events = reader.events();
+  CAPTURE(reader.wire());
+  REQUIRE(events.size() == 5);
+  // The priming event: an id (a resume cursor: 0 on an empty ring), retry, empty data.
+  REQUIRE(events[0].id.has_value());
+  CHECK(*events[0].id == 0);
+  CHECK(events[0].retry == std::optional<std::uint64_t>{1000});
+  CHECK(events[0].data.empty());
+  std::uint64_t last = 0;
+  for (std::size_t i = 1; i < 4; ++i) {
+    CAPTURE(i);
+    REQUIRE(is_progress(events[i]));
+    REQUIRE(events[i].id.has_value());
+    CHECK(*events[i].id > last);
+    last = *events[i].id;
+    CHECK(fx::str(fx::parse(events[i].data).root["params"]["progressToken"]) == "tok-7");
+  }
+  REQUIRE(is_response_for(events[4], "7"));
+  CHECK(*events[4].id > last);
+  CHECK(fx::str(fx::at(fx::parse(events[4].data).root["result"]["content"], 0)["text"]) == "reported");
+  for (const auto& e : events) CHECK_FALSE(is_close(e));
+}
+
+TEST_CASE("MCP 2025-11-25 transports: the first log message upgrades a plain call to SSE") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(8, "logger"), sid));
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  reader.drive_to_end();
+  const auto events = reader.events();
+  CAPTURE(reader.wire());
+  REQUIRE(events.size() == 5);
+  CHECK(events[0].id.has_value());
+  CHECK(events[0].data.empty());
+  const auto msgs = messages_of(events);
+  REQUIRE(msgs.size() == 4);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(is_log(msgs[i]));
+  CHECK(fx::str(fx::parse(msgs[0].data).root["params"]["data"]) == "one");
+  REQUIRE(is_response_for(msgs[3], "8"));
+  CHECK(fx::str(fx::at(fx::parse(msgs[3].data).root["result"]["content"], 0)["text"]) == "logged");
+
+  SUBCASE("without SSE in Accept the same call answers plain JSON and its logs have no channel") {
+    auto req = post(fx::call_tool(9, "logger"), sid);
+    req.set("Accept", "application/json");
+    auto plain = f.send(req);
+    CHECK(header_of(plain, "Content-Type") == "application/json");
+    CHECK(fx::str(fx::at(body_of(plain).root["result"]["content"], 0)["text"]) == "logged");
+  }
+}
+
+TEST_CASE("MCP 2025-11-25 client features: a sampling round trip over the POST stream and a second POST") {
+  fixture f;
+  const auto sid = f.open_session("alice-token", R"({"sampling":{}})");
+  auto r = f.send(post(fx::call_tool(10, "sampler"), sid));
+  REQUIRE(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  REQUIRE(reader.drive_until([](const auto& ev) {
+    return std::any_of(ev.begin(), ev.end(), [](const sse_event& e) { return has_method(e, "sampling/createMessage"); });
+  }));
+  std::int64_t rid = 0;
+  for (const auto& e : reader.messages()) {
+    if (has_method(e, "sampling/createMessage")) rid = fx::parse(e.data).root["id"].to_int64().value_or(0);
+  }
+  REQUIRE(rid != 0);
+  auto answer = f.send(post(fx::client_result(
+                                rid, R"({"role":"assistant","content":{"type":"text","text":"hello"},"model":"m","stopReason":"endTurn"})"),
+                            sid));
+  CHECK(answer.head.status == 202);
+  CHECK(answer.head.body.empty());
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE_FALSE(msgs.empty());
+  REQUIRE(is_response_for(msgs.back(), "10"));
+  CHECK(fx::str(fx::at(fx::parse(msgs.back().data).root["result"]["content"], 0)["text"]) == "sampled: hello");
+}
+
+TEST_CASE("reference §9.8, spec §6: notifications/cancelled ends the request's stream promptly, without a result") {
+  fixture f;
+  const auto sid = f.open_session();
+  SUBCASE("a streamed call (progress token)") {
+    auto r = f.send(post(fx::call_tool(11, "held", {}, progress_meta("11")), sid));
+    auto reader = f.read(r);
+    REQUIRE(f.held_started.wait_arrived());
+    REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 1; }));
+    auto c = f.send(post(fx::cancel("11"), sid));
+    CHECK(c.head.status == 202);
+    reader.drive_to_end();
+    const auto msgs = reader.messages();
+    REQUIRE_FALSE(msgs.empty());
+    for (const auto& e : msgs) CHECK_FALSE(is_response_for(e, "11"));
+    REQUIRE(is_close(msgs.back()));
+    CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "cancelled");
+    CHECK(eventually([&] { return f.held_saw_stop.load(); }));  // the handler got its stop token
+  }
+  SUBCASE("a call upgraded by its log message") {
+    auto r = f.send(post(fx::call_tool(12, "held"), sid));
+    auto reader = f.read(r);
+    REQUIRE(f.held_started.wait_arrived());
+    REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_log) == 1; }));
+    CHECK(f.send(post(fx::cancel("12"), sid)).head.status == 202);
+    reader.drive_to_end();
+    const auto msgs = reader.messages();
+    for (const auto& e : msgs) CHECK_FALSE(is_response_for(e, "12"));
+    REQUIRE(is_close(msgs.back()));
+    CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "cancelled");
+  }
+  SUBCASE("a plain call answers 202 with no body once its handler stopped") {
+    auto req = post(fx::call_tool(13, "held"), sid);
+    req.set("Accept", "application/json");
+    auto box = f.start(req);
+    REQUIRE(f.held_started.wait_arrived());
+    CHECK(f.send(post(fx::cancel("13"), sid)).head.status == 202);
+    REQUIRE(box->wait());
+    CHECK(box->reply->head.status == 202);
+    CHECK(box->reply->head.body.empty());
+    CHECK(f.held_saw_stop.load());
+  }
+}
+
+TEST_CASE("reference §9.4, MCP: a dropped stream is not a cancel; GET + Last-Event-ID replays the final once") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(14, "slow_report", {}, progress_meta(R"("t14")")), sid));
+  auto reader = f.read(r);
+  REQUIRE(f.held_started.wait_arrived());
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 1; }));
+  const auto seen = reader.messages();
+  const std::uint64_t cursor = *seen.back().id;
+  reader.drop();  // the client went away mid-call
+  CHECK_FALSE(f.held_saw_stop.load());
+  f.held_gate.open();
+  const auto s = f.session_of(sid);
+  REQUIRE(s);
+  REQUIRE(eventually([&] { return pin_count(s) == 1; }));  // the final, parked and pinned
+  CHECK_FALSE(f.held_saw_stop.load());
+
+  auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+  REQUIRE(g.head.status == 200);
+  CHECK(header_of(g, "Content-Type") == "text/event-stream");
+  CHECK(header_of(g, "X-Accel-Buffering") == "no");
+  auto resumed = f.read(g);
+  REQUIRE(resumed.drive_until([](const auto& ev) {
+    return std::any_of(ev.begin(), ev.end(), [](const sse_event& e) { return is_response_for(e, "14"); });
+  }));
+  const auto replay = resumed.messages();
+  REQUIRE(replay.size() == 3);
+  CHECK(is_progress(replay[0]));
+  CHECK(is_progress(replay[1]));
+  REQUIRE(is_response_for(replay[2], "14"));
+  CHECK(fx::str(fx::at(fx::parse(replay[2].data).root["result"]["content"], 0)["text"]) == "slow done");
+  CHECK(*replay[0].id > cursor);
+  CHECK(pin_count(s) == 0);  // written on the GET wire: released
+  const std::uint64_t final_id = *replay[2].id;
+  resumed.drop();
+
+  // Exactly once: a resume from the final's id replays nothing more.
+  auto again = f.send(get(sid).set("Last-Event-ID", std::to_string(final_id)));
+  REQUIRE(again.head.status == 200);
+  auto second = f.read(again);
+  for (int i = 0; i < 3; ++i) (void)second.pull();
+  CHECK(second.messages().empty());
+}
+
+TEST_CASE("SEP-1699: close_stream ends the POST after the priming event; GET + Last-Event-ID gets the result") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto req = post(fx::call_tool(1, "reconnect"), sid);
+  req.set("MCP-Protocol-Version", "2025-03-26");  // as the conformance scenario sends it
+  auto r = f.send(req);
+  REQUIRE(r.head.status == 200);
+  REQUIRE(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  reader.drive_to_end();
+  REQUIRE(f.held_started.wait_arrived());  // close_stream has returned
+  CHECK(f.closed_stream.load());
+  const auto events = reader.events();
+  CAPTURE(reader.wire());
+  REQUIRE(events.size() == 1);  // the priming event only: no result, no close frame
+  REQUIRE(events[0].id.has_value());
+  CHECK(events[0].retry == std::optional<std::uint64_t>{500});
+  CHECK(events[0].data.empty());
+  const std::uint64_t cursor = *events[0].id;
+  const auto s = f.session_of(sid);
+  REQUIRE(s);
+
+  const auto got_result = [](const auto& ev) {
+    return std::any_of(ev.begin(), ev.end(), [](const sse_event& e) { return is_response_for(e, "1"); });
+  };
+  const auto check_resumed = [&](const sse_reader& resumed) {
+    const auto msgs = resumed.messages();
+    REQUIRE(msgs.size() == 2);
+    CHECK(is_log(msgs[0]));  // a message after the close rides the resumed stream too, before the result
+    REQUIRE(is_response_for(msgs[1], "1"));
+    CHECK(*msgs[0].id > cursor);
+    CHECK(*msgs[1].id > *msgs[0].id);
+    CHECK(fx::str(fx::at(fx::parse(msgs[1].data).root["result"]["content"], 0)["text"]) ==
+          "Reconnection test completed successfully");
+  };
+  SUBCASE("the client reconnects before the result exists: it arrives live") {
+    auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+    REQUIRE(g.head.status == 200);
+    auto resumed = f.read(g);
+    (void)resumed.pull();
+    CHECK(resumed.messages().empty());
+    f.held_gate.open();
+    REQUIRE(resumed.drive_until(got_result));
+    check_resumed(resumed);
+  }
+  SUBCASE("the client reconnects after the result: the replay has it") {
+    f.held_gate.open();
+    REQUIRE(eventually([&] { return s->stream()->stats().frames == 2; }));
+    auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+    REQUIRE(g.head.status == 200);
+    auto resumed = f.read(g);
+    REQUIRE(resumed.drive_until(got_result));
+    check_resumed(resumed);
+  }
+  SUBCASE("close_stream without SSE accepted changes nothing and answers false") {
+    f.held_gate.open();
+    f.closed_stream = true;
+    auto plain = post(fx::call_tool(2, "reconnect"), sid);
+    plain.set("Accept", "application/json");
+    auto box = f.start(plain);
+    REQUIRE(f.held_started.wait_arrived(2));
+    REQUIRE(box->wait());
+    CHECK(header_of(*box->reply, "Content-Type") == "application/json");
+    CHECK_FALSE(f.closed_stream.load());
+  }
+  CHECK_FALSE(f.held_saw_stop.load());
+  CHECK(eventually([&] { return f.ep->bridge().charges(sid) == 0; }));
+}
+
+TEST_CASE("SEP-1699: close_stream after the priming event went out sends its retry in a block of its own") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(3, "log_then_close"), sid));
+  auto reader = f.read(r);
+  REQUIRE(f.held_started.wait_arrived());
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_log) == 1; }));
+  f.held_gate.open();
+  reader.drive_to_end();
+  const auto events = reader.events();
+  CAPTURE(reader.wire());
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].retry == std::optional<std::uint64_t>{1000});  // the priming event, default retry
+  CHECK(is_log(events[1]));
+  CHECK(events[2].retry == std::optional<std::uint64_t>{700});
+  CHECK_FALSE(events[2].id.has_value());
+  CHECK(events[2].data.empty());
+  CHECK(eventually([&] { return f.closed_stream.load(); }));
+  // The result went to the session's stream: a resume after the log's id gets it.
+  const auto s = f.session_of(sid);
+  REQUIRE(eventually([&] { return s->stream()->stats().frames == 2; }));
+  auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(*events[1].id)));
+  auto resumed = f.read(g);
+  REQUIRE(resumed.drive_until([](const auto& ev) { return messages_of(ev).size() == 1; }));
+  CHECK(is_response_for(resumed.messages()[0], "3"));
+}
+
+TEST_CASE("SEP-1699: close_stream is false on a channel that cannot end a response (stdio-like sink)") {
+  server_info info;
+  info.name = "sink-test";
+  info.version = "1.0.0";
+  server_builder b{info};
+  std::atomic<int> answer{-1};
+  add_tool(b, "try_close", [&](call_context& ctx, const arguments&) {
+    answer = ctx.close_stream(10ms) ? 1 : 0;
+    return tool_result::text("ok");
+  });
+  server srv = fx::build(b);
+  fx::connection conn;
+  const auto a = conn.send(srv, fx::call_tool(1, "try_close"));
+  CHECK(a.returned);
+  CHECK(answer.load() == 0);
+}
+
+TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its progress and its final") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(15, "fleet", {}, progress_meta(R"("t15")")), sid));
+  auto reader = f.read(r);
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 1; }));
+  f.fleet_go.set();
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE(msgs.size() == 3);
+  CHECK(fx::str(fx::parse(msgs[0].data).root["params"]["_meta"][execution_id_meta_key]) == "exec-7");
+  REQUIRE(is_response_for(msgs[2], "15"));
+  const auto fin = fx::parse(msgs[2].data);
+  CHECK(fx::str(fin.root["result"]["status"]) == "completed");
+  CHECK(fx::str(fin.root["result"]["execution_id"]) == "exec-7");
+  CHECK(fin.root["result"]["agents_success"].to_int64() == 2);
+}
+
+TEST_CASE("reference §9.1: without SSE accepted progress goes live to the GET stream and the POST answers plain") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto g = f.send(get(sid));
+  REQUIRE(g.head.status == 200);
+  auto stream = f.read(g);
+  auto req = post(fx::call_tool(16, "report", {}, progress_meta("16")), sid);
+  req.set("Accept", "application/json");
+  auto r = f.send(req);
+  CHECK(header_of(r, "Content-Type") == "application/json");
+  CHECK(fx::str(fx::at(body_of(r).root["result"]["content"], 0)["text"]) == "reported");
+  REQUIRE(stream.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 3; }));
+  for (const auto& e : stream.messages()) CHECK_FALSE(is_response_for(e, "16"));
+}
+
+TEST_CASE("reference §6.7: DELETE ends the session (200); later requests on it are 404") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto d = f.send(del(sid));
+  CHECK(d.head.status == 200);
+  CHECK(d.head.body.empty());
+  CHECK(f.ep->sessions().count("alice") == 0);
+  auto p = f.send(post(fx::request(20, "ping"), sid));
+  CHECK(p.head.status == 404);
+  CHECK(code_of(p) == -32007);
+  CHECK(fx::to_json(body_of(p).root["id"]) == "20");
+  CHECK(f.send(del(sid)).head.status == 404);
+  CHECK(f.send(get(sid)).head.status == 404);
+  // reference §1.4 step 5: a notification on a dead session is 404, never 202.
+  auto n = f.send(post(fx::notification("notifications/initialized"), sid));
+  CHECK(n.head.status == 404);
+  CHECK(code_of(n) == -32007);
+}
+
+TEST_CASE("reference §7.6-§7.7: the GET stream's tick re-validates the credential and closes on revocation") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto g = f.send(get(sid));
+  REQUIRE(g.head.status == 200);
+  auto stream = f.read(g);
+  (void)stream.pull();
+  CHECK_FALSE(stream.finished());
+  f.clk.advance(default_pump_tick);
+  REQUIRE(stream.stream()->wait_time(f.clk.steady_now()) == 0ms);
+  (void)stream.pull();  // a tick: still valid, and the idle tick writes a heartbeat
+  CHECK(stream.wire().find("event: heartbeat") != std::string::npos);
+  f.auth.verdict->store(credential_verdict::revoked);
+  f.clk.advance(default_pump_tick);
+  stream.drive_to_end();
+  const auto msgs = stream.messages();
+  REQUIRE_FALSE(msgs.empty());
+  REQUIRE(is_close(msgs.back()));
+  CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "credential_revoked");
+}
+
+TEST_CASE("reference §9.1: with streamed_post off no POST answers SSE; progress goes to the GET stream") {
+  fixture f{[](http_endpoint_options& o) { o.streamed_post = false; }};
+  const auto sid = f.open_session();
+  auto g = f.send(get(sid));
+  auto stream = f.read(g);
+  auto r = f.send(post(fx::call_tool(3, "report", {}, progress_meta("3")), sid));
+  CHECK(header_of(r, "Content-Type") == "application/json");
+  REQUIRE(stream.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 3; }));
+  auto logs = f.send(post(fx::call_tool(4, "logger"), sid));
+  CHECK(header_of(logs, "Content-Type") == "application/json");
+}
+
+// ---- refusals ------------------------------------------------------------------------------------
+
+TEST_CASE("reference §1.2: malformed JSON, arrays and null ids answer -32700 / -32600 with id null") {
+  fixture f;
+  auto bad = f.send(post("{\"jsonrpc\":\"2.0\",\"id\":1,"));
+  CHECK(bad.head.status == 200);
+  CHECK(code_of(bad) == -32700);
+  CHECK(body_of(bad).root["id"].kind() == json::kind::null);
+  auto arr = f.send(post(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])"));
+  CHECK(code_of(arr) == -32600);
+  CHECK(body_of(arr).root["id"].kind() == json::kind::null);
+  auto null_id = f.send(post(R"({"jsonrpc":"2.0","id":null,"method":"ping"})"));
+  CHECK(code_of(null_id) == -32600);
+  CHECK(body_of(null_id).root["id"].kind() == json::kind::null);
+  CHECK(fx::is_correlation_id(fx::str(body_of(null_id).root["error"]["data"]["correlation_id"])));
+}
+
+TEST_CASE("MCP 2025-11-25 transports: Content-Type must be application/json (415); the body cap answers 413 before parsing") {
+  fixture f{[](http_endpoint_options& o) { o.max_body_bytes = 64; }};
+  auto tp = post(fx::request(1, "ping"));
+  tp.set("Content-Type", "text/plain");
+  CHECK(f.send(tp).head.status == 415);
+  tp.drop("Content-Type");
+  CHECK(f.send(tp).head.status == 415);
+  tp.set("Content-Type", "Application/JSON; charset=utf-8");
+  CHECK(f.send(tp).head.status == 200);
+  auto big = post(std::string(65, '['));  // not JSON either: the size is checked first
+  auto r = f.send(big);
+  CHECK(r.head.status == 413);
+  CHECK(code_of(r) == -32600);
+}
+
+TEST_CASE("MCP 2025-11-25 transports: POST Accept is lenient; 406 only when it names neither type nor a wildcard") {
+  fixture f;
+  auto req = post(fx::request(1, "ping"));
+  req.set("Accept", "application/json");
+  CHECK(f.send(req).head.status == 200);
+  req.set("Accept", "text/event-stream");
+  CHECK(f.send(req).head.status == 200);
+  req.set("Accept", "*/*");
+  CHECK(f.send(req).head.status == 200);
+  req.drop("Accept");
+  CHECK(f.send(req).head.status == 200);
+  req.set("Accept", "text/html");
+  auto r = f.send(req);
+  CHECK(r.head.status == 406);
+  CHECK(code_of(r) == -32011);
+}
+
+TEST_CASE("reference §6.3: an unsupported MCP-Protocol-Version is 400 -32009; every supported one passes") {
+  fixture f;
+  auto req = post(fx::request(1, "ping"));
+  req.set("MCP-Protocol-Version", "1999-01-01");
+  auto r = f.send(req);
+  CHECK(r.head.status == 400);
+  CHECK(code_of(r) == -32009);
+  CHECK(body_of(r).root["id"].kind() == json::kind::null);
+  for (const auto v : supported_protocol_versions) {
+    req.set("MCP-Protocol-Version", std::string{v});
+    CHECK(f.send(req).head.status == 200);
+  }
+  // On GET too, before the session is looked at.
+  auto g = get("nonexistent");
+  g.set("MCP-Protocol-Version", "1999-01-01");
+  CHECK(f.send(g).head.status == 400);
+}
+
+TEST_CASE("reference §6.6: foreign, unknown and deleted sessions are 404 -32007 alike") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto foreign = f.send(post(fx::request(1, "ping"), sid, "bob-token"));
+  CHECK(foreign.head.status == 404);
+  CHECK(code_of(foreign) == -32007);
+  auto unknown = f.send(post(fx::request(1, "ping"), "ffffffffffffffffffffffffffffffff"));
+  CHECK(unknown.head.status == 404);
+  CHECK(fx::str(body_of(foreign).root["error"]["message"]) == fx::str(body_of(unknown).root["error"]["message"]));
+  CHECK(f.send(get(sid, "bob-token")).head.status == 404);
+  CHECK(f.send(del(sid, "bob-token")).head.status == 404);
+  CHECK(f.session_of(sid) != nullptr);  // the foreign DELETE changed nothing
+}
+
+TEST_CASE("reference §7.1: GET needs a session header (400), a live session (404) and SSE in Accept (406)") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto none = f.send(get(""));
+  CHECK(none.head.status == 400);
+  CHECK(code_of(none) == -32600);
+  auto no_sse = get(sid);
+  no_sse.set("Accept", "application/json");
+  auto r = f.send(no_sse);
+  CHECK(r.head.status == 406);
+  CHECK(code_of(r) == -32011);
+  no_sse.set("Accept", "*/*");  // wildcards do not opt in
+  CHECK(f.send(no_sse).head.status == 406);
+  auto d = f.send(del(""));
+  CHECK(d.head.status == 400);
+  CHECK(code_of(d) == -32600);
+}
+
+TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID replays everything; a cursor outside the window ends the session") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(2, "report", {}, progress_meta("2")), sid));
+  auto reader = f.read(r);
+  reader.drive_to_end();
+  SUBCASE("junk reads as no cursor") {
+    auto g = f.send(get(sid).set("Last-Event-ID", "12abc"));
+    REQUIRE(g.head.status == 200);
+    auto all = f.read(g);
+    REQUIRE(all.drive_until([](const auto& ev) { return messages_of(ev).size() == 4; }));
+  }
+  SUBCASE("a future cursor is a gap: 404 Replay window exceeded, and the session is gone") {
+    auto g = f.send(get(sid).set("Last-Event-ID", "999"));
+    CHECK(g.head.status == 404);
+    CHECK(code_of(g) == -32007);
+    CHECK(fx::str(body_of(g).root["error"]["message"]) == "Replay window exceeded");
+    CHECK(fx::str(body_of(g).root["error"]["data"]["reason"]) == "replay_window_exceeded");
+    CHECK(f.send(post(fx::request(3, "ping"), sid)).head.status == 404);
+  }
+}
+
+TEST_CASE("reference §9.2: a request id still in flight on the session answers 409 -32600") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto first = post(fx::call_tool(5, "held"), sid);
+  first.set("Accept", "application/json");
+  auto box = f.start(first);
+  REQUIRE(f.held_started.wait_arrived());
+  auto dup = f.send(post(fx::call_tool(5, "echo"), sid));
+  CHECK(dup.head.status == 409);
+  CHECK(code_of(dup) == -32600);
+  CHECK(fx::to_json(body_of(dup).root["id"]) == "5");
+  SUBCASE("the string id \"5\" is another request") {
+    CHECK(f.send(post(fx::call_tool(R"("5")", "echo"), sid)).head.status == 200);
+  }
+  f.held_gate.open();
+  REQUIRE(box->wait());
+  CHECK(box->reply->head.status == 200);
+  // Finished: the id is free again.
+  CHECK(f.send(post(fx::call_tool(5, "echo"), sid)).head.status == 200);
+}
+
+TEST_CASE("reference §9.2: a streamed call over the per-principal cap is refused 429 with Retry-After") {
+  fixture f;
+  const auto sid = f.open_session();
+  const auto s = f.session_of(sid);
+  session_metrics inert;
+  std::vector<post_admission> held;
+  for (std::int64_t id = 101; id <= 104; ++id) {
+    held.push_back(admit_post(post_mode::streamed, f.ep->budget(), f.ep->bridge(), s, request_id{id},
+                              request_id{std::string{"t"}}, inert));
+    REQUIRE(held.back().call.has_value());
+  }
+  auto r = f.send(post(fx::call_tool(105, "report", {}, progress_meta("105")), sid));
+  CHECK(r.head.status == 429);
+  CHECK(code_of(r) == -32012);
+  CHECK(header_of(r, "Retry-After") == "30");
+  CHECK(body_of(r).root["error"]["data"]["retry_after_ms"].to_int64() == 30000);
+  CHECK(fx::str(body_of(r).root["error"]["data"]["reason"]) == "post_per_principal_cap");
+  SUBCASE("a call that would upgrade later falls back to the GET stream and answers plain") {
+    auto g = f.send(get(sid));
+    auto stream = f.read(g);
+    auto plain = f.send(post(fx::call_tool(106, "logger"), sid));
+    CHECK(header_of(plain, "Content-Type") == "application/json");
+    REQUIRE(stream.drive_until([](const auto& ev) { return count_if_events(ev, is_log) == 3; }));
+  }
+  for (auto& a : held) {
+    a.call->abandon();
+    a.lease.release();
+  }
+}
+
+TEST_CASE("reference §1.4, §6.1: methods other than GET, POST and DELETE are 405 with Allow") {
+  fixture f;
+  request r = post(fx::request(1, "ping"));
+  r.method = "PUT";
+  auto a = f.send(r);
+  CHECK(a.head.status == 405);
+  CHECK(header_of(a, "Allow") == "GET, POST, DELETE");
+  r.method = "post";  // methods are case-sensitive
+  CHECK(f.send(r).head.status == 405);
+}
+
+TEST_CASE("reference §6.4, spec §6: Origin and Host refusals are 403, before authentication") {
+  fixture f{[](http_endpoint_options& o) {
+    o.allowed_origins = {"http://localhost:8765"};
+    o.allowed_hosts = {"mcp.example.test:8765"};
+  }};
+  auto req = post(fx::initialize(1), {}, "nobody");
+  req.set("Origin", "http://evil.example.com");
+  auto o = f.send(req);
+  CHECK(o.head.status == 403);
+  CHECK(code_of(o) == -32008);
+  req.set("Origin", "http://localhost:8765");
+  CHECK(f.send(req).head.status == 401);  // the Origin passed; authentication comes next
+  req.set("Authorization", "Bearer alice-token");
+  CHECK(f.send(req).head.status == 200);
+
+  SUBCASE("Host on a loopback listener") {
+    req.set("Host", "evil.example.com");
+    auto h = f.send(req);
+    CHECK(h.head.status == 403);
+    CHECK(fx::str(body_of(h).root["error"]["message"]) == "Host not allowed");
+    req.drop("Host");
+    CHECK(f.send(req).head.status == 403);
+    for (const char* ok : {"localhost", "127.0.0.1:8765", "[::1]:8765", "LOCALHOST:1", "mcp.example.test:8765"}) {
+      CAPTURE(ok);
+      req.set("Host", ok);
+      CHECK(f.send(req).head.status == 200);
+    }
+    req.set("Host", "localhost.evil.example.com");
+    CHECK(f.send(req).head.status == 403);
+    req.set("Host", "evil.example.com");
+    req.local = "10.0.0.5:8765";  // not a loopback listener: no Host check
+    CHECK(f.send(req).head.status == 200);
+    req.local = "[::1]:8765";
+    CHECK(f.send(req).head.status == 403);
+  }
+}
+
+TEST_CASE("MCP authorization: a request without a valid credential is 401 with WWW-Authenticate: Bearer") {
+  fixture f{[](http_endpoint_options& o) { o.resource_metadata_url = "https://mcp.example.test/.well-known/oauth-protected-resource"; }};
+  auto req = post(fx::request(1, "ping"), {}, "wrong");
+  auto r = f.send(req);
+  CHECK(r.head.status == 401);
+  CHECK(header_of(r, "WWW-Authenticate") ==
+        R"(Bearer resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource")");
+  CHECK(code_of(r) == -32001);
+  CHECK(body_of(r).root["id"].kind() == json::kind::null);
+  CHECK(fx::is_correlation_id(fx::str(body_of(r).root["error"]["data"]["correlation_id"])));
+  req.drop("Authorization");
+  CHECK(f.send(req).head.status == 401);
+  // Notifications too: an unauthenticated notification is never 202.
+  CHECK(f.send(post(fx::notification("notifications/initialized"), {}, "wrong")).head.status == 401);
+  CHECK(f.send(get("x", "wrong")).head.status == 401);
+
+  SUBCASE("without resource metadata the challenge is bare") {
+    fixture g;
+    CHECK(header_of(g.send(post(fx::request(1, "ping"), {}, "wrong")), "WWW-Authenticate") == "Bearer");
+  }
+}
+
+TEST_CASE("reference §1.4 step 1: the kill switch answers -32005 with id null and no data, before anything else") {
+  fixture f;
+  f.srv->switches().set_disabled(true);
+  auto r = f.send(post(fx::request(1, "ping"), {}, "wrong"));
+  CHECK(r.head.status == 200);
+  CHECK(code_of(r) == -32005);
+  CHECK(fx::str(body_of(r).root["error"]["message"]) == "MCP is disabled on this server");
+  CHECK(body_of(r).root["id"].kind() == json::kind::null);
+  CHECK_FALSE(body_of(r).root["error"]["data"].exists());
+  request put = post("");
+  put.method = "PUT";
+  CHECK(code_of(f.send(put)) == -32005);
+  f.srv->switches().set_disabled(false);
+  CHECK(f.send(post(fx::request(1, "ping"))).head.status == 200);
+}
+
+TEST_CASE("reference §6.5, §12: the session cap is 429 -32010; after begin_shutdown initialize is 503 -32015") {
+  fixture f{[](http_endpoint_options& o) { o.session.max_sessions_per_principal = 1; }};
+  const auto sid = f.open_session();
+  auto capped = f.send(post(fx::initialize(2)));
+  CHECK(capped.head.status == 429);
+  CHECK(code_of(capped) == -32010);
+  CHECK(body_of(capped).root["error"]["data"]["retry_after_ms"].kind() == json::kind::null);
+
+  auto g = f.send(get(sid));
+  REQUIRE(g.head.status == 200);
+  auto stream = f.read(g);
+  f.ep->begin_shutdown();
+  f.ep->begin_shutdown();  // idempotent
+  stream.drive_to_end();
+  const auto msgs = stream.messages();
+  REQUIRE_FALSE(msgs.empty());
+  REQUIRE(is_close(msgs.back()));
+  CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "session_terminated");
+  auto down = f.send(post(fx::initialize(3), {}, "bob-token"));
+  CHECK(down.head.status == 503);
+  CHECK(code_of(down) == -32015);
+}
+
+TEST_CASE("reference §6.8: tick() collects idle sessions; their requests are then 404") {
+  fixture f;
+  const auto sid = f.open_session();
+  f.clk.advance(default_session_idle_ttl + 1s);
+  f.ep->tick();
+  CHECK(f.ep->sessions().size() == 0);
+  CHECK(f.send(post(fx::request(1, "ping"), sid)).head.status == 404);
+}
+
+TEST_CASE("retry §dispatch_queue_full: a full executor answers 503 -32603 with Retry-After") {
+  fixture f;
+  const auto sid = f.open_session();
+  f.exec.refuse = true;
+  auto r = f.send(post(fx::call_tool(1, "report", {}, progress_meta("1")), sid));
+  CHECK(r.head.status == 503);
+  CHECK(code_of(r) == -32603);
+  CHECK(header_of(r, "Retry-After") == "1");
+  CHECK(body_of(r).root["error"]["data"]["retry_after_ms"].to_int64() == 1000);
+  CHECK(f.ep->budget().in_use() == 0);
+  f.exec.refuse = false;
+  CHECK(f.send(post(fx::call_tool(1, "echo"), sid)).head.status == 200);  // the id was given back
+}
+
+TEST_CASE("reference §6.1: with sessions off GET and DELETE are 405 and initialize mints nothing") {
+  fixture f{[](http_endpoint_options& o) { o.sessions = false; }};
+  auto init = f.send(post(fx::initialize(1)));
+  CHECK(init.head.status == 200);
+  CHECK_FALSE(init.head.header("Mcp-Session-Id").has_value());
+  auto g = f.send(get("x"));
+  CHECK(g.head.status == 405);
+  CHECK(header_of(g, "Allow") == "POST");
+  CHECK(f.send(del("x")).head.status == 405);
+  CHECK(f.send(post(fx::notification("notifications/initialized"))).head.status == 202);
+  auto req = post(fx::request(2, "ping"));
+  req.set("Origin", "http://elsewhere.example");  // no Origin check without sessions
+  CHECK(f.send(req).head.status == 200);
+}
+
+TEST_CASE("without an executor, dispatch runs inline and every reply comes before handle returns") {
+  fixture f{{}, {}, false};
+  const auto sid = f.open_session();
+  auto box = f.start(post(fx::call_tool(2, "report", {}, progress_meta("2")), sid));
+  REQUIRE(box->reply.has_value());
+  auto reader = f.read(*box->reply);
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE(msgs.size() == 4);
+  CHECK(is_response_for(msgs.back(), "2"));
+}
+
+// ---- the other routes ------------------------------------------------------------------------------
+
+TEST_CASE("operational routes: /metrics, /healthz, /readyz; unknown paths 404; matches()") {
+  fixture f;
+  request m;
+  m.method = "GET";
+  m.target = "/metrics";
+  m.set("Host", "localhost:8765");
+  CHECK(f.send(m).head.status == 404);  // no registry yet
+  CHECK(f.ep->matches("/metrics"));
+  CHECK(f.ep->matches("/mcp?x=1"));
+  CHECK(f.ep->matches("/mcp/v1/"));
+  CHECK_FALSE(f.ep->matches("/mcp/v2"));
+  CHECK_FALSE(f.ep->matches("/api/v1/approvals/x"));
+
+  request h = m;
+  h.target = "/healthz";
+  auto hr = f.send(h);
+  CHECK(hr.head.status == 200);
+  CHECK(hr.head.body == R"({"status":"ok"})");
+  request rz = m;
+  rz.target = "/readyz";
+  CHECK(f.send(rz).head.status == 200);
+  request nowhere = m;
+  nowhere.target = "/nowhere";
+  CHECK(f.send(nowhere).head.status == 404);
+  request post_health = h;
+  post_health.method = "POST";
+  auto ph = f.send(post_health);
+  CHECK(ph.head.status == 405);
+  CHECK(header_of(ph, "Allow") == "GET");
+}
+
+TEST_CASE("operational routes: readiness and the metrics registry set before the first request") {
+  metrics_registry reg;
+  std::atomic<bool> up{false};
+  memory_audit_sink audit;
+  fixture f;
+  // A fresh endpoint (set_* before its first request).
+  f.ep = std::make_unique<http_endpoint>(*f.srv, f.auth, test_options(), clock_ref<manual_clock>{f.clk});
+  f.ep->set_executor(f.exec.get());
+  f.ep->set_metrics(reg);
+  f.ep->set_audit(audit);
+  f.ep->set_readiness([&] { return up.load(); });
+  request rz;
+  rz.method = "GET";
+  rz.target = "/readyz";
+  rz.set("Host", "localhost");
+  CHECK(f.send(rz).head.status == 503);
+  up = true;
+  CHECK(f.send(rz).head.status == 200);
+
+  const auto sid = f.open_session();
+  request m = rz;
+  m.target = "/metrics";
+  auto r = f.send(m);
+  REQUIRE(r.head.status == 200);
+  CHECK(header_of(r, "Content-Type").rfind("text/plain; version=0.0.4", 0) == 0);
+  CHECK(r.head.body.find("mcpcore_mcp_sessions_active 1") != std::string::npos);
+  // The session layer's audit rows reach the sink, and so do the endpoint's refusals.
+  CHECK(f.send(post(fx::request(1, "ping"), "ffffffffffffffffffffffffffffffff")).head.status == 404);
+  const auto rows = audit.entries();
+  CHECK(std::any_of(rows.begin(), rows.end(), [](const audit_entry& e) { return e.action == "mcp.session.open"; }));
+  CHECK(std::any_of(rows.begin(), rows.end(), [](const audit_entry& e) {
+    return e.action == "mcp.session.reject" && e.detail == "reason=unknown_session";
+  }));
+  (void)sid;
+}
+
+TEST_CASE("spec §5: the approval routes are delegated with the authenticated principal (null when it failed)") {
+  memory_approval_store store;
+  approval_service service{store};
+  approval_endpoint approvals{service, allow_all_authorizer{}};
+  fixture f;
+  f.ep = std::make_unique<http_endpoint>(*f.srv, f.auth, test_options(), clock_ref<manual_clock>{f.clk});
+  f.ep->set_approvals(approvals);
+  CHECK(f.ep->matches("/api/v1/approvals/0123456789abcdef0123456789abcdef"));
+  request r;
+  r.method = "GET";
+  r.target = "/api/v1/approvals/0123456789abcdef0123456789abcdef";
+  r.set("Host", "localhost");
+  auto anon = f.send(r);
+  CHECK(anon.head.status == 401);
+  r.set("Authorization", "Bearer alice-token");
+  auto known = f.send(r);
+  CHECK(known.head.status == 404);  // authenticated: the ticket simply does not exist
+  r.set("Host", "evil.example.com");
+  CHECK(f.send(r).head.status == 403);
+}
+
+}  // TEST_SUITE
