@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+// An HTTP/1.1 server over standalone Asio (optional TLS) that drives an http_endpoint or any handler.
+#ifndef MCPCORE_TRANSPORT_ASIO_HTTP_SERVER_HPP
+#define MCPCORE_TRANSPORT_ASIO_HTTP_SERVER_HPP
+
+#include <mcpcore/detail/config.hpp>
+#include <mcpcore/expected.hpp>
+#include <mcpcore/http.hpp>
+#include <mcpcore/http_endpoint.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+MCPCORE_BEGIN_NAMESPACE
+namespace transport {
+
+/// Default listen address: loopback only.
+inline constexpr std::string_view default_listen_address = "127.0.0.1";
+/// Default listen port (0 asks the system for an ephemeral port).
+inline constexpr std::uint16_t default_listen_port = 8765;
+/// Default number of threads running the network I/O.
+inline constexpr std::size_t default_io_threads = 2;
+/// Default number of threads running handler (dispatch) work.
+inline constexpr std::size_t default_handler_threads = 4;
+/// Default number of handler tasks waiting for a handler thread before the executor refuses more.
+inline constexpr std::size_t default_handler_queue_cap = 256;
+/// Default number of open connections; further ones are answered 503 and closed.
+inline constexpr std::size_t default_max_connections = 1024;
+/// Default number of requests parsed and queued on one connection behind the one being answered.
+inline constexpr std::size_t default_max_pipelined = 16;
+/// Default cap of the bytes of one connection's response waiting for the socket (SSE backpressure).
+inline constexpr std::size_t default_stream_queue_bytes = std::size_t{64} * 1024U;
+/// Largest chunk of a chunked (streamed) response body.
+inline constexpr std::size_t max_chunk_bytes = std::size_t{8} * 1024U;
+
+/// Limits on one request, applied while it is parsed. Each answers a status and closes the
+/// connection (`Connection: close`) when exceeded.
+struct http_request_limits {
+  /// Longest request target, in bytes: 414 beyond.
+  std::size_t max_target_bytes = 8192;
+  /// Request line plus all header lines, in bytes: 431 beyond.
+  std::size_t max_header_bytes = 16384;
+  /// Number of header fields: 431 beyond.
+  std::size_t max_header_count = 100;
+  /// Body bytes (declared `Content-Length`, checked as soon as the head is complete, or the
+  /// de-chunked size as it grows): 413 beyond. An `Expect: 100-continue` request declaring more
+  /// is answered 413 without reading the body.
+  std::size_t max_body_bytes = default_max_request_body;
+};
+
+/// TLS settings (TLS 1.2 and later; the files are read once, by `start`).
+struct tls_options {
+  /// PEM file: the server certificate first, then any intermediates.
+  std::string cert_chain_file;
+  /// PEM file: the private key of the certificate (unencrypted).
+  std::string private_key_file;
+};
+
+/// What the server listens on, its threads, limits and timeouts. Every duration must be positive
+/// (`shutdown_drain` and `close_linger` may be zero); `start` refuses other values.
+struct asio_http_server_options {
+  /// Numeric IPv4 or IPv6 address to bind (no name resolution).
+  std::string address{default_listen_address};
+  /// Port to bind; 0 = ephemeral (read it back with `asio_http_server::port`).
+  std::uint16_t port = default_listen_port;
+  /// Threads running the network I/O (at least 1). No thread is ever held by a connection.
+  std::size_t io_threads = default_io_threads;
+  /// Threads of the bounded handler executor (at least 1): the endpoint's dispatch work, and the
+  /// tasks a custom handler hands to `asio_http_server::executor`.
+  std::size_t handler_threads = default_handler_threads;
+  /// Tasks waiting for a handler thread; when full the executor returns false (the endpoint then
+  /// answers -32603 with `retry::dispatch_queue_full`).
+  std::size_t handler_queue_cap = default_handler_queue_cap;
+  /// Open connections at most; a connection accepted beyond it is answered `503` with
+  /// `Connection: close` and `Retry-After: 1`, then closed, without reading its request (over
+  /// TLS it is closed at once, without a handshake). Such connections count in `connections()`
+  /// until closed.
+  std::size_t max_connections = default_max_connections;
+  /// Per-request parse limits (414 / 431 / 413).
+  http_request_limits limits{};
+  /// The whole request head must arrive within this time from the first byte of the request (or
+  /// from the end of the previous response); otherwise the connection is closed without answer
+  /// (slowloris).
+  std::chrono::milliseconds header_read_timeout{std::chrono::seconds{10}};
+  /// The whole body must arrive within this time from the end of the head; otherwise the
+  /// connection is closed without answer.
+  std::chrono::milliseconds body_read_timeout{std::chrono::seconds{30}};
+  /// A keep-alive connection with no request in progress is closed after this time.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds{60}};
+  /// A write that makes no progress for this long closes the connection (a stream then sees
+  /// `write_failed`).
+  std::chrono::milliseconds write_timeout{std::chrono::seconds{30}};
+  /// Requests parsed and queued on one connection behind the one being answered (pipelining);
+  /// the connection stops reading while the queue is full (answers are always in order).
+  std::size_t max_pipelined = default_max_pipelined;
+  /// Outbound bound of a streaming connection: a stream is pulled again only once the bytes of
+  /// its previous pull are on the socket, and the socket's send buffer is capped at this many
+  /// bytes (`SO_SNDBUF`) when a stream starts, so a slow reader's backlog stays in the session
+  /// layer's bounded queue (which drops its oldest frames and reports them). 0: the system's
+  /// send buffer is left as is.
+  std::size_t stream_queue_bytes = default_stream_queue_bytes;
+  /// Interval of `http_endpoint::tick` (endpoint mode only).
+  std::chrono::milliseconds tick_interval{std::chrono::seconds{3}};
+  /// How long `stop` lets live responses flush after `http_endpoint::begin_shutdown` before it
+  /// closes every socket (a write already in progress may add up to `write_timeout`).
+  std::chrono::milliseconds shutdown_drain{std::chrono::seconds{3}};
+  /// After the last response of a connection that closes (`Connection: close`, a parse error, an
+  /// over-limit connection), the server stops sending and discards what the client still sends
+  /// for up to this long before closing, so the client reads the response instead of a reset.
+  std::chrono::milliseconds close_linger{std::chrono::seconds{2}};
+  /// TLS on every connection when set; plain HTTP otherwise.
+  std::optional<tls_options> tls{};
+};
+
+/// An HTTP/1.1 server (keep-alive, pipelining answered in order, optional TLS) over standalone
+/// Asio, driving an `http_endpoint` or a custom handler.
+///
+/// Complete responses are written with `Content-Length`, streams (`http_reply::stream`) with
+/// `Transfer-Encoding: chunked`, each pull's bytes in chunks of at most `max_chunk_bytes`. The
+/// server adds `Date`, `Connection`, `X-Content-Type-Options: nosniff`, and on streams
+/// `Cache-Control: no-cache` and `X-Accel-Buffering: no`, each unless the reply already has it.
+/// A request that fails to parse is answered with the parse status (400, 413, 414, 431, 501,
+/// 505) and `Connection: close`, and the connection is closed.
+///
+/// @par Threading
+/// `io_threads` threads run all network I/O; each connection's work is serialised (an Asio
+/// strand). The handler (or `http_endpoint::handle`) is called on an I/O thread and must not
+/// block: slow work goes to `executor()` (the endpoint does this itself through the executor the
+/// server installs). The completion may be called from any thread, exactly once. Streams are
+/// pulled on their connection's strand; no thread is held by an idle or slow stream.
+///
+/// @par Shutdown
+/// `stop` stops accepting, calls `http_endpoint::begin_shutdown` (every live stream closes with
+/// `session_terminated`), lets responses flush for up to `shutdown_drain` (plus `write_timeout`
+/// for a write in progress), closes every socket, then runs the handler tasks already queued to
+/// completion (they are dispatches already admitted: each completion must still be called) and
+/// refuses new ones, and joins every thread. The server cannot be started again.
+///
+/// @par Thread safety
+/// `start`, `run` and `stop` must not be called concurrently with each other, nor from a server
+/// thread (use `request_stop` there); `request_stop`, `port`, `connections`, `running` and
+/// `executor` may be called from any thread.
+class asio_http_server {
+ public:
+  /// Answers one request by calling the completion exactly once (from any thread). The request
+  /// view is valid only during the call.
+  using handler = std::function<void(const http_request_view&, http_completion)>;
+
+  /// A server calling `h` for every request.
+  explicit asio_http_server(handler h, asio_http_server_options options = {});
+  /// A server driving `endpoint` (which must outlive the server): installs the bounded handler
+  /// executor with `http_endpoint::set_executor` (so it must be constructed before the endpoint
+  /// handles its first request), calls `http_endpoint::tick` every `tick_interval` while running,
+  /// and `http_endpoint::begin_shutdown` on stop.
+  explicit asio_http_server(http_endpoint& endpoint, asio_http_server_options options = {});
+  /// Stops the server (as `stop`) if it is running.
+  ~asio_http_server();
+  asio_http_server(const asio_http_server&) = delete;
+  asio_http_server& operator=(const asio_http_server&) = delete;
+  asio_http_server(asio_http_server&&) = delete;
+  asio_http_server& operator=(asio_http_server&&) = delete;
+
+  /// Binds, listens (loading the TLS files if configured) and starts the I/O and handler threads;
+  /// returns at once. Errors: the bind / listen / TLS error, `std::errc::invalid_argument` for a
+  /// bad address or option, `std::errc::operation_not_permitted` when already started or stopped.
+  result<void> start();
+  /// `start`, then blocks until `request_stop` or `stop` is called (from another thread), then
+  /// stops gracefully and returns. Signal handling is the application's job (call `request_stop`
+  /// from its signal-watching thread).
+  result<void> run();
+  /// Asks a running `run` to stop and return; non-blocking, callable from any thread (also from a
+  /// handler). Without `run`, it starts the graceful shutdown; `stop` or the destructor joins.
+  void request_stop() noexcept;
+  /// Stops gracefully (see the class comment) and joins every thread; idempotent.
+  void stop() noexcept;
+
+  /// The bound port after a successful `start` (the ephemeral one for port 0), else 0.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Open connections (accepted and not yet fully closed), over-limit ones included.
+  [[nodiscard]] std::size_t connections() const noexcept;
+  /// Whether the server is started and not yet stopping.
+  [[nodiscard]] bool running() const noexcept;
+  /// The bounded handler executor: runs a task on a handler thread, or returns false (running
+  /// nothing) when its queue is full or the server is stopped. Valid for the server's lifetime
+  /// and beyond (it then returns false).
+  [[nodiscard]] http_executor executor() const;
+  [[nodiscard]] const asio_http_server_options& options() const noexcept;
+
+  struct impl;
+
+ private:
+  impl* impl_;
+};
+
+}  // namespace transport
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_TRANSPORT_ASIO_HTTP_SERVER_HPP

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// End to end over loopback: a server_builder server behind http_endpoint behind the Asio server
+// (initialize, notifications, tools/call as JSON and as SSE, the GET stream, DELETE, graceful
+// stop closing the GET stream with session_terminated; MCP 2025-11-25 transports, reference §12).
+#include <mcpcore/transport/asio_http_server.hpp>
+
+#include <doctest/doctest.h>
+
+#include "http_test_support.hpp"
+#include "support/server_fixture.hpp"
+
+#include <mcpcore/authenticator.hpp>
+#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/server.hpp>
+#include <mcpcore/tool.hpp>
+
+#include <chrono>
+#include <future>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+using namespace std::chrono_literals;
+namespace fx = server_fixture;
+using mcpcore::transport::asio_http_server;
+using mcpcore::transport::asio_http_server_options;
+using test_http::raw_client;
+
+namespace {
+
+mcpcore::server make_server() {
+  mcpcore::server_info info;
+  info.name = "asio-e2e";
+  info.version = "1.0.0";
+  mcpcore::server_builder b{info};
+  b.tool("echo")
+      .description("Echoes its text.")
+      .input_schema(R"({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})")
+      .security("Thing", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, false)
+      .handler([](mcpcore::call_context&, const mcpcore::arguments& args) {
+        return mcpcore::tool_result::text(std::string{args["text"].as_string()});
+      });
+  b.tool("report")
+      .description("Reports progress, then answers.")
+      .security("Thing", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, false)
+      .handler([](mcpcore::call_context& ctx, const mcpcore::arguments&) {
+        for (int i = 1; i <= 3; ++i) (void)ctx.progress(i, 3, "step");
+        return mcpcore::tool_result::text("reported");
+      });
+  return fx::build(b);
+}
+
+mcpcore::principal alice() {
+  mcpcore::principal p;
+  p.id = "alice";
+  return p;
+}
+
+std::string mcp_post(std::uint16_t port, std::string_view body, std::string_view session = {},
+                     std::string_view accept = "application/json, text/event-stream") {
+  std::string s = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                  "\r\nContent-Type: application/json\r\nAccept: " + std::string(accept) +
+                  "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
+  if (!session.empty()) s += "Mcp-Session-Id: " + std::string(session) + "\r\n";
+  s += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  s += body;
+  return s;
+}
+
+std::string mcp_get_or_delete(std::string_view method, std::uint16_t port, std::string_view session) {
+  std::string s = std::string(method) + " /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                  "\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: " +
+                  std::string(session) + "\r\n\r\n";
+  return s;
+}
+
+// The data of every SSE event in `body` (one `data:` line per event here).
+std::vector<std::string> sse_data(std::string_view body) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while ((pos = body.find("data:", pos)) != std::string_view::npos) {
+    auto end = body.find('\n', pos);
+    auto line = body.substr(pos + 5, end - pos - 5);
+    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (!line.empty()) out.emplace_back(line);
+    pos = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("asio server + http_endpoint: initialize, tools/call (JSON and SSE), GET stream, stop closes it") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, mcpcore::fixed_authenticator{alice()}};
+  asio_http_server_options o;
+  o.port = 0;
+  o.io_threads = 2;
+  o.handler_threads = 2;
+  o.shutdown_drain = 2s;
+  asio_http_server http{endpoint, o};
+  REQUIRE(http.start());
+  const auto port = http.port();
+
+  raw_client c(port);
+  REQUIRE(c.connected());
+  REQUIRE(c.send(mcp_post(port, fx::initialize(1))));
+  auto init = c.read_response();
+  REQUIRE(init);
+  REQUIRE(init->status == 200);
+  CHECK(init->header("X-Content-Type-Options") == "nosniff");
+  CHECK(init->count("X-Content-Type-Options") == 1);
+  const auto sid = init->header("Mcp-Session-Id");
+  REQUIRE(sid);
+  CHECK(init->body.find("\"protocolVersion\"") != std::string::npos);
+
+  REQUIRE(c.send(mcp_post(port, fx::notification("notifications/initialized"), *sid)));
+  auto ack = c.read_response();
+  REQUIRE(ack);
+  CHECK(ack->status == 202);
+
+  // A plain call answers JSON (Content-Length framing), on the same keep-alive connection.
+  REQUIRE(c.send(mcp_post(port, fx::call_tool(2, "echo", R"({"text":"hi there"})"), *sid, "application/json")));
+  auto call = c.read_response();
+  REQUIRE(call);
+  CHECK(call->status == 200);
+  CHECK(call->header("Content-Length").has_value());
+  CHECK_MESSAGE(call->body.find("hi there") != std::string::npos, call->body);
+
+  // A call with a progress token answers SSE: progress events, then the result, then the end.
+  REQUIRE(c.send(mcp_post(port, fx::call_tool(3, "report", "{}", R"({"progressToken":"p1"})"), *sid)));
+  auto streamed = c.read_response();
+  REQUIRE(streamed);
+  CHECK(streamed->status == 200);
+  CHECK(streamed->chunked);
+  CHECK(streamed->header("Content-Type").value_or("").starts_with("text/event-stream"));
+  CHECK(streamed->count("Cache-Control") == 1);
+  CHECK(streamed->count("X-Accel-Buffering") == 1);
+  const auto events = sse_data(streamed->body);
+  REQUIRE(events.size() >= 2);
+  CHECK(events.front().find("notifications/progress") != std::string::npos);
+  CHECK(events.back().find("reported") != std::string::npos);
+  CHECK(events.back().find("\"id\":3") != std::string::npos);
+
+  // The session's GET stream stays open; stop() closes it with session_terminated.
+  raw_client g(port);
+  REQUIRE(g.send(mcp_get_or_delete("GET", port, *sid)));
+  auto head = g.read_head();
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  CHECK(head->chunked);
+  std::string got;
+  auto stopped = std::async(std::launch::async, [&] { http.stop(); });
+  for (;;) {
+    auto ch = g.read_chunk(10s);
+    REQUIRE(ch);
+    if (ch->empty()) break;
+    got += *ch;
+  }
+  CHECK(got.find("session_terminated") != std::string::npos);
+  CHECK(g.wait_closed());
+  CHECK(stopped.wait_for(15s) == std::future_status::ready);
+  CHECK(http.connections() == 0);
+}
+
+TEST_CASE("asio server + http_endpoint: DELETE ends the session; a deleted session answers 404") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, mcpcore::fixed_authenticator{alice()}};
+  asio_http_server_options o;
+  o.port = 0;
+  asio_http_server http{endpoint, o};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  raw_client c(port);
+  REQUIRE(c.send(mcp_post(port, fx::initialize(1))));
+  auto init = c.read_response();
+  REQUIRE(init);
+  const auto sid = init->header("Mcp-Session-Id");
+  REQUIRE(sid);
+  REQUIRE(c.send(mcp_get_or_delete("DELETE", port, *sid)));
+  auto del = c.read_response();
+  REQUIRE(del);
+  CHECK(del->status == 200);
+  REQUIRE(c.send(mcp_post(port, fx::call_tool(2, "echo", R"({"text":"x"})"), *sid)));
+  auto gone = c.read_response();
+  REQUIRE(gone);
+  CHECK(gone->status == 404);
+  // Unknown methods are the endpoint's to answer: 405 with Allow.
+  REQUIRE(c.send("PUT /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"));
+  auto put = c.read_response();
+  REQUIRE(put);
+  CHECK(put->status == 405);
+  CHECK(put->header("Allow").has_value());
+}
