@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conformance fixture: an MCP server over Streamable HTTP on 127.0.0.1 that exposes exactly
+// the tools, resources, prompts and behaviours the server scenarios of
+// @modelcontextprotocol/conformance 0.1.16 call (docs/conformance.md), plus one approval-gated
+// tool for the SDK client interop test (tests/interop/http_client.mjs). Built only from the
+// public API: server_builder, http_endpoint, approval_endpoint, the Asio server and the
+// token authenticator.
+//
+// Usage: mcpcore-conformance-server [--port N] [--port-file PATH] [--token-file PATH]
+//
+// Requests without an Authorization header are the anonymous conformance principal (the suite
+// sends no credentials); a bearer token must be listed in the token file and gives its principal.
+// Prints "mcpcore conformance server listening on http://127.0.0.1:<port>/mcp" on stdout once it
+// accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
+#include <mcpcore/approval.hpp>
+#include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/authenticator.hpp>
+#include <mcpcore/http.hpp>
+#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/json.hpp>
+#include <mcpcore/json_writer.hpp>
+#include <mcpcore/memory_approval_store.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/server.hpp>
+#include <mcpcore/tool.hpp>
+#include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/token_authenticator.hpp>
+#include <mcpcore/version.hpp>
+
+#include <CLI/App.hpp>
+#include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
+#include <CLI/Validators.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <ios>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX pthread_sigmask, sigwait
+
+namespace {
+
+using mcpcore::call_context;
+using mcpcore::content_block;
+using mcpcore::tool_result;
+
+// ---- fixed content ---------------------------------------------------------------------------
+
+/// A 1x1 RGB PNG (one blue pixel).
+constexpr std::string_view png_base64 =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mOQz38NAAIqAXpGbxguAAAAAElFTkSuQmCC";
+/// A WAV file: PCM, 8000 Hz, mono, 16-bit, four samples of silence.
+constexpr std::string_view wav_base64 = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQgAAAAAAAAAAAAAAA==";
+
+/// The pause between the messages of the logging and progress tools (the scenarios expect
+/// "about 50 ms"; the messages must reach the client before the result, not all at once).
+constexpr std::chrono::milliseconds step_pause{50};
+/// How long `test_reconnection` works on after it ended its response stream (SEP-1699): the
+/// result is produced while the client reconnects, and reaches it on the resumed GET stream.
+constexpr std::chrono::milliseconds reconnection_work{100};
+/// The `retry:` hint `test_reconnection` gives the client for its reconnection.
+constexpr std::chrono::milliseconds reconnection_retry{500};
+/// Bound on a request to the client (sampling, elicitation) made by a tool.
+constexpr std::chrono::seconds client_request_timeout{30};
+/// Sessions one principal may hold. The suite opens a session per scenario as the anonymous
+/// principal and never ends one (the SDK client's close() sends no DELETE), so the default cap
+/// (`default_max_sessions_per_principal`) would refuse its later scenarios (-32010); idle sessions
+/// still expire after the registry's idle TTL.
+constexpr std::size_t max_sessions_per_principal = 256;
+/// Interval of the endpoint's maintenance tick (idle session collection, the bridge's sweep).
+constexpr std::chrono::seconds tick_interval{3};
+
+/// The anonymous principal: what a request without credentials is (the conformance suite sends
+/// none). Its id is reserved: a token file must not use it.
+constexpr std::string_view anonymous_id = "conformance-anonymous";
+
+// ---- tool helpers ----------------------------------------------------------------------------
+
+/// Waits `d` unless the call is cancelled first; returns false when it was cancelled.
+bool wait_unless_cancelled(const call_context& ctx, std::chrono::milliseconds d) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock{m};
+  (void)cv.wait_for(lock, ctx.stop_token(), d, [] { return false; });
+  return !ctx.stop_requested();
+}
+
+/// Sends `elicitation/create` with `params_json` and describes the client's answer as
+/// "<prefix>: action=<action>, content=<compact JSON>".
+tool_result elicit(call_context& ctx, std::string_view params_json, std::string_view prefix) {
+  auto reply = ctx.request("elicitation/create", params_json, client_request_timeout);
+  if (!reply) return tool_result::error("elicitation failed: " + reply.error().message());
+  if (reply->is_error()) return tool_result::error("the client refused the elicitation request");
+  const auto answer = reply->value();
+  std::string text{prefix};
+  text += ": action=";
+  text += answer["action"].is_string() ? answer["action"].as_string() : std::string_view{"(none)"};
+  text += ", content=";
+  if (answer["content"].exists()) {
+    mcpcore::json::writer w{text};
+    w.value(answer["content"]);
+  } else {
+    text += "{}";
+  }
+  return tool_result::text(std::move(text));
+}
+
+// ---- tools -----------------------------------------------------------------------------------
+
+/// The tools of the conformance scenario table (docs/conformance.md), every one read-only on
+/// the securable "Fixture".
+void declare_conformance_tools(mcpcore::server_builder& b) {
+  using mcpcore::operation;
+  using mcpcore::tool_effect;
+  const auto fixture = [&b](std::string name, std::string description) {
+    auto t = b.tool(std::move(name));
+    t.description(std::move(description)).security("Fixture", operation::read).effect(tool_effect::read_only, true);
+    return t;
+  };
+
+  // tools-call-simple-text
+  fixture("test_simple_text", "Returns one text item.").handler([](call_context&, const mcpcore::arguments&) {
+    return tool_result::text("This is a simple text response for testing.");
+  });
+  // tools-call-image
+  fixture("test_image_content", "Returns one image item (a 1x1 PNG).")
+      .handler([](call_context&, const mcpcore::arguments&) {
+        return tool_result{}.add(content_block::image(std::string{png_base64}, "image/png"));
+      });
+  // tools-call-audio
+  fixture("test_audio_content", "Returns one audio item (a short WAV).")
+      .handler([](call_context&, const mcpcore::arguments&) {
+        return tool_result{}.add(content_block::audio(std::string{wav_base64}, "audio/wav"));
+      });
+  // tools-call-embedded-resource
+  fixture("test_embedded_resource", "Returns one embedded text resource.")
+      .handler([](call_context&, const mcpcore::arguments&) {
+        return tool_result{}.add(content_block::embedded_text("test://embedded-resource", "text/plain",
+                                                              "This is an embedded resource content."));
+      });
+  // tools-call-mixed-content
+  fixture("test_multiple_content_types", "Returns a text, an image and an embedded resource item.")
+      .handler([](call_context&, const mcpcore::arguments&) {
+        return tool_result{}
+            .add_text("Multiple content types test:")
+            .add(content_block::image(std::string{png_base64}, "image/png"))
+            .add(content_block::embedded_text("test://mixed-content-resource", "application/json",
+                                              R"({"test":"data","value":123})"));
+      });
+  // tools-call-with-logging: three info messages about 50 ms apart, streamed before the result.
+  fixture("test_tool_with_logging", "Sends three log messages (level info) while it runs.")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        ctx.log(mcpcore::log_level::info, "Tool execution started", "conformance");
+        if (!wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+        ctx.log(mcpcore::log_level::info, "Tool processing data", "conformance");
+        if (!wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+        ctx.log(mcpcore::log_level::info, "Tool execution completed", "conformance");
+        return tool_result::text("Tool with logging executed successfully");
+      });
+  // tools-call-error: a tool error is a result with isError, not a JSON-RPC error.
+  fixture("test_error_handling", "Always fails with a tool error (isError).")
+      .handler([](call_context&, const mcpcore::arguments&) {
+        return tool_result::error("This tool intentionally returns an error for testing");
+      });
+  // tools-call-with-progress: 0, 50, 100 of 100, about 50 ms apart, before the result.
+  fixture("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100 while it runs.")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        for (const int step : {0, 50, 100}) {
+          if (step != 0 && !wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+          ctx.progress(step, 100.0, "Completed step " + std::to_string(step) + " of 100");
+        }
+        return tool_result::text("Progress reported: 0, 50, 100 of 100");
+      });
+  // tools-call-sampling: sampling/createMessage inside the call.
+  fixture("test_sampling", "Asks the client's model (sampling/createMessage) and returns its answer.")
+      .input_schema(R"({"type":"object","properties":{"prompt":{"type":"string","description":)"
+                    R"("The prompt to send to the LLM"}},"required":["prompt"],"additionalProperties":false})")
+      .handler([](call_context& ctx, const mcpcore::arguments& args) {
+        std::string params;
+        mcpcore::json::writer w{params};
+        w.begin_object().key("messages").begin_array().begin_object().member("role", "user").key("content")
+            .begin_object().member("type", "text").member("text", args["prompt"].as_string()).end_object()
+            .end_object().end_array().member("maxTokens", 100).end_object();
+        auto reply = ctx.request("sampling/createMessage", params, client_request_timeout);
+        if (!reply) return tool_result::error("sampling failed: " + reply.error().message());
+        if (reply->is_error()) return tool_result::error("the client refused the sampling request");
+        const auto text = reply->value()["content"]["text"];
+        if (!text.is_string()) return tool_result::error("the client's answer has no text content");
+        return tool_result::text("LLM response: " + std::string{text.as_string()});
+      });
+  // tools-call-elicitation: elicitation/create (username, email) inside the call.
+  fixture("test_elicitation", "Asks the user for a username and an email address (elicitation/create).")
+      .input_schema(R"({"type":"object","properties":{"message":{"type":"string","description":)"
+                    R"("The message to show the user"}},"required":["message"],"additionalProperties":false})")
+      .handler([](call_context& ctx, const mcpcore::arguments& args) {
+        std::string params;
+        mcpcore::json::writer w{params};
+        w.begin_object().member("message", args["message"].as_string()).key("requestedSchema").raw(
+            R"({"type":"object","properties":{"username":{"type":"string","description":"User's response"},)"
+            R"("email":{"type":"string","description":"User's email address"}},"required":["username","email"]})");
+        w.end_object();
+        return elicit(ctx, params, "User response");
+      });
+  // json-schema-2020-12: the 2020-12 keywords are served verbatim.
+  fixture("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features")
+      .input_schema(R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",)"
+                    R"("$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},)"
+                    R"("city":{"type":"string"}}}},"properties":{"name":{"type":"string"},)"
+                    R"("address":{"$ref":"#/$defs/address"}},"additionalProperties":false})")
+      .handler([](call_context&, const mcpcore::arguments& args) {
+        std::string text = "received: ";
+        mcpcore::json::writer w{text};
+        if (args.exists()) {
+          w.value(args);
+        } else {
+          text += "{}";
+        }
+        return tool_result::text(std::move(text));
+      });
+  // elicitation-sep1034-defaults: a default for every primitive type.
+  fixture("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults (SEP-1034).")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        return elicit(ctx,
+                      R"({"message":"Please review and update the form fields with defaults",)"
+                      R"("requestedSchema":{"type":"object","properties":{)"
+                      R"("name":{"type":"string","description":"User name","default":"John Doe"},)"
+                      R"("age":{"type":"integer","description":"User age","default":30},)"
+                      R"("score":{"type":"number","description":"User score","default":95.5},)"
+                      R"("status":{"type":"string","description":"User status",)"
+                      R"("enum":["active","inactive","pending"],"default":"active"},)"
+                      R"("verified":{"type":"boolean","description":"Verification status","default":true}},)"
+                      R"("required":[]}})",
+                      "Elicitation completed");
+      });
+  // server-sse-polling (SEP-1699): the response stream ends after the priming event; the
+  // client reconnects with GET + Last-Event-ID and gets the result there.
+  fixture("test_reconnection",
+          "Ends its response stream mid-call (SEP-1699); the result arrives after the client reconnects "
+          "with GET and Last-Event-ID.")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        const bool closed = ctx.close_stream(reconnection_retry);
+        if (!wait_unless_cancelled(ctx, reconnection_work)) return tool_result::error("cancelled");
+        if (!closed) return tool_result::error("the transport could not end the response stream");
+        return tool_result::text(
+            "Reconnection test completed successfully. If you received this, the client properly reconnected "
+            "after stream closure.");
+      });
+  // elicitation-sep1330-enums: the five enum shapes.
+  fixture("test_elicitation_sep1330_enums", "Elicits a form with every enum shape of SEP-1330.")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        return elicit(
+            ctx,
+            R"({"message":"Please choose from the enum fields","requestedSchema":{"type":"object","properties":{)"
+            R"("untitledSingle":{"type":"string","description":"Untitled single-select",)"
+            R"("enum":["option1","option2","option3"]},)"
+            R"("titledSingle":{"type":"string","description":"Titled single-select","oneOf":[)"
+            R"({"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},)"
+            R"({"const":"value3","title":"Third Option"}]},)"
+            R"("legacyEnum":{"type":"string","description":"Legacy titled enum","enum":["opt1","opt2","opt3"],)"
+            R"("enumNames":["Option One","Option Two","Option Three"]},)"
+            R"("untitledMulti":{"type":"array","description":"Untitled multi-select",)"
+            R"("items":{"type":"string","enum":["option1","option2","option3"]}},)"
+            R"("titledMulti":{"type":"array","description":"Titled multi-select","items":{"anyOf":[)"
+            R"({"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},)"
+            R"({"const":"value3","title":"Third Choice"}]}}},"required":[]}})",
+            "Elicitation completed");
+      });
+}
+
+/// The approval-gated tool of the SDK client test: Note:Delete, which `fixture_tier_policy`
+/// routes through approval for the supervised tier.
+void declare_gated_tool(mcpcore::server_builder& b) {
+  b.tool("delete_note")
+      .description("Deletes a note (nothing is stored: it only says so). A supervised caller needs an approval "
+                   "ticket first: the call answers -32006 with approval_id until an approver approves it.")
+      .input_schema(R"({"type":"object","properties":{"name":{"type":"string","minLength":1},)"
+                    R"("approval_id":{"type":"string"}},"required":["name"],"additionalProperties":false})")
+      .security("Note", mcpcore::operation::delete_)
+      .effect(mcpcore::tool_effect::destructive, true)
+      .handler([](call_context&, const mcpcore::arguments& args) {
+        return tool_result::text("deleted note " + std::string{args["name"].as_string()});
+      });
+}
+
+// ---- resources and prompts -------------------------------------------------------------------
+
+void declare_resources(mcpcore::server_builder& b) {
+  using mcpcore::resource_result;
+  using mcpcore::uri_variables;
+  // resources-read-text
+  b.resource("test://static-text")
+      .name("static-text")
+      .description("A static text resource.")
+      .mime_type("text/plain")
+      .handler([](call_context&, std::string_view uri, const uri_variables&) {
+        return std::optional{
+            resource_result{}.add_text(std::string{uri}, "text/plain", "This is the content of the static text resource.")};
+      });
+  // resources-read-binary
+  b.resource("test://static-binary")
+      .name("static-binary")
+      .description("A static binary resource (a 1x1 PNG).")
+      .mime_type("image/png")
+      .handler([](call_context&, std::string_view uri, const uri_variables&) {
+        return std::optional{resource_result{}.add_blob(std::string{uri}, "image/png", std::string{png_base64})};
+      });
+  // resources-subscribe, resources-unsubscribe
+  b.resource("test://watched-resource")
+      .name("watched-resource")
+      .description("A resource to subscribe to.")
+      .mime_type("text/plain")
+      .handler([](call_context&, std::string_view uri, const uri_variables&) {
+        return std::optional{resource_result{}.add_text(std::string{uri}, "text/plain", "Watched resource content.")};
+      });
+  // resources-templates-read
+  b.resource_template("test://template/{id}/data")
+      .name("template-data")
+      .description("Data for the id of the URI, as JSON.")
+      .mime_type("application/json")
+      .handler([](call_context&, std::string_view uri, const uri_variables& vars) {
+        const auto id = vars.find("id").value_or("");
+        std::string text;
+        mcpcore::json::writer w{text};
+        w.begin_object().member("id", id).member("templateTest", true).member("data", "Data for ID: " + std::string{id})
+            .end_object();
+        return std::optional{resource_result{}.add_text(std::string{uri}, "application/json", std::move(text))};
+      });
+}
+
+void declare_prompts(mcpcore::server_builder& b) {
+  using mcpcore::prompt_arguments;
+  using mcpcore::prompt_result;
+  // prompts-get-simple
+  b.prompt("test_simple_prompt")
+      .description("A prompt without arguments.")
+      .handler([](call_context&, const prompt_arguments&) {
+        return prompt_result{"A simple prompt"}.add_user_text("This is a simple prompt for testing.");
+      });
+  // prompts-get-with-args, completion-complete (arg1 completes from a fixed list).
+  b.prompt("test_prompt_with_arguments")
+      .description("A prompt with two arguments, quoted into its text.")
+      .argument("arg1", "First test argument", true,
+                [](std::string_view value, const prompt_arguments&) {
+                  std::vector<std::string> out;
+                  for (const std::string_view v : {"paris", "park", "party"}) {
+                    if (v.starts_with(value)) out.emplace_back(v);
+                  }
+                  return out;
+                })
+      .argument("arg2", "Second test argument", true)
+      .handler([](call_context&, const prompt_arguments& args) {
+        std::string text = "Prompt with arguments:\n";
+        mcpcore::append_untrusted_argument(text, "arg1", args.find("arg1").value_or(""));
+        mcpcore::append_untrusted_argument(text, "arg2", args.find("arg2").value_or(""));
+        return prompt_result{"A prompt with arguments"}.add_user_text(std::move(text));
+      });
+  // prompts-get-embedded-resource
+  b.prompt("test_prompt_with_embedded_resource")
+      .description("A prompt embedding the resource named by its argument.")
+      .argument("resourceUri", "URI of the resource to embed", true)
+      .handler([](call_context&, const prompt_arguments& args) {
+        return prompt_result{"A prompt with an embedded resource"}
+            .add(prompt_result::role::user,
+                 content_block::embedded_text(std::string{args.find("resourceUri").value_or("")}, "text/plain",
+                                              "Embedded resource content for testing."))
+            .add_user_text("Please process the embedded resource above.");
+      });
+  // prompts-get-with-image
+  b.prompt("test_prompt_with_image")
+      .description("A prompt with an image.")
+      .handler([](call_context&, const prompt_arguments&) {
+        return prompt_result{"A prompt with an image"}
+            .add(prompt_result::role::user, content_block::image(std::string{png_base64}, "image/png"))
+            .add_user_text("Please analyze the image above.");
+      });
+}
+
+// ---- plug-ins --------------------------------------------------------------------------------
+
+/// The tier gate: no tier (the anonymous principal, people) allows everything; `supervised`
+/// allows everything but routes Note:Delete through approval; any other tier is denied.
+struct fixture_tier_policy {
+  [[nodiscard]] mcpcore::tier_decision decide(std::string_view tier, std::string_view securable,
+                                              mcpcore::operation op) const noexcept {
+    using mcpcore::tier_decision;
+    if (tier.empty()) return tier_decision::allow;
+    if (tier == "supervised") {
+      return securable == "Note" && op == mcpcore::operation::delete_ ? tier_decision::allow_with_approval
+                                                                       : tier_decision::allow;
+    }
+    return tier_decision::deny;
+  }
+};
+
+/// No `Authorization` header: the anonymous principal. Otherwise the token file decides (no
+/// token file: every credential is refused, 401).
+class fixture_authenticator {
+ public:
+  explicit fixture_authenticator(std::optional<mcpcore::transport::token_authenticator> tokens)
+      : tokens_(std::move(tokens)) {}
+
+  [[nodiscard]] std::optional<mcpcore::principal> authenticate(const mcpcore::http_request_view& req) const {
+    if (!req.header("Authorization").has_value()) return anonymous();
+    if (!tokens_) return std::nullopt;
+    return tokens_->authenticate(req);
+  }
+  [[nodiscard]] mcpcore::credential_verdict revalidate(const mcpcore::principal& p) const {
+    if (p.id == anonymous_id) return mcpcore::credential_verdict::valid;
+    if (!tokens_) return mcpcore::credential_verdict::revoked;
+    return tokens_->revalidate(p);
+  }
+
+  [[nodiscard]] static mcpcore::principal anonymous() {
+    mcpcore::principal p;
+    p.id = std::string{anonymous_id};
+    p.kind = mcpcore::principal_kind::service;
+    p.display_name = "conformance suite (no credentials)";
+    return p;
+  }
+
+ private:
+  std::optional<mcpcore::transport::token_authenticator> tokens_;
+};
+static_assert(mcpcore::authenticator<fixture_authenticator>);
+
+/// Writes `text` to `path` through a temporary file and a rename, so that a script polling
+/// `path` never reads a partial port number.
+bool write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out{tmp, std::ios::trunc};
+    out << text;
+    out.flush();
+    if (!out) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"MCP conformance fixture server (Streamable HTTP on 127.0.0.1)", "mcpcore-conformance-server"};
+  std::uint16_t port = 0;
+  std::string port_file;
+  std::string token_file;
+  app.add_option("--port", port, "TCP port on 127.0.0.1 (0: an ephemeral port)")->capture_default_str();
+  app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
+  app.add_option("--token-file", token_file, "Bearer tokens (SHA-256 digests, docs/authentication.md)")
+      ->check(CLI::ExistingFile);
+  CLI11_PARSE(app, argc, argv);
+
+  std::optional<mcpcore::transport::token_authenticator> tokens;
+  if (!token_file.empty()) {
+    auto loaded = mcpcore::transport::token_authenticator::load(token_file);
+    if (!loaded) {
+      std::fprintf(stderr, "mcpcore-conformance-server: %s: %s\n", token_file.c_str(),
+                   mcpcore::transport::to_string(loaded.error()).c_str());
+      return 1;
+    }
+    for (const auto& w : loaded->warnings()) {
+      std::fprintf(stderr, "mcpcore-conformance-server: %s: warning: %s\n", token_file.c_str(),
+                   mcpcore::transport::to_string(w).c_str());
+    }
+    tokens = std::move(*loaded);
+  }
+
+  // Approvals: in memory (tickets end with the process); people holding the role "approver"
+  // review through POST /api/v1/approvals/<id>/approve|reject.
+  mcpcore::memory_approval_store approval_store;
+  mcpcore::approval_service approvals{approval_store};
+  mcpcore::role_table_authorizer approvers;
+  approvers.grant("approver", "Approval", mcpcore::operation::approve);
+  const mcpcore::approval_endpoint approval_routes{approvals, approvers};
+
+  mcpcore::server_options server_options;
+  server_options.policy_tiers = {"", "supervised"};
+  mcpcore::server_builder b{{.name = "mcpcore-conformance-server",
+                             .version = MCPCORE_VERSION_STRING,
+                             .title = "mcpcore conformance fixture",
+                             .instructions = "Fixture for the MCP conformance suite: test_* tools, test:// resources "
+                                             "and test_* prompts, plus delete_note (approval-gated for the "
+                                             "supervised tier)."},
+                            server_options};
+  declare_conformance_tools(b);
+  declare_gated_tool(b);
+  declare_resources(b);
+  declare_prompts(b);
+  b.policy(fixture_tier_policy{}).approvals(approvals);
+  auto server = b.build();
+  if (!server) {
+    std::fprintf(stderr, "mcpcore-conformance-server: refused to start: %s\n", server.error().message().c_str());
+    return 1;
+  }
+  for (const auto& w : server->warnings()) std::fprintf(stderr, "mcpcore-conformance-server: warning: %s\n", w.c_str());
+
+  // Block the stop signals in every thread (the server's threads inherit the mask); the main
+  // thread takes them with sigwait below. A peer that closes while we write must not kill us.
+  std::signal(SIGPIPE, SIG_IGN);  // NOLINT(misc-include-cleaner): <csignal> declares SIGPIPE on POSIX
+  sigset_t stop_signals;  // NOLINT(misc-include-cleaner): <signal.h> declares it on POSIX
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // The endpoint's Origin allow-list names this server's own origin, which includes the port,
+  // known only once bound (--port 0). So the Asio server starts with a handler that forwards to
+  // the endpoint, and the endpoint is created right after the bind; requests that arrive in
+  // between (before the port was announced) are answered 503.
+  std::atomic<mcpcore::http_endpoint*> endpoint_ptr{nullptr};
+  mcpcore::transport::asio_http_server_options http_options;
+  http_options.address = "127.0.0.1";
+  http_options.port = port;
+  mcpcore::transport::asio_http_server http{
+      [&endpoint_ptr](const mcpcore::http_request_view& req, mcpcore::http_completion done) {
+        if (auto* ep = endpoint_ptr.load(std::memory_order_acquire)) {
+          ep->handle(req, std::move(done));
+          return;
+        }
+        mcpcore::http_reply reply;
+        reply.head.status = 503;
+        reply.head.headers.push_back({"Retry-After", "1"});
+        done(std::move(reply));
+      },
+      http_options};
+  if (auto started = http.start(); !started) {
+    std::fprintf(stderr, "mcpcore-conformance-server: cannot listen on 127.0.0.1:%u: %s\n", unsigned{port},
+                 started.error().message().c_str());
+    return 1;
+  }
+  const auto bound = std::to_string(http.port());
+
+  mcpcore::http_endpoint_options endpoint_options;
+  endpoint_options.session.max_sessions_per_principal = max_sessions_per_principal;
+  endpoint_options.allowed_origins = {"http://127.0.0.1:" + bound, "http://localhost:" + bound,
+                                      "http://[::1]:" + bound};
+  mcpcore::http_endpoint endpoint{*server, fixture_authenticator{std::move(tokens)}, endpoint_options};
+  endpoint.set_executor(http.executor());
+  endpoint.set_approvals(approval_routes);
+  endpoint_ptr.store(&endpoint, std::memory_order_release);
+
+  // The maintenance tick (the Asio server runs it itself only in endpoint mode).
+  std::jthread ticker{[&endpoint](const std::stop_token& stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock{m};
+    while (!cv.wait_for(lock, stop, tick_interval, [] { return false; }) && !stop.stop_requested()) endpoint.tick();
+  }};
+
+  if (!port_file.empty() && !write_file_atomically(port_file, bound + "\n")) {
+    std::fprintf(stderr, "mcpcore-conformance-server: cannot write the port file %s\n", port_file.c_str());
+    ticker.request_stop();
+    ticker.join();
+    endpoint.begin_shutdown();
+    http.stop();
+    return 1;
+  }
+  std::printf("mcpcore conformance server listening on http://127.0.0.1:%s/mcp\n", bound.c_str());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "mcpcore-conformance-server: signal %d, stopping\n", signal_number);
+  ticker.request_stop();
+  ticker.join();
+  endpoint.begin_shutdown();  // initialize answers 503, streams close session_terminated
+  http.stop();                // lets them flush, closes the sockets, joins the threads
+  endpoint_ptr.store(nullptr, std::memory_order_release);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mcpcore-conformance-server: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "mcpcore-conformance-server: unknown exception\n");
+  }
+  return 1;
+}
