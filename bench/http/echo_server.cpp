@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcpcore's side of the HTTP load benchmark (bench/http/run.sh): a server with the `echo` tool
+// behind http_endpoint and transport::asio_http_server, on 127.0.0.1.
+//
+//   mcpcore_bench_http_echo_server [--port N] [--port-file PATH] [--io-threads N]
+//                                  [--handler-threads N] [--max-sessions N] [--max-streams N]
+//                                  [--transport-only | --inline-dispatch]
+//
+//   --port             port on 127.0.0.1 (default 0: ephemeral)
+//   --port-file        write the bound port there once listening (the harness waits for it)
+//   --io-threads       asio_http_server_options::io_threads (default: the transport's default)
+//   --handler-threads  asio_http_server_options::handler_threads (default: the transport's default)
+//   --max-sessions     raise the session caps (global and per principal: every request is the one
+//                      principal "bench") to N; for the idle-session and idle-stream measurements
+//   --max-streams      raise the stream budget's global cap, the per-principal GET stream cap and
+//                      the server's connection cap to N (plus a margin); for the idle-stream one
+//   --transport-only   no MCP: the Asio server with a handler that answers every request, on its
+//                      I/O thread, 200 with the fixed body of the echo response to id 1 (what the
+//                      nginx ceiling serves); the transport's own cost, for comparison
+//   --inline-dispatch  run each dispatch on the I/O thread that parsed the request (the endpoint's
+//                      own default executor) instead of the server's handler pool: measures what
+//                      the hand-off costs. Not a production setting: a slow tool would stall
+//                      every connection of that I/O thread
+//
+// The tool and the dispatch plug-ins are those of bench/bench_dispatch.cpp's minimal server:
+// `echo` with the input schema below, the open tier policy, the allow-all authorizer, no audit,
+// and a metrics registry (also given to the endpoint, so the session metrics are counted too).
+// Every request is authenticated as the fixed principal "bench". It runs until SIGINT or SIGTERM,
+// then stops gracefully.
+#include <mcpcore/authenticator.hpp>
+#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/server.hpp>
+#include <mcpcore/tool.hpp>
+#include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/version.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace {
+
+constexpr std::string_view echo_schema =
+    R"({"type":"object","properties":{"text":{"type":"string","maxLength":4096}},)"
+    R"("required":["text"],"additionalProperties":false})";
+
+/// The echo response to a request with id 1 (the body of --transport-only, and of the nginx ceiling).
+constexpr std::string_view fixed_echo_response =
+    R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}})";
+
+/// Connections kept free beyond --max-streams (the harness's own requests, the load client).
+constexpr std::size_t connection_margin = 64;
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "echo_server: %s\nusage: echo_server [--port N] [--port-file PATH] [--io-threads N] "
+               "[--handler-threads N] [--max-sessions N] [--max-streams N] [--transport-only | --inline-dispatch]\n",
+               why);
+  std::exit(2);
+}
+
+std::size_t positive(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || v == 0) usage("a count must be a positive integer");
+  return static_cast<std::size_t>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mcpcore::transport::asio_http_server_options transport_options;
+  transport_options.address = "127.0.0.1";
+  transport_options.port = 0;
+  mcpcore::http_endpoint_options endpoint_options;
+  std::string port_file;
+  bool transport_only = false;
+  bool inline_dispatch = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--transport-only") {
+      transport_only = true;
+      continue;
+    }
+    if (a == "--inline-dispatch") {
+      inline_dispatch = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage("an option lacks its value");
+    const char* v = argv[++i];
+    if (a == "--port") {
+      const std::size_t port = std::strtoull(v, nullptr, 10);
+      if (port > 65535) usage("--port must be 0 to 65535");
+      transport_options.port = static_cast<std::uint16_t>(port);
+    } else if (a == "--port-file") {
+      port_file = v;
+    } else if (a == "--io-threads") {
+      transport_options.io_threads = positive(v);
+    } else if (a == "--handler-threads") {
+      transport_options.handler_threads = positive(v);
+    } else if (a == "--max-sessions") {
+      const std::size_t n = positive(v);
+      endpoint_options.session.max_sessions = n;
+      endpoint_options.session.max_sessions_per_principal = n;
+    } else if (a == "--max-streams") {
+      const std::size_t n = positive(v);
+      endpoint_options.budget.global_cap = n;
+      endpoint_options.session.stream.get_streams_per_principal = n;
+      transport_options.max_connections = n + connection_margin;
+    } else {
+      usage("unknown option");
+    }
+  }
+
+  mcpcore::metrics_registry metrics;
+  mcpcore::server_builder b{{.name = "mcpcore-bench-http-echo", .version = MCPCORE_VERSION_STRING}};
+  b.tool("echo")
+      .description("Returns the given text unchanged.")
+      .input_schema(std::string{echo_schema})
+      .security("Echo", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, true)
+      .handler([](mcpcore::call_context&, const mcpcore::arguments& args) {
+        return mcpcore::tool_result::text(std::string{args["text"].as_string()});
+      });
+  b.policy(mcpcore::open_tier_policy{}).authorizer(mcpcore::allow_all_authorizer{}).metrics(metrics);
+  auto built = b.build();
+  if (!built) {
+    std::fprintf(stderr, "echo_server: refused to build: %s\n", built.error().message().c_str());
+    return 1;
+  }
+  mcpcore::server& srv = *built;
+
+  mcpcore::principal caller;
+  caller.id = "bench";
+  caller.kind = mcpcore::principal_kind::service;
+  mcpcore::http_endpoint endpoint{srv, mcpcore::fixed_authenticator{caller}, std::move(endpoint_options)};
+  endpoint.set_metrics(metrics);
+
+  // SIGINT and SIGTERM are taken by sigwait below: block them before any thread starts, so that
+  // every thread inherits the mask. A peer that resets a connection must not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::optional<mcpcore::transport::asio_http_server> http_storage;
+  if (transport_only) {
+    http_storage.emplace(
+        [](const mcpcore::http_request_view&, mcpcore::http_completion done) {
+          mcpcore::http_reply reply;
+          reply.head.status = 200;
+          reply.head.headers.push_back({"Content-Type", "application/json"});
+          reply.head.body = std::string{fixed_echo_response};
+          done(std::move(reply));
+        },
+        transport_options);
+  } else {
+    http_storage.emplace(endpoint, transport_options);
+    if (inline_dispatch) {  // replaces the handler pool the server installed; before the first request
+      endpoint.set_executor([](std::function<void()> task) {
+        task();
+        return true;
+      });
+    }
+  }
+  mcpcore::transport::asio_http_server& http = *http_storage;
+  if (auto started = http.start(); !started) {
+    std::fprintf(stderr, "echo_server: cannot listen: %s\n", started.error().message().c_str());
+    return 1;
+  }
+  if (!port_file.empty()) {  // written whole, then renamed: a reader never sees a partial number
+    const std::string partial = port_file + ".partial";
+    std::ofstream out(partial);
+    out << http.port() << '\n';
+    out.close();
+    if (!out || std::rename(partial.c_str(), port_file.c_str()) != 0) {
+      std::fprintf(stderr, "echo_server: cannot write %s\n", port_file.c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "echo_server: mcpcore %s listening on http://127.0.0.1:%u/mcp (io %zu, handler %zu threads%s)\n",
+               MCPCORE_VERSION_STRING, static_cast<unsigned>(http.port()), transport_options.io_threads,
+               transport_options.handler_threads,
+               transport_only ? ", transport only" : inline_dispatch ? ", dispatch inline" : "");
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  http.stop();
+  return 0;
+}

@@ -1,0 +1,467 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The HTTP load benchmark (docs/performance.md, "HTTP load (wrk, loopback)"): one invocation
+# measures, on 127.0.0.1 only,
+#   load   wrk (same Lua script echo.lua, same threads, connections and duration) against
+#          mcpcore   bench/http/echo_server.cpp: http_endpoint + transport::asio_http_server
+#          ts        bench/http/ts_echo_server.mjs: the official TypeScript SDK, stateful, SSE
+#                    responses, the SDK's InMemoryEventStore
+#          nginx     bench/http/nginx.conf: Debian's nginx answering a fixed body (the ceiling)
+#          asio      echo_server --transport-only: mcpcore's Asio server alone, answering the same
+#                    fixed body from a plain handler (no MCP), to split mcpcore's cost
+#          inline    (only when listed in --targets) echo_server --inline-dispatch: mcpcore with
+#                    dispatch on the I/O thread, to measure the handler-pool hand-off
+#          after a warm-up run of each, in rounds that alternate them (the order rotates each
+#          round); requests/s, p50, p99, the server's RSS after each run and its CPU time per
+#          request;
+#   idle   memory of idle sessions and of idle open SSE GET streams (idle_streams.cpp), on fresh
+#          servers: mcpcore and, as the reference, the TypeScript SDK server.
+# Every server is started by this script, checked (its first echo answer must be right) before it
+# is loaded, and killed by PID on exit. Every wrk run is bounded (-d); the defaults take about
+# 5 minutes on a quiet 2-core machine. Result lines go to stdout (progress to stderr).
+#
+# Usage: bench/http/run.sh [options]
+#   --rounds N            load rounds (default 3)
+#   --duration S          seconds of each measured wrk run (default 10)
+#   --warmup S            seconds of the warm-up run of each server (default 3)
+#   --connections N       wrk -c (default 16)
+#   --threads N           wrk -t (default 1)
+#   --io-threads N        mcpcore I/O threads (default: the transport's default)
+#   --handler-threads N   mcpcore handler threads (default: the transport's default)
+#   --idle-streams N      idle GET streams (one session each) on mcpcore (default 10000)
+#   --idle-sessions N     idle sessions on mcpcore (default 10000)
+#   --ts-idle N           idle sessions, then idle streams, on the TypeScript server (default 1000)
+#   --only load|idle      run one part only
+#   --targets "LIST"      servers to measure, among mcpcore ts nginx asio inline (default:
+#                         "mcpcore ts nginx asio")
+#   --build-dir DIR       where to build mcpcore in Release (default: build/release-bench, the
+#                         release-bench preset's directory)
+#   --bin-dir DIR         use mcpcore_bench_http_echo_server and mcpcore_bench_http_idle_streams
+#                         from DIR instead of building
+#   --smoke               a short self-check of the mcpcore side only (no wrk, nginx or Node):
+#                         start, first echo, 20 idle streams; what ctest runs
+#   --out FILE            also write the result lines to FILE
+# Missing tools are installed once with apt-get (wrk, nginx, curl) and npm ci (tests/interop).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+rounds=3 duration=10 warmup=3 connections=16 wrk_threads=1
+io_threads="" handler_threads=""
+idle_streams=10000 idle_sessions=10000 ts_idle=1000
+only="" targets_arg="mcpcore ts nginx asio" build_dir="$root/build/release-bench" bin_dir="" smoke=0 out=""
+while (($#)); do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --duration) duration="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --threads) wrk_threads="$2"; shift 2 ;;
+    --io-threads) io_threads="$2"; shift 2 ;;
+    --handler-threads) handler_threads="$2"; shift 2 ;;
+    --idle-streams) idle_streams="$2"; shift 2 ;;
+    --idle-sessions) idle_sessions="$2"; shift 2 ;;
+    --ts-idle) ts_idle="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    --targets) targets_arg="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --bin-dir) bin_dir="$2"; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for n in "$rounds" "$duration" "$warmup" "$connections" "$wrk_threads" "${io_threads:-1}" "${handler_threads:-1}" \
+         "$idle_streams" "$idle_sessions" "$ts_idle"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: counts and durations must be positive integers" >&2; exit 2; }
+done
+run_load=1 run_idle=1
+case "$only" in
+  "") ;;
+  load) run_idle=0 ;;
+  idle) run_load=0 ;;
+  *) echo "run.sh: --only takes load or idle" >&2; exit 2 ;;
+esac
+read -r -a targets <<<"$targets_arg"
+has() { [[ " ${targets[*]} " == *" $1 "* ]]; }
+for t in "${targets[@]}"; do
+  [[ "$t" == mcpcore || "$t" == ts || "$t" == nginx || "$t" == asio || "$t" == inline ]] ||
+    { echo "run.sh: unknown target $t" >&2; exit 2; }
+done
+((smoke)) && targets=(mcpcore)
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "run.sh: $*"; exit 1; }
+result() {  # a result line: to stdout and to $work/results (copied to --out on exit)
+  printf '%s\n' "$*"
+  printf '%s\n' "$*" >>"$work/results"
+}
+field() {  # field <line> <name>: the number after "name=" in the line, or 0
+  local v
+  v=$(sed -n "s/.*[ ]$2=\([0-9.]*\).*/\1/p" <<<"$1")
+  echo "${v:-0}"
+}
+
+# ---- tools ---------------------------------------------------------------------------------------
+ensure_apt() {  # ensure_apt <command> <package>...: installs the packages when the command is missing
+  local cmd="$1"; shift
+  command -v "$cmd" >/dev/null 2>&1 || [[ -x "/usr/sbin/$cmd" ]] && return 0
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || die "need root or sudo to install $*"
+    sudo=(sudo)
+  fi
+  log "run.sh: installing $* (Debian packages)"
+  # Debian's nginx package starts no service where policy-rc.d forbids it (containers); this
+  # script never uses a system nginx, only its own on a private configuration.
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+ensure_apt curl curl
+nginx_bin=""
+if ((smoke == 0)); then
+  if ((run_load)); then
+    ensure_apt wrk wrk
+  fi
+  if ((run_load)) && has nginx; then
+    ensure_apt nginx nginx
+    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+  fi
+  if has ts; then
+    command -v node >/dev/null || die "node is needed for the TypeScript SDK server (scripts/install-deps installs it)"
+  fi
+  if has ts && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/sdk" ]]; then
+    log "run.sh: npm ci in tests/interop (the pinned TypeScript SDK)"
+    npm ci --prefix "$root/tests/interop" --no-audit --no-fund --loglevel=error
+  fi
+fi
+# The TypeScript server runs on the Node that tests/interop pins (the npm package node@22) when it
+# is installed there, else on the node on PATH; the version goes into the result header.
+node_bin="$root/tests/interop/node_modules/.bin/node"
+[[ -x "$node_bin" ]] || node_bin="node"
+
+# ---- mcpcore, built in Release -------------------------------------------------------------------
+if [[ -z "$bin_dir" ]]; then  # (the idle client is built with it; the TypeScript runs need it too)
+  log "run.sh: building the mcpcore echo server (Release) in $build_dir"
+  # An existing build directory (e.g. the release-bench preset's) is used as configured; a new
+  # one gets that preset's settings, without -Werror (a warning must not stop a measurement).
+  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
+          -DMCPCORE_WERROR=OFF -DMCPCORE_BUILD_BENCH=ON -DMCPCORE_BUILD_TESTS=OFF -DMCPCORE_BUILD_EXAMPLES=OFF \
+          -DMCPCORE_HEADER_CHECKS=OFF -DMCPCORE_TRANSPORT=ON >/dev/null
+  fi
+  grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt" ||
+    log "run.sh: warning: $build_dir is not a Release build: its figures are not representative"
+  cmake --build "$build_dir" --target mcpcore_bench_http_echo_server mcpcore_bench_http_idle_streams >/dev/null
+  bin_dir="$build_dir/bench"
+fi
+echo_server="$bin_dir/mcpcore_bench_http_echo_server"
+idle_client="$bin_dir/mcpcore_bench_http_idle_streams"
+if { has mcpcore || has asio || has inline; } && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
+if ((run_idle)) && [[ ! -x "$idle_client" ]]; then die "missing $idle_client"; fi
+
+# ---- file descriptors for the idle streams (the client and each server hold one per stream) -------
+want_fds=$(( (idle_streams > idle_sessions ? idle_streams : idle_sessions) + 1024 ))
+if (( $(ulimit -n) < want_fds )); then
+  if (( $(ulimit -Hn) < want_fds )); then ulimit -Hn "$want_fds" 2>/dev/null || true; fi
+  ulimit -n "$want_fds" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+fi
+
+# ---- servers -------------------------------------------------------------------------------------
+work="$(mktemp -d "${TMPDIR:-/tmp}/mcpcore-http-bench.XXXXXX")"
+pids=()
+cleanup() {
+  local p
+  if [[ -n "$out" && -s "$work/results" ]]; then cp "$work/results" "$out"; fi
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_port <file> <pid> <name>: waits (30 s at most) for the server to write its port file.
+wait_port() {
+  local file="$1" pid="$2" name="$3" i
+  for ((i = 0; i < 300; ++i)); do
+    if [[ -s "$file" ]]; then cat "$file"; return 0; fi
+    kill -0 "$pid" 2>/dev/null || { log "run.sh: $name exited early:"; cat "$work/$name.log" >&2 || true; return 1; }
+    sleep 0.1
+  done
+  log "run.sh: $name did not start within 30 s"; return 1
+}
+
+# start_<kind> <name> [extra args]: starts a server; sets ${name}_pid and ${name}_port.
+thread_args=()
+[[ -n "$io_threads" ]] && thread_args+=(--io-threads "$io_threads")
+[[ -n "$handler_threads" ]] && thread_args+=(--handler-threads "$handler_threads")
+start_mcpcore() {
+  local name="$1"; shift
+  "$echo_server" --port 0 --port-file "$work/$name.port" "${thread_args[@]}" "$@" 2>"$work/$name.log" &
+  local pid=$!; pids+=("$pid")
+  printf -v "${name}_pid" '%s' "$pid"
+  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+}
+start_ts() {
+  local name="$1"; shift
+  "$node_bin" "$here/ts_echo_server.mjs" --port 0 --port-file "$work/$name.port" \
+       --modules "$root/tests/interop/node_modules" 2>"$work/$name.log" &
+  local pid=$!; pids+=("$pid")
+  printf -v "${name}_pid" '%s' "$pid"
+  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+}
+# The body nginx serves: mcpcore's echo response to a request with id 1, byte for byte.
+fixed_body='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}'
+start_nginx() {
+  local name="$1" dir="$work/nginx" port="" attempt pid
+  mkdir -p "$dir"
+  for attempt in 1 2 3 4 5 6 7 8; do  # nginx cannot bind port 0: try free-looking ports
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    sed -e "s|@USER@|$(id -un) $(id -gn)|" -e "s|@PREFIX@|$dir|g" -e "s|@PORT@|$port|" \
+        -e "s|@BODY@|$fixed_body|" "$here/nginx.conf" >"$dir/nginx.conf"
+    "$nginx_bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" -g 'daemon off;' 2>"$work/$name.log" &
+    pid=$!
+    local i up=0
+    for ((i = 0; i < 50; ++i)); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if ((up)); then
+      pids+=("$pid")
+      printf -v "${name}_pid" '%s' "$pid"
+      printf -v "${name}_port" '%s' "$port"
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  done
+  log "run.sh: nginx did not start:"; cat "$dir/error.log" "$work/$name.log" >&2 || true
+  return 1
+}
+stop_server() {  # stop_server <name>: kill by PID and wait
+  local pid_var="${1}_pid"
+  kill "${!pid_var}" 2>/dev/null || true
+  wait "${!pid_var}" 2>/dev/null || true
+}
+
+# rss_kb <pid>: resident set of the process and its children (nginx's workers), in KiB.
+rss_kb() {
+  local total=0 p v
+  for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
+    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    total=$(( total + ${v:-0} ))
+  done
+  echo "$total"
+}
+
+# cpu_ticks <pid>: user + system CPU time of the process and its children (all threads), in ticks.
+cpu_ticks() {
+  local total=0 p v
+  for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
+    v=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0)
+    total=$(( total + ${v:-0} ))
+  done
+  echo "$total"
+}
+clk_tck=$(getconf CLK_TCK)
+
+mcp_headers=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+# open_session <port>: initialize + notifications/initialized; prints the Mcp-Session-Id.
+open_session() {
+  local port="$1" sid status
+  curl -sS --max-time 10 -D "$work/init.head" -o "$work/init.body" -X POST "http://127.0.0.1:$port/mcp" \
+       "${mcp_headers[@]}" \
+       -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpcore-http-bench","version":"1"}}}'
+  sid=$(awk 'tolower($1) == "mcp-session-id:" {print $2}' "$work/init.head" | tr -d '\r')
+  [[ -n "$sid" ]] || { log "run.sh: initialize on port $port gave no Mcp-Session-Id:"; cat "$work/init.head" "$work/init.body" >&2; return 1; }
+  status=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" \
+           "${mcp_headers[@]}" -H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid" \
+           -d '{"jsonrpc":"2.0","method":"notifications/initialized"}')
+  [[ "$status" == 202 ]] || { log "run.sh: notifications/initialized on port $port answered $status"; return 1; }
+  echo "$sid"
+}
+
+# check_first_echo <name> <port> <session> <mode>: the first tools/call must be answered 200 with
+# the echo result (and, for mode "id", with its own id). Prints the answer.
+check_first_echo() {
+  local name="$1" port="$2" sid="$3" mode="$4" status body
+  local hdr=("${mcp_headers[@]}" -H 'MCP-Protocol-Version: 2025-11-25')
+  [[ -n "$sid" ]] && hdr+=(-H "Mcp-Session-Id: $sid")
+  status=$(curl -sS --max-time 10 -D "$work/$name.first.head" -o "$work/$name.first.body" -w '%{http_code}' \
+           -X POST "http://127.0.0.1:$port/mcp" "${hdr[@]}" \
+           -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}')
+  body=$(cat "$work/$name.first.body")
+  local ok=1
+  [[ "$status" == 200 ]] || ok=0
+  [[ "$body" == *'"result":{"content":[{"type":"text","text":"hello"}]}'* ]] || ok=0
+  [[ "$mode" != id || "$body" == *'"id":1}'* || "$body" == *'"id":1,'* ]] || ok=0
+  if ((ok == 0)); then
+    log "run.sh: $name: wrong first echo answer (HTTP $status):"; cat "$work/$name.first.head" >&2; log "$body"
+    return 1
+  fi
+  local type
+  type=$(awk 'tolower($1) == "content-type:" {print $2}' "$work/$name.first.head" | tr -d '\r;')
+  log "run.sh: $name: first echo answer OK ($type, $(printf '%s' "$body" | wc -c) bytes)"
+}
+
+# ---- smoke ---------------------------------------------------------------------------------------
+if ((smoke)); then
+  start_mcpcore smoke_mcpcore --max-sessions 100 --max-streams 100
+  sid=$(open_session "$smoke_mcpcore_port")
+  check_first_echo smoke_mcpcore "$smoke_mcpcore_port" "$sid" id
+  "$idle_client" --port "$smoke_mcpcore_port" --pid "$smoke_mcpcore_pid" --count 20 --streams --settle-ms 100
+  log "run.sh: smoke passed"
+  exit 0
+fi
+
+failed=0
+machine_notes() {  # the machine, its load and the tools, as comment lines
+  result "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'); nproc $(nproc); $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  local tools="" v
+  if command -v wrk >/dev/null; then v=$(wrk -v 2>&1 | head -1 || true); tools+="; ${v%% Copyright*}"; fi
+  if [[ -n "$nginx_bin" ]]; then v=$("$nginx_bin" -v 2>&1 || true); tools+="; nginx ${v##*/}"; fi
+  if has ts; then tools+="; node $("$node_bin" --version)"; fi
+  result "#${tools#;}"
+}
+
+# ---- load ----------------------------------------------------------------------------------------
+if ((run_load)); then
+  machine_notes
+  if has mcpcore; then
+    start_mcpcore mcpcore
+    mcpcore_sid=$(open_session "$mcpcore_port")
+    check_first_echo mcpcore "$mcpcore_port" "$mcpcore_sid" id
+    result "# mcpcore echo_server: $(sed -n 's/.*(\(io .*threads\))$/\1/p' "$work/mcpcore.log")"
+  fi
+  if has ts; then
+    start_ts ts
+    ts_sid=$(open_session "$ts_port")
+    check_first_echo ts "$ts_port" "$ts_sid" id
+  fi
+  if has nginx; then
+    start_nginx nginx
+    nginx_sid=""
+    check_first_echo nginx "$nginx_port" "" fixed
+  fi
+  if has asio; then
+    start_mcpcore asio --transport-only
+    asio_sid=""
+    check_first_echo asio "$asio_port" "" fixed
+  fi
+  if has inline; then
+    start_mcpcore inline --inline-dispatch
+    inline_sid=$(open_session "$inline_port")
+    check_first_echo inline "$inline_port" "$inline_sid" id
+  fi
+  declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id)
+
+  # load <target> <seconds> <first id>: one wrk run; prints its RESULT line (zeros when wrk
+  # failed) and fails when wrk failed or a response was not a correct 200.
+  load() {
+    local t="$1" secs="$2" first="$3" port_var="${1}_port" sid_var="${1}_sid" rc=0
+    MCP_PATH=/mcp MCP_SESSION_ID="${!sid_var}" \
+      wrk -t"$wrk_threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/echo.lua" \
+          "http://127.0.0.1:${!port_var}" -- "${mode[$t]}" "$first" >"$work/wrk.out" 2>&1 || rc=$?
+    local line
+    line=$(grep '^RESULT ' "$work/wrk.out" || true)
+    printf '%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0}"
+    if ((rc != 0)) || [[ -z "$line" ]]; then
+      log "run.sh: wrk against $t failed (exit $rc):"; cat "$work/wrk.out" >&2
+      return 1
+    fi
+  }
+
+  first_id=1000
+  for t in "${targets[@]}"; do
+    log "run.sh: warm-up $t (${warmup} s)"
+    load "$t" "$warmup" "$first_id" >/dev/null || failed=1
+    first_id=$(( first_id + 100000000 ))
+  done
+  result "# load: wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds; columns: round target rps p50_us p99_us server_rss_kb server_cpu_us_per_request ok non200 wrong socket_errors load_average_1min"
+  for ((r = 1; r <= rounds; ++r)); do
+    for ((k = 0; k < ${#targets[@]}; ++k)); do
+      t=${targets[$(( (k + r - 1) % ${#targets[@]} ))]}
+      pid_var="${t}_pid"
+      cpu_before=$(cpu_ticks "${!pid_var}")
+      line=$(load "$t" "$duration" "$first_id") || failed=1
+      cpu=$(( $(cpu_ticks "${!pid_var}") - cpu_before ))
+      first_id=$(( first_id + 100000000 ))
+      rss=$(rss_kb "${!pid_var}")
+      requests=$(field "$line" requests)
+      cpu_us=$(awk -v c="$cpu" -v n="$requests" -v hz="$clk_tck" 'BEGIN { printf "%.0f", (n > 0 ? c * 1e6 / hz / n : 0) }')
+      socket_errors=$(( $(field "$line" connect_errors) + $(field "$line" read_errors) + $(field "$line" write_errors) + $(field "$line" timeouts) ))
+      result "LOAD $r $t $(field "$line" rps) $(field "$line" p50_us) $(field "$line" p99_us) $rss $cpu_us $(field "$line" ok) $(field "$line" non200) $(field "$line" wrong) $socket_errors $(cut -d' ' -f1 /proc/loadavg)"
+    done
+  done
+  for t in "${targets[@]}"; do stop_server "$t"; done
+
+  # Medians over the rounds, and the ratios of the medians.
+  summary=$(awk '
+    $1 == "LOAD" { n[$3]++; rps[$3, n[$3]] = $4; p50[$3, n[$3]] = $5; p99[$3, n[$3]] = $6; rss[$3, n[$3]] = $7; cpu[$3, n[$3]] = $8; by_round[$2, $3] = $4; if ($2 > last) last = $2 }
+    function med(a, t, k,   i, j, v, m, tmp) {
+      m = n[t]; for (i = 1; i <= m; i++) v[i] = a[t, i]
+      for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] + 0 < v[i] + 0) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
+      return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    END {
+      for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f rounds=%d\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), n[t]
+      for (r = 1; r <= last; r++) {
+        line = ""
+        if (by_round[r, "mcpcore"] > 0 && by_round[r, "ts"] > 0) line = line sprintf(" mcpcore/ts=%.2f", by_round[r, "mcpcore"] / by_round[r, "ts"])
+        if (by_round[r, "mcpcore"] > 0 && by_round[r, "nginx"] > 0) line = line sprintf(" mcpcore/nginx=%.2f", by_round[r, "mcpcore"] / by_round[r, "nginx"])
+        if (by_round[r, "mcpcore"] > 0 && by_round[r, "asio"] > 0) line = line sprintf(" mcpcore/asio=%.2f", by_round[r, "mcpcore"] / by_round[r, "asio"])
+        if (by_round[r, "asio"] > 0 && by_round[r, "nginx"] > 0) line = line sprintf(" asio/nginx=%.2f", by_round[r, "asio"] / by_round[r, "nginx"])
+        if (line != "") printf "ROUND_RATIO %d rps%s\n", r, line
+      }
+      for (i = 1; i <= 4; i++) {
+        ref = i == 1 ? "ts" : i == 2 ? "nginx" : i == 3 ? "asio" : "inline"
+        if (!("mcpcore" in n) || !(ref in n) || med(rps, ref) == 0 || med(cpu, ref) == 0) continue
+        printf "RATIO mcpcore/%s rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", ref, med(rps, "mcpcore") / med(rps, ref), med(p50, "mcpcore") / med(p50, ref), med(p99, "mcpcore") / med(p99, ref), med(cpu, "mcpcore") / med(cpu, ref)
+      }
+      if (("asio" in n) && ("nginx" in n) && med(rps, "nginx") > 0 && med(cpu, "nginx") > 0)
+        printf "RATIO asio/nginx rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", med(rps, "asio") / med(rps, "nginx"), med(p50, "asio") / med(p50, "nginx"), med(p99, "asio") / med(p99, "nginx"), med(cpu, "asio") / med(cpu, "nginx")
+    }' "$work/results")
+  printf '%s\n' "$summary" | sort | while IFS= read -r l; do result "$l"; done
+fi
+
+# ---- idle sessions and idle streams ---------------------------------------------------------------
+# idle <kind> <mode> <count>: a fresh server, <count> idle sessions (mode sessions) or sessions
+# with an open GET stream each (mode streams); prints the client's IDLE line.
+idle() {
+  local kind="$1" m="$2" count="$3" name="idle_$1_$2" line rc=0 args=()
+  [[ "$m" == streams ]] && args=(--streams)
+  if [[ "$kind" == mcpcore ]]; then
+    start_mcpcore "$name" --max-sessions $(( count + 16 )) --max-streams $(( count + 16 ))
+  else
+    start_ts "$name"
+  fi
+  local pid_var="${name}_pid" port_var="${name}_port"
+  line=$("$idle_client" --port "${!port_var}" --pid "${!pid_var}" --count "$count" "${args[@]}" --settle-ms 2000) || rc=$?
+  stop_server "$name"
+  if ((rc != 0)) || [[ "$line" != IDLE* ]]; then
+    log "run.sh: idle $m on $kind failed (exit $rc)"; cat "$work/$name.log" >&2 || true
+    failed=1
+    return 0
+  fi
+  result "${line/IDLE /IDLE $kind }"
+}
+if ((run_idle)); then
+  ((run_load)) || machine_notes
+  result "# idle: fresh server each; RSS before the first session and 2 s after the last; bytes_each = delta / count"
+  if has mcpcore; then
+    idle mcpcore sessions "$idle_sessions"
+    idle mcpcore streams "$idle_streams"
+  fi
+  if has ts; then
+    idle ts sessions "$ts_idle"
+    idle ts streams "$ts_idle"
+  fi
+fi
+
+if ((failed)); then
+  log "run.sh: some runs failed (see above); their figures are not valid"
+  exit 1
+fi

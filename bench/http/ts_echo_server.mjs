@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reference server of the HTTP load benchmark (bench/http/run.sh): the official MCP TypeScript
+// SDK's Streamable HTTP server with one `echo` tool, the same tool mcpcore's echo_server serves.
+//
+// Mode: stateful (one transport and one McpServer per session, sessions keyed by Mcp-Session-Id),
+// SSE responses (enableJsonResponse false, the SDK's default), and the SDK's own InMemoryEventStore
+// (priming events and event ids): the SDK's fastest stateful mode on this machine
+// (shared/docs/mcp-protocol.md, "Performance baseline").
+//
+// Usage: node ts_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR]
+//   --port        TCP port on 127.0.0.1 (default 0: an ephemeral port)
+//   --port-file   write the bound port there once listening (the harness waits for it)
+//   --modules     node_modules folder holding @modelcontextprotocol/sdk 1.32.x, express and zod
+//                 (default: tests/interop/node_modules of this checkout, installed by `npm ci`)
+//
+// It binds loopback only and runs until SIGINT or SIGTERM.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+function option(name, fallback) {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  if (i + 1 >= args.length) {
+    console.error(`ts_echo_server: ${name} needs a value`);
+    process.exit(2);
+  }
+  return args[i + 1];
+}
+const port = Number(option('--port', '0'));
+const portFile = option('--port-file', '');
+const modules = resolve(option('--modules', join(here, '..', '..', 'tests', 'interop', 'node_modules')));
+
+// Resolve the SDK, express and zod from that node_modules folder (bench/http has none of its own).
+const require = createRequire(join(modules, 'package.json'));
+const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
+const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { createMcpExpressApp } = require('@modelcontextprotocol/sdk/server/express.js');
+const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
+const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
+const z = require('zod');
+// (the package's export map sends `@modelcontextprotocol/sdk/package.json` to dist/cjs, so read the file)
+const sdkVersion = JSON.parse(readFileSync(join(modules, '@modelcontextprotocol', 'sdk', 'package.json'), 'utf8')).version;
+
+function newServer() {
+  const server = new McpServer({ name: 'ts-echo-server', version: sdkVersion });
+  server.registerTool(
+    'echo',
+    {
+      description: 'Returns the given text unchanged.',
+      inputSchema: { text: z.string().max(4096) },
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    },
+    async ({ text }) => ({ content: [{ type: 'text', text }] }),
+  );
+  return server;
+}
+
+/** Mcp-Session-Id → transport. */
+const transports = new Map();
+
+function jsonRpcError(res, status, code, message) {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+const app = createMcpExpressApp({ host: '127.0.0.1' });
+
+app.post('/mcp', async (req, res) => {
+  try {
+    const sid = req.headers['mcp-session-id'];
+    let transport = sid === undefined ? undefined : transports.get(sid);
+    if (sid !== undefined && transport === undefined) {
+      jsonRpcError(res, 404, -32001, 'Session not found');
+      return;
+    }
+    if (transport === undefined) {
+      if (!isInitializeRequest(req.body)) {
+        jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+        return;
+      }
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        eventStore: new InMemoryEventStore(),
+        onsessioninitialized: (id) => {
+          transports.set(id, transport);
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) transports.delete(transport.sessionId);
+      };
+      await newServer().connect(transport);
+    }
+    await transport.handleRequest(req, res, req.body);
+  } catch (err) {
+    console.error('ts_echo_server: POST failed:', err);
+    if (!res.headersSent) jsonRpcError(res, 500, -32603, 'Internal server error');
+  }
+});
+
+// GET opens the session's standalone SSE stream; DELETE ends the session.
+async function sessionRequest(req, res) {
+  const sid = req.headers['mcp-session-id'];
+  const transport = sid === undefined ? undefined : transports.get(sid);
+  if (transport === undefined) {
+    jsonRpcError(res, sid === undefined ? 400 : 404, sid === undefined ? -32000 : -32001,
+                 sid === undefined ? 'Bad Request: Mcp-Session-Id header is required' : 'Session not found');
+    return;
+  }
+  try {
+    await transport.handleRequest(req, res);
+  } catch (err) {
+    console.error(`ts_echo_server: ${req.method} failed:`, err);
+    if (!res.headersSent) jsonRpcError(res, 500, -32603, 'Internal server error');
+  }
+}
+app.get('/mcp', sessionRequest);
+app.delete('/mcp', sessionRequest);
+
+const listener = app.listen(port, '127.0.0.1', (err) => {
+  if (err) {
+    console.error('ts_echo_server: listen failed:', err);
+    process.exit(1);
+  }
+  const bound = listener.address().port;
+  if (portFile) writeFileSync(portFile, `${bound}\n`);
+  console.error(`ts_echo_server: SDK ${sdkVersion} listening on http://127.0.0.1:${bound}/mcp (pid ${process.pid})`);
+});
+// Idle SSE streams must not be cut by node's own timeouts during the idle-stream measurement.
+listener.requestTimeout = 0;
+listener.headersTimeout = 60_000;
+listener.keepAliveTimeout = 60_000;
+
+function shutdown() {
+  for (const t of transports.values()) t.close().catch(() => {});
+  listener.close();
+  listener.closeAllConnections?.();
+  process.exit(0);
+}
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);
