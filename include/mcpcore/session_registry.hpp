@@ -115,7 +115,7 @@ class session_registry {
   /// shutdown flag, the global cap, the per-principal cap). `correlation_id` goes into the row;
   /// `attachment` becomes `session::attachment()` (dropped when the mint is refused).
   [[nodiscard]] MCPCORE_DECL result<std::shared_ptr<session>, session_reject> mint(
-      std::string_view principal_id, std::string_view correlation_id = {}, std::shared_ptr<void> attachment = {});
+      std::string_view principal_id, std::string_view correlation_id = {}, const std::shared_ptr<void>& attachment = {});
   /// The session `id` if it exists, is not expired and is bound to `principal_id`, after
   /// refreshing its idle time; null otherwise ("unknown": 404 -32007).
   [[nodiscard]] MCPCORE_DECL std::shared_ptr<session> validate_and_touch(std::string_view id,

@@ -6,7 +6,6 @@
 #include <mcpcore/expected.hpp>
 #include <mcpcore/http.hpp>
 #include <mcpcore/policy.hpp>
-#include <mcpcore/stream_pump.hpp>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

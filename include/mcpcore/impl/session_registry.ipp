@@ -165,7 +165,7 @@ MCPCORE_DECL void session_registry::set_audit(detail::audit_base* audit) {
 }
 
 MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::mint(
-    std::string_view principal_id, std::string_view correlation_id, std::shared_ptr<void> attachment) {
+    std::string_view principal_id, std::string_view correlation_id, const std::shared_ptr<void>& attachment) {
   impl& m = *impl_;
   std::vector<detail::session_departure> reaped;
   std::optional<session_reject> refused;
