@@ -560,7 +560,7 @@ struct http_post_exchange {
   correlation_id cid;
   std::shared_ptr<session> sess;                 // null: stateless
   http_session_state* state = nullptr;           // the session's attachment (alive with `sess`)
-  std::optional<request_id> id;                  // the request's id (a request always has one)
+  request_id id{0};                              // the request's id (set before any use)
   std::optional<request_id> token;               // a valid `_meta.progressToken`
   bool accepts_sse = false;                      // SSE in Accept, and streamed POST enabled
   bool sink_enabled = false;                     // in-call messages have a channel
@@ -583,17 +583,17 @@ struct http_post_exchange {
   /// The upgrade on the first in-call message (reference §9.2 admission, §9.3 arm). Under `mutex`,
   /// with route none. Returns the SSE reply to deliver after unlocking, or nullopt (routed to the
   /// GET stream, or answered plain with the record GET-only).
-  std::optional<http_reply> upgrade_locked(std::shared_ptr<http_post_exchange> self);
+  std::optional<http_reply> upgrade_locked(const std::shared_ptr<http_post_exchange>& self);
   /// The end of the dispatch: the record's terminal, then the plain reply if none went yet.
   void finish(bool returned, bool threw, std::string out) noexcept;
   /// The dispatch task.
   void run(const std::shared_ptr<http_post_exchange>& self) noexcept;
   /// Gives the request id back to the session (another POST may use it again).
   void release_id() noexcept {
-    if (!in_flight_claimed || state == nullptr || !id) return;
+    if (!in_flight_claimed || state == nullptr) return;
     in_flight_claimed = false;
     const std::lock_guard<std::mutex> lock(state->mutex);
-    state->in_flight.erase(*id);
+    state->in_flight.erase(id);
   }
 
   /// Set by the request path before dispatch (guarded by nothing: published by the executor).
@@ -603,7 +603,7 @@ struct http_post_exchange {
 /// A POST answered as SSE: the priming event, then a `post_pump` over the call's record.
 class http_post_stream final : public http_stream {
  public:
-  http_post_stream(std::shared_ptr<http_post_exchange> ex, progress_call call, stream_lease lease,
+  http_post_stream(std::shared_ptr<http_post_exchange> ex, const progress_call& call, stream_lease lease,
                    std::uint64_t priming_id)
       : ep_(ex->ep),
         ex_(std::move(ex)),
@@ -686,11 +686,11 @@ class http_post_stream final : public http_stream {
   bool retry_sent_ = false;
 };
 
-inline http_reply http_post_sse_reply(const std::shared_ptr<http_post_exchange>& ex, progress_call call,
+inline http_reply http_post_sse_reply(const std::shared_ptr<http_post_exchange>& ex, const progress_call& call,
                                       stream_lease lease, std::uint64_t priming_id) {
   http_reply r;
   http_sse_head(r, ex->cid.view());
-  r.stream = std::make_unique<http_post_stream>(ex, std::move(call), std::move(lease), priming_id);
+  r.stream = std::make_unique<http_post_stream>(ex, call, std::move(lease), priming_id);
   return r;
 }
 
@@ -701,11 +701,11 @@ inline std::uint64_t http_newest_id(const session& s) {
   return next == 0 ? 0 : next - 1;
 }
 
-inline std::optional<http_reply> http_post_exchange::upgrade_locked(std::shared_ptr<http_post_exchange> self) {
+inline std::optional<http_reply> http_post_exchange::upgrade_locked(const std::shared_ptr<http_post_exchange>& self) {
   http_endpoint::impl& e = ep;
   const std::uint64_t priming = http_newest_id(*sess);  // before the arm: every frame of the call is after it
-  const request_id key = token ? *token : *id;
-  post_admission a = admit_post(post_mode::streamed, e.budget, *e.bridge, sess, *id, key, e.m);
+  const request_id key = token.value_or(id);
+  post_admission a = admit_post(post_mode::streamed, e.budget, *e.bridge, sess, id, key, e.m);
   if (!a.call || a.mode != post_mode::streamed) {
     // reference §9.2 refusal (counted by admit_post) or a degrade: the messages go to the GET stream.
     if (a.refusal) upgrade_refusal = a.refusal->reason;
@@ -748,7 +748,7 @@ inline bool http_post_sink::send(std::string_view message) noexcept {
       const std::lock_guard<std::mutex> lock(ex_.mutex);
       if (ex_.route == http_route::none && !ex_.replied && !ex_.dispatch_ended && ex_.sess && ex_.accepts_sse) {
         if (auto self = ex_.self_weak.lock()) {
-          reply = ex_.upgrade_locked(std::move(self));
+          reply = ex_.upgrade_locked(self);
           if (reply) d = std::move(ex_.done);
           refused = std::exchange(ex_.upgrade_refusal, std::nullopt);
         }
@@ -784,7 +784,7 @@ inline bool http_post_sink::close_stream(std::chrono::milliseconds retry) noexce
       const std::lock_guard<std::mutex> lock(ex_.mutex);
       if (ex_.route == http_route::none && !ex_.replied && !ex_.dispatch_ended && ex_.sess && ex_.accepts_sse) {
         if (auto self = ex_.self_weak.lock()) {
-          reply = ex_.upgrade_locked(std::move(self));
+          reply = ex_.upgrade_locked(self);
           if (reply) d = std::move(ex_.done);
           refused = std::exchange(ex_.upgrade_refusal, std::nullopt);
         }
@@ -839,7 +839,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     try {
       if (threw) {
         std::string t;
-        write_post_dispatch_failure(t, *id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
+        write_post_dispatch_failure(t, id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
         (void)sess->stream()->publish(t);
       } else if (returned) {
         (void)sess->stream()->publish(out);
@@ -851,7 +851,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     try {
       if (threw) {
         std::string t;
-        write_post_dispatch_failure(t, *id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
+        write_post_dispatch_failure(t, id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
         (void)c->complete(std::move(t));
       } else if (!returned) {
         (void)c->complete_without_response();  // cancelled in-call: MCP sends no response
@@ -870,7 +870,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     http_reply r;
     if (threw) {
       std::string body;
-      write_post_dispatch_failure(body, *id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
+      write_post_dispatch_failure(body, id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
       r = http_json_body(500, std::move(body));
     } else if (!returned) {
       r = http_empty(202);  // cancelled: MCP sends no response, HTTP needs an answer
@@ -1116,7 +1116,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   peer* client = ex->state != nullptr ? &ex->state->client : nullptr;
 
   // Notifications and client responses: 202, empty (reference §1.4 step 6).
-  if (msg.kind != message_kind::request) {
+  if (msg.kind != message_kind::request || !msg.id) {  // (a request always has an id)
     if (msg.kind == message_kind::notification && msg.method == "notifications/cancelled" && ex->sess) {
       // reference §9.8: the bridge withdraws the streamed response, the dispatch core stops the
       // handler; both, in this order, whatever either finds.
@@ -1132,7 +1132,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
     return;
   }
 
-  ex->id.emplace(*msg.id);
+  ex->id = request_id{*msg.id};
   if (is_init && options.sessions) {
     handle_initialize(ex, done);
     return;
@@ -1143,7 +1143,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
     bool claimed = false;
     {
       const std::lock_guard<std::mutex> lock(ex->state->mutex);
-      claimed = ex->state->in_flight.insert(*ex->id).second;
+      claimed = ex->state->in_flight.insert(ex->id).second;
     }
     if (!claimed) {
       count_reject(stream_reject::post_duplicate_request_id);
@@ -1162,11 +1162,13 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   // `streamed_post` off: no POST is ever answered as SSE (progress goes GET-only).
   ex->accepts_sse = accept && accept_wants_sse(*accept) && options.streamed_post;
   const json::value token_value = msg.params["_meta"]["progressToken"];
-  ex->token = progress_token_of(token_value);
+  const std::optional<request_id> token = progress_token_of(token_value);
+  ex->token = token;
 
   // Calls carrying a progress token are admitted before dispatch (reference §9.1-§9.3).
   stream_lease lease;
   std::uint64_t priming = 0;
+  std::optional<progress_call> streamed;  // armed streaming: the SSE reply goes from here
   if (options.sessions && ex->sess && msg.method == "tools/call") {
     post_mode_inputs in;
     in.bridge_available = true;
@@ -1175,9 +1177,9 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
     in.accepts_sse = ex->accepts_sse;
     in.streamed_post_enabled = options.streamed_post;  // already folded into accepts_sse
     const post_mode mode = choose_post_mode(in);
-    if (mode != post_mode::plain && ex->token) {
+    if (mode != post_mode::plain && token) {
       priming = detail::http_newest_id(*ex->sess);
-      post_admission a = admit_post(mode, budget, *bridge, ex->sess, *ex->id, *ex->token, m);
+      post_admission a = admit_post(mode, budget, *bridge, ex->sess, ex->id, *token, m);
       if (a.refusal) {
         ex->release_id();
         reject_row(to_string(a.refusal->reason), ex->sess->id(), who.id, cid.view(), true);
@@ -1185,12 +1187,14 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
         return;
       }
       if (a.call) {
+        progress_call call = *a.call;
         const arm_outcome o =
-            a.call->arm(a.mode == post_mode::streamed ? bridge_delivery::streamed : bridge_delivery::get_only);
-        ex->call = *a.call;
+            call.arm(a.mode == post_mode::streamed ? bridge_delivery::streamed : bridge_delivery::get_only);
+        if (o == arm_outcome::streaming) streamed = call;
+        ex->call = std::move(call);
         ex->route = detail::http_route::record;
         ex->pre_admitted = true;
-        if (o == arm_outcome::streaming) {
+        if (streamed) {
           ex->streaming = true;
           ex->replied = true;  // the SSE reply goes from here, after the task was taken
           lease = std::move(a.lease);
@@ -1203,13 +1207,14 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   // In-call messages: to the record, or (with a session and SSE accepted) an upgrade on the first
   // one; otherwise there is no channel (progress and logs dropped, client requests `no_channel`).
   ex->sink_enabled = ex->route == detail::http_route::record || (ex->sess && ex->accepts_sse);
-  const bool sse_now = ex->streaming;
-  if (!sse_now) ex->done = std::move(done);
+  // The reply goes to the exchange; with `replied` set (`streamed`) the task never takes it, and
+  // the SSE reply below takes it back.
+  ex->done = std::move(done);
 
   const bool taken = submit([ex] { ex->run(ex); });
   if (!taken) {
     // A full executor: nothing ran. The record (if any) ends without a response.
-    if (ex->call) (void)ex->call->complete_without_response();
+    if (std::optional<progress_call>& c = ex->call) (void)c->complete_without_response();
     lease.release();
     ex->release_id();
     http_completion d;
@@ -1217,36 +1222,41 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
       const std::lock_guard<std::mutex> lock(ex->mutex);
       ex->dispatch_ended = true;
       ex->replied = true;
-      d = sse_now ? std::move(done) : std::move(ex->done);
+      d = std::move(ex->done);
     }
     http_deliver(d, http_error(503, echo, errc::internal_error, detail::http_busy_message,
                                detail::http_busy_remediation, cid.view(), retry::dispatch_queue_full));
     return;
   }
-  if (sse_now) {
+  if (streamed) {
     // reference §9.3: the SSE answer at once; frames the task produced meanwhile are in the record.
+    http_completion reply_to;
+    {
+      const std::lock_guard<std::mutex> lock(ex->mutex);
+      reply_to = std::move(ex->done);
+    }
     std::optional<http_reply> sse;
     try {
-      sse.emplace(detail::http_post_sse_reply(ex, *ex->call, std::move(lease), priming));
+      sse.emplace(detail::http_post_sse_reply(ex, *streamed, std::move(lease), priming));
     } catch (...) {  // NOLINT(bugprone-empty-catch): answered below
     }
     if (sse) {
-      http_deliver(done, std::move(*sse));
+      http_deliver(reply_to, std::move(*sse));
       return;
     }
     // reference §9.6: dispatched, but the stream could not be installed. The record parks (its
     // final stays resumable on GET) and the answer says the work is running.
     m.bridge_degrades[static_cast<std::size_t>(bridge_degrade::stream_install_failed)].inc();
-    ex->call->on_post_closed();
+    streamed->on_post_closed();
     http_reply failed = detail::http_empty(500);
     try {
       std::string body;
-      write_post_dispatch_failure(body, *ex->id, post_dispatch_failure::stream_install_failed, cid.view(),
-                                  ex->call->execution_id());
+      write_post_dispatch_failure(body, ex->id, post_dispatch_failure::stream_install_failed, cid.view(),
+                                  streamed->execution_id());
       failed = detail::http_json_body(500, std::move(body));
     } catch (...) {  // NOLINT(bugprone-empty-catch): the bare 500 still goes
     }
-    http_deliver(done, std::move(failed));
+    http_deliver(reply_to, std::move(failed));
   }
 }
 
@@ -1292,7 +1302,7 @@ inline void http_endpoint::impl::handle_initialize(const std::shared_ptr<detail:
     (void)registry->terminate(s->id(), s->principal_id(), detail::http_initialize_failed_reason, cid);
     if (out.empty()) {
       std::string body;
-      write_post_dispatch_failure(body, *ex->id, post_dispatch_failure::dispatch_threw, cid, {});
+      write_post_dispatch_failure(body, ex->id, post_dispatch_failure::dispatch_threw, cid, {});
       http_deliver(done, detail::http_json_body(500, std::move(body)));
       return;
     }
