@@ -118,7 +118,11 @@ class progress_call {
 
   /// Arms the record (reference §9.3). `streamed` needs a streamed reservation; a cancel that
   /// landed while arming turns a streamed arm into a plain answer. Pending progress is projected.
-  MCPCORE_DECL arm_outcome arm(bridge_delivery delivery);
+  /// `channel` (from `session_stream::open_channel`, for a streamed arm) is the POST stream the
+  /// record's frames belong to; when the record does not stream on it (any other outcome, or the
+  /// work already ended) the channel is ended here. `get_channel` keeps every frame on the
+  /// session's GET stream.
+  MCPCORE_DECL arm_outcome arm(bridge_delivery delivery, stream_channel channel = get_channel);
   /// Abandons a record before dispatch (reference §9.2 step 4): it is erased, its charge released;
   /// a recorded cancel intent is discarded. Idempotent.
   MCPCORE_DECL void abandon() noexcept;

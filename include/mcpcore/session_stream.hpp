@@ -34,6 +34,9 @@ inline constexpr std::size_t default_ring_frames = 500;
 inline constexpr std::size_t default_ring_bytes = std::size_t{64} * 1024;
 /// The smallest byte cap a ring accepts; smaller values are raised to it.
 inline constexpr std::size_t min_ring_bytes = 256;
+/// Default bound on the POST streams (channels) one session keeps open for resumption at once;
+/// equal to the progress bridge's record cap, since each open channel belongs to one record.
+inline constexpr std::size_t default_open_channels = 256;
 /// Default bound on a live sink's queue (reference §7.4 step 6: drop-oldest beyond it).
 inline constexpr std::size_t default_sink_queue_frames = 500;
 /// The SSE event type of every ring frame and of the close notification.
@@ -59,13 +62,32 @@ struct session_stream_options {
   /// `{"jsonrpc":"2.0","method":<this>,"params":{"error":"frame_too_large","bytes":N,
   /// "remediation":"..."}}` (a notification, so a conformant client can still parse the stream).
   std::string frame_too_large_method{default_frame_too_large_method};
+  /// POST streams (channels) held open for resumption at once (1 or more); beyond it the oldest
+  /// is ended, as if its call had finished without another frame.
+  std::size_t open_channels = default_open_channels;
+};
+
+/// The stream a frame belongs to: 0 is the session's GET stream; every other value is one POST
+/// response stream, opened by `session_stream::open_channel` (MCP: a resume replays only the
+/// messages of the stream its `Last-Event-ID` came from).
+using stream_channel = std::uint64_t;
+/// The session's GET stream.
+inline constexpr stream_channel get_channel = 0;
+
+/// An opened POST stream: its channel and the id of its priming event (a marker frame in the ring
+/// that is never written: a resume cursor naming the channel before any frame of it exists).
+struct opened_channel {
+  stream_channel channel = 0;
+  std::uint64_t priming_id = 0;  ///< 0 when the marker could not be committed (no resumption)
 };
 
 /// One frame: a ring frame (id > 0) or a synthetic queued for one connection (id 0).
 struct stream_frame {
   std::uint64_t id = 0;
-  /// A complete JSON-RPC message.
+  /// A complete JSON-RPC message; empty only for a channel's priming marker (never queued).
   std::string data;
+  /// The stream the frame belongs to.
+  stream_channel channel = get_channel;
 };
 
 /// One held-open response's end of a session stream: a bounded queue of frames, a dropped-frame
@@ -161,6 +183,10 @@ struct attach_result {
   /// Pinned finals at or below the cursor replayed ahead of the frames after it (still pinned:
   /// never written on any wire).
   std::size_t pins_replayed = 0;
+  /// The stream the cursor named: `get_channel` (the sink is the session's live GET sink), or a
+  /// POST stream's channel (the sink gets that channel's later frames and is closed `completed`
+  /// after its final, at once when the channel has ended already).
+  stream_channel channel = get_channel;
   /// Whether a live sink was superseded (it is closed `superseded` before this returns).
   bool took_over = false;
 };
@@ -176,12 +202,18 @@ struct session_stream_stats {
   bool draining = false;        ///< a superseded sink has not detached yet
   std::uint64_t generation = 0;
   bool poisoned = false;
+  std::size_t channels_open = 0;    ///< POST streams opened and not ended
+  std::size_t channel_sinks = 0;    ///< resumed POST streams attached
 };
 
 /// One session's replay ring, pinned finals and GET sinks (reference §7.9, §8, §7.4-§7.5).
 ///
 /// Ids are per session, from 1, strictly increasing, assigned with the ring append and the live
 /// enqueue under one lock, so concurrent publishers can never put id 6 on a wire before id 5.
+///
+/// Every frame belongs to a channel: the GET stream (`get_channel`) or one POST response stream
+/// (`open_channel`). A resume replays, and then delivers live, only the channel its cursor names
+/// (MCP: a server MUST NOT replay messages that would have been delivered on a different stream).
 /// Publishing never throws: it returns the committed id, or 0 for a failure before the commit
 /// (then neither the ring nor the next id changed: no id holes). After the commit nothing is
 /// undone; a frame that cannot reach the live sink is counted dropped and stays replayable.
@@ -203,13 +235,23 @@ class session_stream {
   session_stream(const session_stream&) = delete;
   session_stream& operator=(const session_stream&) = delete;
 
-  /// Ring and live GET sink (GET-only progress, server notifications).
+  /// Ring and live GET sink (GET-only progress, server notifications), on `get_channel`.
   MCPCORE_DECL std::uint64_t publish(std::string_view message) noexcept;
-  /// Ring only (streamed-POST frames: MCP forbids sending one message on two streams).
-  MCPCORE_DECL std::uint64_t publish_ring_only(std::string_view message) noexcept;
-  /// Ring only and pinned (a streamed request's final): exempt from eviction until released. When
-  /// the four slots are full the smallest pinned id yields (counted `pin_displaced`).
-  MCPCORE_DECL std::uint64_t publish_final(std::string_view message) noexcept;
+  /// Ring only on `channel` (streamed-POST frames, written by the POST's own pump), and live to
+  /// a resumed stream of that channel if one is attached (never to the GET sink).
+  MCPCORE_DECL std::uint64_t publish_ring_only(std::string_view message,
+                                               stream_channel channel = get_channel) noexcept;
+  /// As `publish_ring_only`, and pinned (a streamed request's final): exempt from eviction until
+  /// released. When the four slots are full the smallest pinned id yields (counted
+  /// `pin_displaced`). The final ends its channel (`end_channel`) once committed.
+  MCPCORE_DECL std::uint64_t publish_final(std::string_view message, stream_channel channel = get_channel) noexcept;
+  /// Opens a POST stream: a new channel and its priming marker (an empty frame, evicted like any
+  /// other, never replayed). At `open_channels` the oldest open channel is ended first.
+  MCPCORE_DECL opened_channel open_channel() noexcept;
+  /// The POST stream `channel` will carry nothing more (its call ended without a final, or the
+  /// result went in the last frame): a resumed stream of it is closed `completed` after what it
+  /// holds. Idempotent; `get_channel` and unknown channels are no-ops.
+  MCPCORE_DECL void end_channel(stream_channel channel) noexcept;
   /// Releases the pin on `id` (routes (a) and (e)); returns whether this call cleared a slot.
   MCPCORE_DECL bool unpin(std::uint64_t id) noexcept;
   /// The frames `ids` were written on a wire (a GET pump after a successful write): every pinned
@@ -218,14 +260,18 @@ class session_stream {
   /// Whether `id` is pinned.
   [[nodiscard]] MCPCORE_DECL bool pinned(std::uint64_t id) const noexcept;
 
-  /// Attaches a new GET sink after `cursor` (0 = everything held) as one critical section
-  /// (reference §7.4 steps 0-8): poisoned → `poisoned`; window and contiguity checked before any
-  /// mutation → `gap`; a live and a draining sink → 
+  /// Attaches a new GET sink after `cursor` (0 = everything held on the GET stream) as one
+  /// critical section (reference §7.4 steps 0-8): poisoned → `poisoned`; the cursor's channel
+  /// (the channel of the frame it names) and the window checked before any mutation → `gap` (a
+  /// frame of the GET stream after the cursor was evicted; for a POST stream, any frame after it,
+  /// or a cursor whose channel is no longer known); a live and a draining sink →
   /// `handover_pending`; a budget lease on `stream_surface_get` for `principal` (caps enforced on a
-  /// first attach, `takeover` mode when a live sink exists) → the cap statuses; the finals still
-  /// pinned at or below the cursor, then every frame with id > cursor, queued (a cursor does not
-  /// release pins: only a write on a wire does, see `written`); the live sink becomes draining and is closed `superseded` after the lock
-  /// is released. A refusal other than a gap changes nothing. `budget` must outlive the sink.
+  /// first attach, `takeover` mode when a sink of the same channel exists) → the cap statuses;
+  /// the channel's finals still pinned at or below the cursor, then its frames with id > cursor,
+  /// queued (a cursor does not release pins: only a write on a wire does, see `written`). On the
+  /// GET stream the live sink becomes draining; a resumed POST stream's previous sink is
+  /// replaced; either is closed `superseded` after the lock is released. A refusal other than a
+  /// gap changes nothing. `budget` must outlive the sink.
   /// @throws std::bad_alloc before anything changed
   [[nodiscard]] MCPCORE_DECL attach_result attach_and_replay(std::uint64_t cursor, stream_budget& budget,
                                                              std::string_view principal);
@@ -234,9 +280,10 @@ class session_stream {
   MCPCORE_DECL bool detach(const stream_sink& sink) noexcept;
   /// Whether `generation` is still the current one (a pump that is not current was superseded).
   [[nodiscard]] MCPCORE_DECL bool current(std::uint64_t generation) const noexcept;
-  /// Closes the live and draining sinks with `reason` (session death); the ring stays.
+  /// Closes every sink (live, draining, resumed POST streams) with `reason` (session death); the
+  /// ring stays.
   MCPCORE_DECL void close_sinks(close_reason reason) noexcept;
-  /// Marks the stream poisoned (sticky: every later attach answers `poisoned`) and closes a live
+  /// Marks the stream poisoned (sticky: every later attach answers `poisoned`) and closes every
   /// sink `internal_error` (reference §8, last bullet).
   MCPCORE_DECL void poison() noexcept;
   [[nodiscard]] MCPCORE_DECL bool poisoned() const noexcept;

@@ -135,8 +135,9 @@ class get_pump {
   /// imply is recorded on the sink (first reason wins).
   MCPCORE_DECL void tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,
                          bool session_alive) noexcept;
-  /// Appends this pass's bytes to `out`: when the sink is closed, the close notification if the
-  /// reason writes one, and the pump finishes; when superseded (generation fence), nothing, and
+  /// Appends this pass's bytes to `out`: when the sink is closed `completed` (a resumed POST
+  /// stream that has nothing more to come), its queued frames, and the pump finishes; when it is
+  /// closed otherwise, the close notification if the reason writes one, and the pump finishes; when superseded (generation fence), nothing, and
   /// it finishes `superseded`; otherwise the `events-dropped` synthetic if frames were lost, the
   /// queued frames, or a heartbeat on a pass that would write nothing and a tick elapsed.
   /// No-throw: an internal failure finishes the pump `internal_error`.
@@ -168,6 +169,9 @@ class get_pump {
   close_reason reason_ = close_reason::none;
   stream_sink::batch batch_;
   std::vector<std::uint64_t> last_ids_;  // ring ids of the last pass's frames
+
+  // The taken batch: events-dropped if frames were lost, then the frames (their ids noted).
+  void write_batch(std::string& out);
 };
 
 MCPCORE_END_NAMESPACE

@@ -656,12 +656,13 @@ TEST_CASE("reference §9.4, SEP-1699: streamed progress: priming event first, ri
   const auto events = reader.events();
   CAPTURE(reader.wire());
   REQUIRE(events.size() == 5);
-  // The priming event: an id (a resume cursor: 0 on an empty ring), retry, empty data.
+  // The priming event: an id (the POST stream's marker: a resume cursor naming this stream), retry,
+  // empty data.
   REQUIRE(events[0].id.has_value());
-  CHECK(*events[0].id == 0);
+  CHECK(*events[0].id > 0);
   CHECK(events[0].retry == std::optional<std::uint64_t>{1000});
   CHECK(events[0].data.empty());
-  std::uint64_t last = 0;
+  std::uint64_t last = *events[0].id;
   for (std::size_t i = 1; i < 4; ++i) {
     CAPTURE(i);
     REQUIRE(is_progress(events[i]));
@@ -818,6 +819,82 @@ TEST_CASE("reference §9.4, MCP: a dropped stream is not a cancel; GET + Last-Ev
   CHECK(second.messages().empty());
 }
 
+TEST_CASE("MCP resumability: a stream dropped mid-call, resumed by GET: the rest live, the final last, then the end") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(24, "slow_report", {}, progress_meta("24")), sid));
+  auto reader = f.read(r);
+  REQUIRE(f.held_started.wait_arrived());
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 1; }));
+  const std::uint64_t cursor = *reader.messages().back().id;
+  reader.drop();
+  // Resumed before the call goes on: nothing to replay yet, and the stream stays open for it.
+  auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+  REQUIRE(g.head.status == 200);
+  auto resumed = f.read(g);
+  (void)resumed.pull();
+  CHECK(resumed.messages().empty());
+  CHECK_FALSE(resumed.finished());
+  f.held_gate.open();
+  resumed.drive_to_end();  // the final ends the resumed stream
+  const auto msgs = resumed.messages();
+  CAPTURE(resumed.wire());
+  REQUIRE(msgs.size() == 3);
+  CHECK(is_progress(msgs[0]));
+  CHECK(is_progress(msgs[1]));
+  REQUIRE(is_response_for(msgs[2], "24"));
+  CHECK(*msgs[0].id > cursor);
+  CHECK(*msgs[1].id > *msgs[0].id);
+  CHECK(*msgs[2].id > *msgs[1].id);
+  for (const auto& e : resumed.events()) CHECK_FALSE(is_close(e));
+  const auto s = f.session_of(sid);
+  CHECK(eventually([&] { return pin_count(s) == 0; }));  // written on the resumed wire
+  CHECK_FALSE(f.held_saw_stop.load());
+}
+
+TEST_CASE("MCP resumability: a resume replays only the POST stream its Last-Event-ID names, then ends") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto ra = f.send(post(fx::call_tool(21, "report", {}, progress_meta("21")), sid));
+  auto a = f.read(ra);
+  a.drive_to_end();
+  auto rb = f.send(post(fx::call_tool(22, "report", {}, progress_meta("22")), sid));
+  auto b = f.read(rb);
+  b.drive_to_end();
+  const auto a_events = a.events();  // the priming event, three progress notifications, the result
+  REQUIRE(a_events.size() == 5);
+  const auto replay_of = [&](std::uint64_t cursor) {
+    auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+    REQUIRE(g.head.status == 200);
+    auto resumed = f.read(g);
+    resumed.drive_to_end();  // the stream ended already: what it holds, then the end
+    return resumed.messages();
+  };
+  SUBCASE("from the priming event: the whole call, with the same ids") {
+    const auto msgs = replay_of(*a_events[0].id);
+    REQUIRE(msgs.size() == 4);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(*msgs[i].id == *a_events[i + 1].id);
+    for (std::size_t i = 0; i < 3; ++i) {
+      REQUIRE(is_progress(msgs[i]));
+      CHECK(fx::to_json(fx::parse(msgs[i].data).root["params"]["progressToken"]) == "21");
+    }
+    CHECK(is_response_for(msgs[3], "21"));
+  }
+  SUBCASE("from its second progress: the rest of it, never the later call's frames") {
+    const auto msgs = replay_of(*a_events[2].id);
+    REQUIRE(msgs.size() == 2);
+    CHECK(*msgs[0].id == *a_events[3].id);
+    CHECK(is_response_for(msgs[1], "21"));
+  }
+  SUBCASE("from its result: nothing") { CHECK(replay_of(*a_events[4].id).empty()); }
+  SUBCASE("a live GET stream carries neither call") {
+    auto g = f.send(get(sid));
+    auto live = f.read(g);
+    for (int i = 0; i < 3; ++i) (void)live.pull();
+    CHECK(live.messages().empty());
+  }
+}
+
 TEST_CASE("SEP-1699: close_stream ends the POST after the priming event; GET + Last-Event-ID gets the result") {
   fixture f;
   const auto sid = f.open_session();
@@ -865,7 +942,7 @@ TEST_CASE("SEP-1699: close_stream ends the POST after the priming event; GET + L
   }
   SUBCASE("the client reconnects after the result: the replay has it") {
     f.held_gate.open();
-    REQUIRE(eventually([&] { return s->stream()->stats().frames == 2; }));
+    REQUIRE(eventually([&] { return s->stream()->stats().channels_open == 0; }));  // the result ended it
     auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
     REQUIRE(g.head.status == 200);
     auto resumed = f.read(g);
@@ -905,12 +982,13 @@ TEST_CASE("SEP-1699: close_stream after the priming event went out sends its ret
   CHECK_FALSE(events[2].id.has_value());
   CHECK(events[2].data.empty());
   CHECK(eventually([&] { return f.closed_stream.load(); }));
-  // The result went to the session's stream: a resume after the log's id gets it.
+  // The result went to this POST's stream: a resume after the log's id gets it, then the end.
   const auto s = f.session_of(sid);
-  REQUIRE(eventually([&] { return s->stream()->stats().frames == 2; }));
+  REQUIRE(eventually([&] { return s->stream()->stats().channels_open == 0; }));
   auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(*events[1].id)));
   auto resumed = f.read(g);
-  REQUIRE(resumed.drive_until([](const auto& ev) { return messages_of(ev).size() == 1; }));
+  resumed.drive_to_end();
+  REQUIRE(resumed.messages().size() == 1);
   CHECK(is_response_for(resumed.messages()[0], "3"));
 }
 
@@ -1115,17 +1193,29 @@ TEST_CASE("reference §7.1: GET needs a session header (400), a live session (40
   CHECK(code_of(d) == -32600);
 }
 
-TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID replays everything; a cursor outside the window ends the session") {
+TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID reads as no cursor; a cursor outside the window ends the session") {
   fixture f;
   const auto sid = f.open_session();
+  // A streamed call (its frames belong to its POST stream), then a GET-only one (its progress
+  // rides the GET stream, held in the ring for a later attach).
   auto r = f.send(post(fx::call_tool(2, "report", {}, progress_meta("2")), sid));
   auto reader = f.read(r);
   reader.drive_to_end();
-  SUBCASE("junk reads as no cursor") {
+  auto plain = post(fx::call_tool(4, "report", {}, progress_meta("4")), sid);
+  plain.set("Accept", "application/json");
+  REQUIRE(f.send(plain).head.status == 200);
+  SUBCASE("junk reads as no cursor: every frame of the GET stream, none of the POST stream (MCP)") {
     auto g = f.send(get(sid).set("Last-Event-ID", "12abc"));
     REQUIRE(g.head.status == 200);
     auto all = f.read(g);
-    REQUIRE(all.drive_until([](const auto& ev) { return messages_of(ev).size() == 4; }));
+    REQUIRE(all.drive_until([](const auto& ev) { return messages_of(ev).size() == 3; }));
+    for (int i = 0; i < 3; ++i) (void)all.pull();
+    const auto msgs = all.messages();
+    REQUIRE(msgs.size() == 3);
+    for (const auto& m : msgs) {
+      REQUIRE(is_progress(m));
+      CHECK(fx::to_json(fx::parse(m.data).root["params"]["progressToken"]) == "4");
+    }
   }
   SUBCASE("a future cursor is a gap: 404 Replay window exceeded, and the session is gone") {
     auto g = f.send(get(sid).set("Last-Event-ID", "999"));

@@ -832,3 +832,191 @@ TEST_SUITE("session_stream") {
     CHECK(probe2.calls == 1);
   }
 }
+
+// ---- channels: one stream per POST response (MCP resumability) ----------------------------------
+
+namespace {
+
+struct channel_batch {
+  std::vector<std::uint64_t> ids;
+  bool closed = false;
+  close_reason reason = close_reason::none;
+};
+
+channel_batch take_all(stream_sink& sink) {
+  stream_sink::batch b;
+  sink.take(b);
+  channel_batch out;
+  for (const auto& f : b.frames) out.ids.push_back(f.id);
+  out.closed = b.closed;
+  out.reason = b.reason;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("MCP resumability: open_channel commits a priming marker that is never replayed") {
+  stream_budget b;
+  session_stream s;
+  const auto a = s.open_channel();
+  CHECK(a.channel != get_channel);
+  CHECK(a.priming_id == 1);
+  const auto c = s.open_channel();
+  CHECK(c.channel != a.channel);
+  CHECK(c.priming_id == 2);
+  CHECK(s.stats().frames == 2);
+  CHECK(s.stats().channels_open == 2);
+  // No cursor: the GET stream, which holds nothing (markers belong to their channels).
+  auto g = attach(s, b);
+  REQUIRE(g.status == attach_status::attached);
+  CHECK(g.channel == get_channel);
+  CHECK(take_ids(*g.sink).empty());
+  // The marker's id names its channel: nothing of it yet, and the stream stays open for it.
+  auto r = attach(s, b, a.priming_id);
+  REQUIRE(r.status == attach_status::attached);
+  CHECK(r.channel == a.channel);
+  CHECK(r.replayed == 0);
+  const auto first = take_all(*r.sink);
+  CHECK(first.ids.empty());
+  CHECK_FALSE(first.closed);
+  CHECK(s.stats().channel_sinks == 1);
+}
+
+TEST_CASE("MCP resumability: a cursor replays only the frames of its own stream") {
+  stream_budget b;
+  session_stream s;
+  const auto a = s.open_channel();              // 1
+  const auto c = s.open_channel();              // 2
+  const auto g1 = s.publish(msg(3));            // 3: GET stream
+  const auto a1 = s.publish_ring_only(msg(4), a.channel);  // 4
+  const auto c1 = s.publish_ring_only(msg(5), c.channel);  // 5
+  const auto a2 = s.publish_ring_only(msg(6), a.channel);  // 6
+  const auto g2 = s.publish(msg(7));            // 7
+  const auto af = s.publish_final(msg(8), a.channel);      // 8: ends channel a
+  REQUIRE(af == 8);
+  SUBCASE("the priming marker: the whole POST stream, its final last, then the end") {
+    auto r = attach(s, b, a.priming_id);
+    REQUIRE(r.status == attach_status::attached);
+    CHECK(r.channel == a.channel);
+    const auto got = take_all(*r.sink);
+    CHECK(got.ids == std::vector<std::uint64_t>{a1, a2, af});
+    CHECK(got.closed);
+    CHECK(got.reason == close_reason::completed);
+  }
+  SUBCASE("a frame of the POST stream: what follows it there") {
+    auto r = attach(s, b, a1);
+    REQUIRE(r.status == attach_status::attached);
+    CHECK(take_all(*r.sink).ids == std::vector<std::uint64_t>{a2, af});
+  }
+  SUBCASE("a frame of the GET stream: the GET stream only") {
+    auto r = attach(s, b, g1);
+    REQUIRE(r.status == attach_status::attached);
+    CHECK(r.channel == get_channel);
+    CHECK(take_ids(*r.sink) == std::vector<std::uint64_t>{g2});
+    CHECK(s.stats().live);
+  }
+  SUBCASE("an open POST stream: its frames so far, then live, then its final ends it") {
+    auto r = attach(s, b, c.priming_id);
+    REQUIRE(r.status == attach_status::attached);
+    auto got = take_all(*r.sink);
+    CHECK(got.ids == std::vector<std::uint64_t>{c1});
+    CHECK_FALSE(got.closed);
+    (void)s.publish(msg(9));                                // GET stream: not here
+    (void)s.publish_ring_only(msg(10), a.channel);          // an ended stream: not here
+    const auto c2 = s.publish_ring_only(msg(11), c.channel);
+    got = take_all(*r.sink);
+    CHECK(got.ids == std::vector<std::uint64_t>{c2});
+    const auto cf = s.publish_final(msg(12), c.channel);
+    got = take_all(*r.sink);
+    CHECK(got.ids == std::vector<std::uint64_t>{cf});
+    CHECK(got.closed);
+    CHECK(got.reason == close_reason::completed);
+    CHECK(s.stats().channels_open == 0);
+    // Its fence stays current while it writes its last frames (a pass between the final's push
+    // and the close must not read as superseded); it goes when the stream detaches.
+    CHECK(s.current(r.generation));
+    CHECK(s.stats().channel_sinks == 1);
+    CHECK(s.detach(*r.sink));
+    CHECK(s.stats().channel_sinks == 0);
+    CHECK_FALSE(s.current(r.generation));
+  }
+}
+
+TEST_CASE("MCP resumability: end_channel ends a resumed stream; a second resume supersedes the first") {
+  stream_budget b;
+  session_stream s;
+  const auto a = s.open_channel();
+  auto first = attach(s, b, a.priming_id);
+  REQUIRE(first.status == attach_status::attached);
+  auto second = attach(s, b, a.priming_id);
+  REQUIRE(second.status == attach_status::attached);
+  CHECK(second.took_over);
+  CHECK(first.sink->closed());
+  CHECK(first.sink->reason() == close_reason::superseded);
+  CHECK_FALSE(s.current(first.generation));
+  CHECK(s.current(second.generation));
+  CHECK(b.in_use() == 2);  // the superseded sink still holds its lease until its pump lets go
+  s.end_channel(a.channel);
+  CHECK(second.sink->closed());
+  CHECK(second.sink->reason() == close_reason::completed);
+  s.end_channel(a.channel);  // idempotent
+  s.end_channel(get_channel);  // a no-op
+  CHECK(s.stats().channels_open == 0);
+}
+
+TEST_CASE("MCP resumability: the GET stream's gap rule counts only its own evicted frames") {
+  stream_budget b;
+  session_stream s{opts(4)};
+  const auto g1 = s.publish(msg(1));  // 1: GET stream
+  const auto a = s.open_channel();     // 2
+  for (int i = 0; i < 6; ++i) (void)s.publish_ring_only(msg(10), a.channel);  // 3..8 evict 1..4
+  REQUIRE(s.stats().oldest_id == 5);
+  SUBCASE("the GET cursor's own frame was evicted, but nothing of the GET stream after it") {
+    auto r = attach(s, b, g1);
+    REQUIRE(r.status == attach_status::attached);
+    CHECK(r.channel == get_channel);
+    CHECK(take_ids(*r.sink).empty());
+  }
+  SUBCASE("a POST stream's cursor after an eviction in between is a gap (never silent)") {
+    CHECK(attach(s, b, a.priming_id).status == attach_status::gap);
+  }
+  SUBCASE("a cursor whose frame is gone and whose stream cannot be told is a gap") {
+    CHECK(attach(s, b, 3).status == attach_status::gap);
+  }
+}
+
+TEST_CASE("MCP resumability: session death and poison close resumed POST streams too") {
+  stream_budget b;
+  session_stream s;
+  const auto a = s.open_channel();
+  auto r = attach(s, b, a.priming_id);
+  REQUIRE(r.status == attach_status::attached);
+  SUBCASE("close_sinks") {
+    s.close_sinks(close_reason::session_terminated);
+    CHECK(r.sink->reason() == close_reason::session_terminated);
+  }
+  SUBCASE("poison") {
+    s.poison();
+    CHECK(r.sink->reason() == close_reason::internal_error);
+  }
+  SUBCASE("detach returns the lease") {
+    CHECK(s.detach(*r.sink));
+    CHECK(b.in_use() == 0);
+    CHECK(s.stats().channel_sinks == 0);
+  }
+}
+
+TEST_CASE("MCP resumability: at open_channels the oldest open channel is ended") {
+  session_stream_options o;
+  o.open_channels = 2;
+  stream_budget b;
+  session_stream s{o};
+  const auto a = s.open_channel();
+  auto r = attach(s, b, a.priming_id);
+  REQUIRE(r.status == attach_status::attached);
+  (void)s.open_channel();
+  CHECK_FALSE(r.sink->closed());
+  (void)s.open_channel();
+  CHECK(r.sink->reason() == close_reason::completed);
+  CHECK(s.stats().channels_open == 2);
+}

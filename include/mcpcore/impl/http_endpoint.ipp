@@ -194,10 +194,11 @@ inline std::string http_quoted(std::string_view v) {
   return out;
 }
 
-/// The priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699): `id` (a resume cursor,
-/// written even when it is 0), `retry`, one empty `data` line.
+/// The priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699): `id` (the stream's marker
+/// in the session's ring: a resume cursor naming this stream), `retry`, one empty `data` line.
+/// Without a marker (memory exhausted) the event has no `id`: the stream is not resumable, and
+/// a client never resumes another stream with it.
 inline void http_write_priming(std::string& out, std::uint64_t id, std::chrono::milliseconds retry) {
-  if (id == 0) out.append("id: 0\n");  // sse::write_event writes no id field for 0
   sse::event e;
   e.id = id;
   e.retry = retry;
@@ -694,16 +695,8 @@ inline http_reply http_post_sse_reply(const std::shared_ptr<http_post_exchange>&
   return r;
 }
 
-/// The newest ring id of a session's stream: the priming event's id, a cursor after which every
-/// frame of a call armed from now on is replayed (0, "everything held", on an empty ring).
-inline std::uint64_t http_newest_id(const session& s) {
-  const std::uint64_t next = s.stream()->stats().next_id;
-  return next == 0 ? 0 : next - 1;
-}
-
 inline std::optional<http_reply> http_post_exchange::upgrade_locked(const std::shared_ptr<http_post_exchange>& self) {
   http_endpoint::impl& e = ep;
-  const std::uint64_t priming = http_newest_id(*sess);  // before the arm: every frame of the call is after it
   const request_id key = token.value_or(id);
   post_admission a = admit_post(post_mode::streamed, e.budget, *e.bridge, sess, id, key, e.m);
   if (!a.call || a.mode != post_mode::streamed) {
@@ -712,7 +705,11 @@ inline std::optional<http_reply> http_post_exchange::upgrade_locked(const std::s
     route = http_route::get;
     return std::nullopt;
   }
-  const arm_outcome o = a.call->arm(bridge_delivery::streamed);
+  // The POST's own stream in the session's ring, opened before the arm so that its priming
+  // marker precedes every frame of the call (arm ends it again if the record does not stream).
+  const opened_channel ch = sess->stream()->open_channel();
+  const std::uint64_t priming = ch.priming_id;
+  const arm_outcome o = a.call->arm(bridge_delivery::streamed, ch.channel);
   call = *a.call;
   route = http_route::record;
   if (o != arm_outcome::streaming) {
@@ -793,17 +790,15 @@ inline bool http_post_sink::close_stream(std::chrono::milliseconds retry) noexce
         ex_.quiet = true;
         ex_.quiet_retry = retry.count() > 0 ? retry : std::chrono::milliseconds{0};
         wake = ex_.call->wake_sink();
-        // From now on the call's messages, and at the end its result, are published on the
-        // session's stream: live to a GET stream already attached (a parked record's frames are
-        // ring-only and would reach only a later attach), and replayable from the ring after the
-        // priming event's id.
-        ex_.route = http_route::get;
+        // The route stays the record: once the POST is released the record parks, and its later
+        // messages and its result are committed on this POST's channel, replayed to (and live on)
+        // a GET resuming with the priming event's id.
       }
     }
     if (refused) ex_.ep.reject_row(to_string(*refused), ex_.sess->id(), ex_.who.id, ex_.cid.view(), true);
     if (reply) http_deliver(d, std::move(*reply));
     // `superseded` ends the POST without a close frame (the client resumes on GET); the record
-    // parks when the stream is released, so its final is replayed there.
+    // parks when the stream is released, and its final goes to the resumed stream.
     return wake && wake->close(close_reason::superseded);
   } catch (...) {
     return false;
@@ -814,11 +809,9 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
   std::optional<progress_call> c;
   http_completion d;
   bool reply_plain = false;
-  bool polled = false;  // close_stream ended the POST: the result goes to the session's stream
   {
     const std::lock_guard<std::mutex> lock(mutex);
     dispatch_ended = true;
-    polled = quiet;
     c = call;
     if (!replied) {
       replied = true;
@@ -833,21 +826,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
   } catch (...) {  // NOLINT(bugprone-empty-catch): the failure reply then says null
   }
   // The record's terminal first: a streamed answer ends with its final (reference §9.4).
-  if (c && polled && !c->detached()) {
-    // SEP-1699 polling: the result is published on the session's stream (live and in the ring),
-    // then the record ends without a frame of its own.
-    try {
-      if (threw) {
-        std::string t;
-        write_post_dispatch_failure(t, id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
-        (void)sess->stream()->publish(t);
-      } else if (returned) {
-        (void)sess->stream()->publish(out);
-      }
-    } catch (...) {  // NOLINT(bugprone-empty-catch): publish is no-throw; the copy above may fail
-    }
-    (void)c->complete_without_response();
-  } else if (c) {
+  if (c) {
     try {
       if (threw) {
         std::string t;
@@ -1178,7 +1157,6 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
     in.streamed_post_enabled = options.streamed_post;  // already folded into accepts_sse
     const post_mode mode = choose_post_mode(in);
     if (mode != post_mode::plain && token) {
-      priming = detail::http_newest_id(*ex->sess);
       post_admission a = admit_post(mode, budget, *bridge, ex->sess, ex->id, *token, m);
       if (a.refusal) {
         ex->release_id();
@@ -1188,8 +1166,13 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
       }
       if (a.call) {
         progress_call call = *a.call;
+        // A streamed answer is this POST's own stream in the session's ring (the priming marker
+        // first); GET-only progress rides the GET stream.
+        opened_channel ch;
+        if (a.mode == post_mode::streamed) ch = ex->sess->stream()->open_channel();
+        priming = ch.priming_id;
         const arm_outcome o =
-            call.arm(a.mode == post_mode::streamed ? bridge_delivery::streamed : bridge_delivery::get_only);
+            call.arm(a.mode == post_mode::streamed ? bridge_delivery::streamed : bridge_delivery::get_only, ch.channel);
         if (o == arm_outcome::streaming) streamed = call;
         ex->call = std::move(call);
         ex->route = detail::http_route::record;

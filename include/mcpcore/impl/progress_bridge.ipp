@@ -86,6 +86,7 @@ struct progress_call::state {
   mutable std::mutex mutex;
   // Guarded by `mutex`.
   bridge_record_state st = bridge_record_state::arming;
+  stream_channel channel = get_channel;  // the POST stream its frames belong to (set by a streamed arm)
   std::uint64_t park_order = 0;
   bool charge_held = false;
   bool cancel_intent = false;
@@ -328,6 +329,7 @@ inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>
   for (;;) {
     if (r.torn_down) break;
     const bridge_record_state mode = r.st;
+    const stream_channel channel = r.channel;
     if (mode == bridge_record_state::arming) break;  // latched until arm
     if (mode == bridge_record_state::done || mode == bridge_record_state::aborted) {
       r.slot.reset();
@@ -376,15 +378,15 @@ inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>
     std::uint64_t id = 0;
     bool poisoned = false;
     if (what != item::final) {
-      id = mode == bridge_record_state::get_only ? stream.publish(text) : stream.publish_ring_only(text);
+      id = mode == bridge_record_state::get_only ? stream.publish(text) : stream.publish_ring_only(text, channel);
     } else if (mode != bridge_record_state::get_only) {
       // The ladder (reference §10.4): real final, fallback final, poison.
-      id = stream.publish_final(text);
+      id = stream.publish_final(text, channel);
       if (id == 0) {
         m.terminal_publish_failures.inc();
         try {
           text = bridge_fallback_final(r.id, execution_id);
-          id = stream.publish_final(text);
+          id = stream.publish_final(text, channel);
         } catch (const std::bad_alloc&) {
           id = 0;
         }
@@ -464,21 +466,28 @@ MCPCORE_DECL std::string_view to_string(bridge_record_state s) noexcept {
 
 // ---- progress_call ---------------------------------------------------------------------------
 
-MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery) {
+MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery, stream_channel channel) {
   if (!s_) return arm_outcome::not_armed;
   state& r = *s_;
+  // A channel the record does not stream on carries nothing: a resume of it ends after what it
+  // holds. Ended outside every lock (that may wake a resumed stream).
+  const auto end_unused = [&r, channel] {
+    if (channel != get_channel && r.sess) r.sess->stream()->end_channel(channel);
+  };
   const session_metrics& m = *r.metrics;
   const auto core = r.core.lock();
   std::unique_lock<std::mutex> bridge_lock;
   if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
   std::unique_lock<std::mutex> lk(r.mutex);
-  if (!core || r.torn_down || r.st == bridge_record_state::aborted) {
-    m.bridge_degrades[detail::bridge_index(bridge_degrade::arm_not_armed)].inc();
-    return arm_outcome::not_armed;
-  }
-  if (r.st != bridge_record_state::arming) {
-    m.bridge_degrades[detail::bridge_index(bridge_degrade::arm_already_armed)].inc();
-    return arm_outcome::already_armed;
+  if (!core || r.torn_down || r.st == bridge_record_state::aborted || r.st != bridge_record_state::arming) {
+    const bool not_armed = !core || r.torn_down || r.st == bridge_record_state::aborted;
+    m.bridge_degrades[detail::bridge_index(not_armed ? bridge_degrade::arm_not_armed
+                                                     : bridge_degrade::arm_already_armed)]
+        .inc();
+    lk.unlock();
+    if (bridge_lock.owns_lock()) bridge_lock.unlock();
+    end_unused();
+    return not_armed ? arm_outcome::not_armed : arm_outcome::already_armed;
   }
   arm_outcome outcome = arm_outcome::get_only;
   if (r.cancel_intent) {
@@ -489,6 +498,7 @@ MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery) {
     m.bridge_degrades[detail::bridge_index(bridge_degrade::arm_cancelled)].inc();
   } else if (delivery == bridge_delivery::streamed && r.streamed) {
     r.st = bridge_record_state::streaming;
+    r.channel = channel;
     outcome = arm_outcome::streaming;
   } else {
     r.st = bridge_record_state::get_only;
@@ -503,9 +513,11 @@ MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery) {
     detail::bridge_release_charge_locked(core.get(), r);
     poke = true;
   }
+  const bool ended = outcome != arm_outcome::streaming || r.st == bridge_record_state::done;
   bridge_lock.unlock();
   (void)detail::bridge_project_and_release(r, lk, core);
   if (poke && r.wake) r.wake->poke();
+  if (ended) end_unused();
   return outcome;
 }
 
@@ -675,6 +687,7 @@ MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
   r.terminal_accepted = true;
   r.terminal = detail::bridge_terminal::no_response;
   if (r.st == bridge_record_state::arming) return true;  // arm settles it
+  const stream_channel channel = r.channel;
   r.st = bridge_record_state::done;
   r.slot.reset();
   r.messages.clear();
@@ -687,6 +700,7 @@ MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
   // `cancelled` with its close frame, whichever of the dispatch core and the bridge heard the
   // cancel first (a close is never indistinguishable from completion, reference §14.4).
   if (r.wake) r.wake->close(close_reason::cancelled);
+  if (channel != get_channel && r.sess) r.sess->stream()->end_channel(channel);  // a resumed stream ends too
   return true;
 }
 
@@ -1085,7 +1099,7 @@ MCPCORE_DECL void progress_bridge::sweep() noexcept {
                                          ? detail::bridge_fallback_final(r.id, r.execution_id)
                                          : detail::bridge_unavailable_final(r.id, r.execution_id,
                                                                             c.clock->system_now());
-            fid = r.sess->stream()->publish_final(text);
+            fid = r.sess->stream()->publish_final(text, r.channel);
           } catch (const std::bad_alloc&) {
             fid = 0;
           }

@@ -14,7 +14,9 @@
 #include <deque>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -168,6 +170,7 @@ inline session_stream_options normalise_session_stream_options(session_stream_op
   o.ring_frames = std::max<std::size_t>(o.ring_frames, 1);
   o.ring_bytes = std::max(o.ring_bytes, min_ring_bytes);
   o.sink_queue_frames = std::max(o.sink_queue_frames, o.ring_frames);
+  o.open_channels = std::max<std::size_t>(o.open_channels, 1);
   return o;
 }
 
@@ -190,6 +193,14 @@ struct session_stream::impl {
       : options(detail::normalise_session_stream_options(std::move(o))), metrics(m) {}
 
   enum class target : std::uint8_t { ring_and_live, ring_only, final };
+  struct channel_entry {
+    stream_channel channel = 0;
+    std::shared_ptr<stream_sink> sink;  // a resumed stream of the channel, if attached
+    std::uint64_t generation = 0;       // its fence
+    // The channel ended while its resumed stream is still attached: the entry stays (the fence
+    // stays current while the stream writes its last frames) until the stream detaches.
+    bool ended = false;
+  };
 
   [[nodiscard]] static std::size_t weight(const stream_frame& f) noexcept {
     return stream_event_type.size() + f.data.size();
@@ -232,6 +243,12 @@ struct session_stream::impl {
         }
       }
       if (victim == ring.end()) return;  // only pinned frames and the newest: bounded overshoot
+      // What a later cursor needs to know about the frame (see resolve_locked).
+      if (victim->id > max_evicted) {
+        max_evicted = victim->id;
+        max_evicted_channel = victim->channel;
+      }
+      if (victim->channel == get_channel) get_max_evicted = std::max(get_max_evicted, victim->id);
       bytes -= weight(*victim);
       ring.erase(victim);  // moves at most the pinned frames before it (deque erase shifts the shorter side)
       metrics.ring_evictions.inc();
@@ -249,12 +266,36 @@ struct session_stream::impl {
     return wake;
   }
 
-  std::uint64_t publish(std::string_view message, target t) noexcept {
+  // The open (not ended) channel `c`, or end().
+  [[nodiscard]] auto find_channel_locked(stream_channel c) noexcept {
+    return std::find_if(channels.begin(), channels.end(),
+                        [c](const channel_entry& e) { return e.channel == c && !e.ended; });
+  }
+
+  [[nodiscard]] std::size_t open_channels_locked() const noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(channels.begin(), channels.end(), [](const channel_entry& e) { return !e.ended; }));
+  }
+
+  // Ends the open channel at `it`; returns its resumed sink (to be closed `completed` after
+  // unlocking), if any, whose entry stays until it detaches.
+  std::shared_ptr<stream_sink> end_channel_locked(std::vector<channel_entry>::iterator it) noexcept {
+    if (!it->sink) {
+      channels.erase(it);
+      return nullptr;
+    }
+    it->ended = true;
+    return it->sink;
+  }
+
+  std::uint64_t publish(std::string_view message, target t, stream_channel channel) noexcept {
     std::shared_ptr<stream_sink> to_wake;
+    std::shared_ptr<stream_sink> to_complete;
     std::uint64_t id = 0;
     try {
       // The owned copy, outside the lock.
       stream_frame frame;
+      frame.channel = t == target::ring_and_live ? get_channel : channel;
       const bool too_large = stream_event_type.size() + message.size() > options.ring_bytes;
       if (too_large) {
         detail::append_frame_too_large_notice(frame.data, options.frame_too_large_method, message.size());
@@ -270,7 +311,15 @@ struct session_stream::impl {
       if (too_large) metrics.frames_too_large.inc();
       if (t == target::final) pin_locked(id);  // after the commit: no ghost pins (reference §8)
       // The live copy before eviction: the newest frame is never evicted anyway.
-      if (t == target::ring_and_live && live && push_counted(*live, ring.back())) to_wake = live;
+      if (t == target::ring_and_live) {
+        if (live && push_counted(*live, ring.back())) to_wake = live;
+      } else if (channel != get_channel) {
+        const auto open = find_channel_locked(channel);
+        if (open != channels.end()) {
+          if (open->sink && push_counted(*open->sink, ring.back())) to_wake = open->sink;
+          if (t == target::final) to_complete = end_channel_locked(open);  // the final is the last frame
+        }
+      }
       evict_locked();
     } catch (const std::bad_alloc&) {
       if (id == 0) {
@@ -278,9 +327,27 @@ struct session_stream::impl {
         return 0;
       }
     }
-    if (to_wake) to_wake->wake();  // outside the stream lock (reference §14.1)
+    // Outside the stream lock (reference §14.1). Closing after the push: the consumer writes the
+    // final, then ends.
+    if (to_wake) to_wake->wake();
+    if (to_complete) to_complete->close(close_reason::completed);
     return id;
   }
+
+  // The channel a resume cursor names, or nullopt when it cannot be told (a gap). Called after
+  // the window check, so `cursor` is below `next_id`. A held frame names its own channel; of the
+  // evicted ones, only the newest evicted frame of the GET stream and the newest evicted frame
+  // overall are remembered: every other evicted cursor is a gap on any channel anyway.
+  [[nodiscard]] std::optional<stream_channel> resolve_locked(std::uint64_t cursor) const noexcept {
+    if (cursor == 0) return get_channel;
+    const auto it = std::lower_bound(ring.begin(), ring.end(), cursor,
+                                     [](const stream_frame& f, std::uint64_t c) { return f.id < c; });
+    if (it != ring.end() && it->id == cursor) return it->channel;
+    if (cursor == get_max_evicted) return get_channel;
+    if (cursor == max_evicted) return max_evicted_channel;
+    return std::nullopt;
+  }
+
 
   const session_stream_options options;
   const session_metrics metrics;
@@ -292,8 +359,14 @@ struct session_stream::impl {
   std::array<std::uint64_t, max_pinned_finals> pins{};  // 0 marks a free slot
   std::shared_ptr<stream_sink> live;
   std::shared_ptr<stream_sink> draining;
-  std::uint64_t generation = 0;
+  std::uint64_t generation = 0;   // the live GET sink's fence
+  std::uint64_t generations = 0;  // every fence handed out (GET and resumed POST streams)
   bool poisoned = false;
+  std::vector<channel_entry> channels;  // open POST streams, oldest first
+  stream_channel next_channel = 1;
+  std::uint64_t max_evicted = 0;        // the largest evicted id, and its channel
+  stream_channel max_evicted_channel = get_channel;
+  std::uint64_t get_max_evicted = 0;    // the largest evicted id of the GET stream
 };
 
 MCPCORE_DECL session_stream::session_stream(session_stream_options options, session_metrics metrics)
@@ -311,19 +384,69 @@ MCPCORE_DECL session_stream::~session_stream() {
     impl_->metrics.streams_active.add(-1);
     impl_->metrics.streams_handover_pending.add(-1);
   }
+  for (auto& c : impl_->channels) {
+    if (!c.sink) continue;
+    c.sink->close(close_reason::session_terminated);
+    impl_->metrics.streams_active.add(-1);
+  }
   delete impl_;
 }
 
 MCPCORE_DECL std::uint64_t session_stream::publish(std::string_view message) noexcept {
-  return impl_->publish(message, impl::target::ring_and_live);
+  return impl_->publish(message, impl::target::ring_and_live, get_channel);
 }
 
-MCPCORE_DECL std::uint64_t session_stream::publish_ring_only(std::string_view message) noexcept {
-  return impl_->publish(message, impl::target::ring_only);
+MCPCORE_DECL std::uint64_t session_stream::publish_ring_only(std::string_view message,
+                                                             stream_channel channel) noexcept {
+  return impl_->publish(message, impl::target::ring_only, channel);
 }
 
-MCPCORE_DECL std::uint64_t session_stream::publish_final(std::string_view message) noexcept {
-  return impl_->publish(message, impl::target::final);
+MCPCORE_DECL std::uint64_t session_stream::publish_final(std::string_view message, stream_channel channel) noexcept {
+  return impl_->publish(message, impl::target::final, channel);
+}
+
+MCPCORE_DECL opened_channel session_stream::open_channel() noexcept {
+  opened_channel out;
+  std::shared_ptr<stream_sink> to_complete;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl& s = *impl_;
+    // The channel first: whatever fails below, the stream's frames never join another stream.
+    out.channel = s.next_channel++;
+    if (s.open_channels_locked() >= s.options.open_channels) {
+      const auto oldest = std::find_if(s.channels.begin(), s.channels.end(), [](const impl::channel_entry& e) { return !e.ended; });
+      to_complete = s.end_channel_locked(oldest);
+    }
+    try {
+      s.channels.reserve(s.channels.size() + 1);
+      stream_frame marker;
+      marker.channel = out.channel;
+      marker.id = s.next_id;
+      s.ring.push_back(std::move(marker));  // the last step that can throw
+      // Committed: no-throw from here.
+      out.priming_id = s.next_id++;
+      s.bytes += impl::weight(s.ring.back());
+      s.channels.push_back(impl::channel_entry{out.channel, nullptr, 0});
+      s.evict_locked();
+    } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): no marker, see below
+      // No priming id: the POST still streams, but cannot be resumed (and is not open, so a
+      // cursor naming one of its frames replays what is held and ends).
+    }
+  }
+  if (to_complete) to_complete->close(close_reason::completed);
+  return out;
+}
+
+MCPCORE_DECL void session_stream::end_channel(stream_channel channel) noexcept {
+  if (channel == get_channel) return;
+  std::shared_ptr<stream_sink> to_complete;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    const auto it = impl_->find_channel_locked(channel);
+    if (it == impl_->channels.end()) return;
+    to_complete = impl_->end_channel_locked(it);
+  }
+  if (to_complete) to_complete->close(close_reason::completed);
 }
 
 MCPCORE_DECL bool session_stream::unpin(std::uint64_t id) noexcept {
@@ -341,6 +464,7 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
                                                              std::string_view principal) {
   attach_result out;
   std::shared_ptr<stream_sink> superseded;
+  std::shared_ptr<stream_sink> ended;  // a resumed POST stream that has nothing more to come
   {
     const std::lock_guard<std::mutex> lock(impl_->mutex);
     impl& s = *impl_;
@@ -349,33 +473,31 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
       out.status = attach_status::poisoned;
       return out;
     }
-    // The first held frame with id > cursor.
-    const auto first = std::upper_bound(s.ring.begin(), s.ring.end(), cursor,
-                                        [](std::uint64_t c, const stream_frame& f) { return c < f.id; });
-    const auto after = static_cast<std::size_t>(s.ring.end() - first);
-    if (cursor != 0) {
-      // 1. The window: an evicted cursor and a future cursor take the same path.
-      const std::uint64_t lower = s.ring.empty() ? s.next_id : s.ring.front().id;
-      if (cursor + 1 < lower || cursor >= s.next_id) {
-        out.status = attach_status::gap;
-        return out;
-      }
-      // 2. Contiguity: ids are distinct, increasing and below next_id, so exactly
-      //    cursor+1 .. next_id-1 are held iff that many frames follow the cursor.
-      if (after != s.next_id - 1 - cursor) {
-        out.status = attach_status::gap;
-        return out;
-      }
+    // 1. The window and the cursor's channel: a future cursor, a cursor whose channel is no longer
+    //    known, and a cursor after which a frame of its stream was evicted take the same path. On
+    //    the GET stream that is exact (only its own evictions count); for a POST stream any
+    //    eviction after the cursor counts (its frames are not tracked once gone).
+    const std::optional<stream_channel> resolved = cursor < s.next_id ? s.resolve_locked(cursor) : std::nullopt;
+    if (!resolved) {
+      out.status = attach_status::gap;
+      return out;
     }
+    const stream_channel channel = *resolved;
+    if (cursor != 0 && (channel == get_channel ? s.get_max_evicted : s.max_evicted) > cursor) {
+      out.status = attach_status::gap;
+      return out;
+    }
+    const bool on_get = channel == get_channel;
+    const auto open = on_get ? s.channels.end() : s.find_channel_locked(channel);
     // 5. Admission: at most one draining sink per session (reference §7.5).
-    if (s.live && s.draining) {
+    if (on_get && s.live && s.draining) {
       out.status = attach_status::handover_pending;
       return out;
     }
     // The sink first, then the lease: a throw or a refusal leaves the stream as it was. The queue
     // holds the whole replay, pinned overshoot included, so a replay never gaps itself.
     auto sink = std::make_shared<stream_sink>(std::max(s.options.sink_queue_frames, s.ring.size()));
-    const bool takeover = static_cast<bool>(s.live);
+    const bool takeover = on_get ? static_cast<bool>(s.live) : open != s.channels.end() && open->sink;
     auto lease = budget.try_acquire(stream_surface_get, principal, s.options.get_streams_per_principal,
                                     takeover ? stream_budget_mode::takeover : stream_budget_mode::enforce_caps);
     if (!lease.has_value()) {
@@ -385,35 +507,57 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
     }
     // No-throw from here.
     sink->lease() = std::move(*lease);
-    // 6. Replay. Nobody else sees the sink yet and it has no waker: nothing to wake. A copy that
-    //    fails is counted dropped (the consumer writes events-dropped; the frame stays replayable).
-    //    First the finals still pinned at or below the cursor: a pin is only released once its
-    //    frame was written on a wire, so these never reached the client, whatever the cursor says
-    //    (a parked final is ring-only and a GET stream's own Last-Event-ID may pass it unseen).
-    //    Ids still increase on the new connection: these all precede the frames after the cursor.
+    // 6. Replay, of the cursor's stream only. Nobody else sees the sink yet and it has no waker:
+    //    nothing to wake. A copy that fails is counted dropped (the consumer writes events-dropped;
+    //    the frame stays replayable). First the finals still pinned at or below the cursor: a pin
+    //    is only released once its frame was written on a wire, so these never reached the client,
+    //    whatever the cursor says (a parked final is ring-only and a GET stream's own
+    //    Last-Event-ID may pass it unseen). Ids still increase on the new connection: these all
+    //    precede the frames after the cursor. Priming markers are never written.
+    const auto first = std::upper_bound(s.ring.begin(), s.ring.end(), cursor,
+                                        [](std::uint64_t c, const stream_frame& f) { return c < f.id; });
     for (auto it = s.ring.begin(); it != first; ++it) {
-      if (s.pinned_locked(it->id)) {
+      if (it->channel == channel && s.pinned_locked(it->id)) {
         s.push_counted(*sink, *it);
         ++out.pins_replayed;
       }
     }
-    for (auto it = first; it != s.ring.end(); ++it) s.push_counted(*sink, *it);
-    out.replayed = after + out.pins_replayed;
-    // 7. Commit.
-    s.metrics.streams_active.add(1);
-    if (takeover) {
-      superseded = s.live;
-      s.draining = std::move(s.live);
-      s.metrics.streams_handover_pending.add(1);
+    for (auto it = first; it != s.ring.end(); ++it) {
+      if (it->channel != channel || it->data.empty()) continue;
+      s.push_counted(*sink, *it);
+      ++out.replayed;
     }
-    s.live = sink;
-    out.generation = ++s.generation;
+    out.replayed += out.pins_replayed;
+    // 7. Commit.
+    out.generation = ++s.generations;
+    if (on_get) {
+      s.metrics.streams_active.add(1);
+      if (takeover) {
+        superseded = s.live;
+        s.draining = std::move(s.live);
+        s.metrics.streams_handover_pending.add(1);
+      }
+      s.live = sink;
+      s.generation = out.generation;
+    } else if (open != s.channels.end()) {
+      if (takeover) {
+        superseded = std::move(open->sink);  // replaced, not draining: its frames are replayed here
+      } else {
+        s.metrics.streams_active.add(1);
+      }
+      open->sink = sink;
+      open->generation = out.generation;
+    } else {
+      ended = sink;  // the stream ended already: what it held, then the end
+    }
     out.sink = std::move(sink);
     out.took_over = takeover;
+    out.channel = channel;
     out.status = attach_status::attached;
   }
   // 8. Outside the stream lock.
   if (superseded) superseded->close(close_reason::superseded);
+  if (ended) ended->close(close_reason::completed);
   return out;
 }
 
@@ -439,6 +583,16 @@ MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {
       impl_->draining.reset();
       impl_->metrics.streams_active.add(-1);
       impl_->metrics.streams_handover_pending.add(-1);
+    } else {
+      auto& channels = impl_->channels;
+      const auto it = std::find_if(channels.begin(), channels.end(),
+                                   [&sink](const impl::channel_entry& c) { return c.sink.get() == &sink; });
+      if (it != channels.end()) {
+        found = std::move(it->sink);
+        it->sink.reset();
+        if (it->ended) channels.erase(it);
+        impl_->metrics.streams_active.add(-1);
+      }
     }
   }
   if (!found) return false;
@@ -448,29 +602,58 @@ MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {
 
 MCPCORE_DECL bool session_stream::current(std::uint64_t generation) const noexcept {
   const std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->generation == generation;
+  if (generation == 0) return false;
+  if (impl_->generation == generation) return true;
+  return std::any_of(impl_->channels.begin(), impl_->channels.end(),
+                     [generation](const impl::channel_entry& c) { return c.sink && c.generation == generation; });
 }
 
+namespace detail {
+
+// The resumed POST streams of `s` (called with its lock held).
+template <class Impl>
+std::vector<std::shared_ptr<stream_sink>> session_stream_channel_sinks_locked(const Impl& s) {
+  std::vector<std::shared_ptr<stream_sink>> out;
+  for (const auto& c : s.channels) {
+    if (c.sink) out.push_back(c.sink);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 MCPCORE_DECL void session_stream::close_sinks(close_reason reason) noexcept {
+  std::vector<std::shared_ptr<stream_sink>> sinks;
   std::shared_ptr<stream_sink> live;
   std::shared_ptr<stream_sink> draining;
   {
     const std::lock_guard<std::mutex> lock(impl_->mutex);
     live = impl_->live;
     draining = impl_->draining;
+    try {
+      sinks = detail::session_stream_channel_sinks_locked(*impl_);
+    } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): their pumps see the session gone
+    }
   }
   if (live) live->close(reason);
   if (draining) draining->close(reason);
+  for (const auto& sink : sinks) sink->close(reason);
 }
 
 MCPCORE_DECL void session_stream::poison() noexcept {
+  std::vector<std::shared_ptr<stream_sink>> sinks;
   std::shared_ptr<stream_sink> live;
   {
     const std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->poisoned = true;
     live = impl_->live;
+    try {
+      sinks = detail::session_stream_channel_sinks_locked(*impl_);
+    } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): the live sink still closes
+    }
   }
   if (live) live->close(close_reason::internal_error);
+  for (const auto& sink : sinks) sink->close(close_reason::internal_error);
 }
 
 MCPCORE_DECL bool session_stream::poisoned() const noexcept {
@@ -490,6 +673,9 @@ MCPCORE_DECL session_stream_stats session_stream::stats() const {
   st.draining = static_cast<bool>(impl_->draining);
   st.generation = impl_->generation;
   st.poisoned = impl_->poisoned;
+  st.channels_open = impl_->open_channels_locked();
+  st.channel_sinks = static_cast<std::size_t>(
+      std::count_if(impl_->channels.begin(), impl_->channels.end(), [](const impl::channel_entry& c) { return c.sink != nullptr; }));
   return st;
 }
 

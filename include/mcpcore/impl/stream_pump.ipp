@@ -237,6 +237,13 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
   const std::size_t mark = out.size();
   try {
     sink_->take(batch_);
+    if (batch_.closed && batch_.reason == close_reason::completed) {
+      // A resumed POST stream that has nothing more to come: its last frames, then the end.
+      write_batch(out);
+      reason_ = close_reason::completed;
+      finished_ = true;
+      return;
+    }
     if (batch_.closed) {
       // A closed stream stops: frames still queued are not written (they stay in the ring).
       reason_ = batch_.reason == close_reason::none ? close_reason::client_disconnect : batch_.reason;
@@ -252,12 +259,7 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
       finished_ = true;
       return;
     }
-    if (batch_.dropped != 0) write_events_dropped(out, batch_.dropped);
-    last_ids_.clear();
-    for (const auto& frame : batch_.frames) {
-      write_frame(out, frame);
-      last_ids_.push_back(frame.id);
-    }
+    write_batch(out);
     if (out.size() == mark && heartbeat_due_) write_heartbeat(out);
     if (out.size() != mark) heartbeat_due_ = false;
   } catch (...) {
@@ -275,6 +277,15 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
     } catch (...) {
       out.resize(mark);
     }
+  }
+}
+
+MCPCORE_DECL void get_pump::write_batch(std::string& out) {
+  if (batch_.dropped != 0) write_events_dropped(out, batch_.dropped);
+  last_ids_.clear();
+  for (const auto& frame : batch_.frames) {
+    write_frame(out, frame);
+    last_ids_.push_back(frame.id);
   }
 }
 
@@ -306,7 +317,8 @@ MCPCORE_DECL void get_pump::release() noexcept {
     reason_ = sink_->reason();
     finished_ = true;
   }
-  stream_->detach(*sink_);  // the lease goes back
+  stream_->detach(*sink_);   // the lease goes back
+  sink_->lease().release();  // (a resumed stream of an ended POST stream was never tracked)
   const auto i = static_cast<std::size_t>(reason());
   if (i < metrics_.stream_closes.size()) metrics_.stream_closes[i].inc();
 }
