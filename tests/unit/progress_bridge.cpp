@@ -873,6 +873,66 @@ TEST_SUITE("progress_bridge") {
     CHECK_FALSE(b.final_included);
   }
 
+  TEST_CASE("MCP resumability: a record armed on a channel commits its frames there and its final ends it") {
+    fixture f;
+    auto s = f.mint();
+    stream_budget budget;
+    const auto ch = s->stream()->open_channel();
+    auto c = f.reserve(s, 1, true);
+    REQUIRE(c.arm(bridge_delivery::streamed, ch.channel) == arm_outcome::streaming);
+    auto resumed = s->stream()->attach_and_replay(ch.priming_id, budget, s->principal_id());
+    REQUIRE(resumed.status == attach_status::attached);
+    REQUIRE(resumed.channel == ch.channel);
+    auto get = s->stream()->attach_and_replay(0, budget, s->principal_id());
+    REQUIRE(get.status == attach_status::attached);
+    c.on_post_closed();  // the POST went away: parked, its frames ride the channel
+    CHECK(c.progress(1, 2));
+    CHECK(c.complete(success(1, R"({"content":[]})")));
+    stream_sink::batch b;
+    resumed.sink->take(b);
+    REQUIRE(b.frames.size() == 2);
+    CHECK(b.frames[0].channel == ch.channel);
+    CHECK(b.frames[1].data == success(1, R"({"content":[]})"));
+    CHECK(b.closed);
+    CHECK(b.reason == close_reason::completed);
+    CHECK_FALSE(get.sink->ready());  // never on the GET stream
+    CHECK(s->stream()->stats().channels_open == 0);
+    s->stream()->detach(*resumed.sink);
+    s->stream()->detach(*get.sink);
+  }
+
+  TEST_CASE("MCP resumability: a channel the record does not stream on, or a call ended without a response, is ended") {
+    fixture f;
+    auto s = f.mint();
+    SUBCASE("armed GET-only") {
+      const auto ch = s->stream()->open_channel();
+      auto c = f.reserve(s, 1, false);
+      CHECK(c.arm(bridge_delivery::streamed, ch.channel) == arm_outcome::get_only);
+      CHECK(s->stream()->stats().channels_open == 0);
+    }
+    SUBCASE("armed twice") {
+      auto c = f.streaming(s, 1);
+      const auto ch = s->stream()->open_channel();
+      CHECK(c.arm(bridge_delivery::streamed, ch.channel) == arm_outcome::already_armed);
+      CHECK(s->stream()->stats().channels_open == 0);
+    }
+    SUBCASE("cancelled in the call") {
+      const auto ch = s->stream()->open_channel();
+      auto c = f.reserve(s, 1, true);
+      REQUIRE(c.arm(bridge_delivery::streamed, ch.channel) == arm_outcome::streaming);
+      CHECK(s->stream()->stats().channels_open == 1);
+      CHECK(c.complete_without_response());
+      CHECK(s->stream()->stats().channels_open == 0);
+    }
+    SUBCASE("ended without a response before the arm") {
+      const auto ch = s->stream()->open_channel();
+      auto c = f.reserve(s, 1, true);
+      CHECK(c.complete_without_response());
+      (void)c.arm(bridge_delivery::streamed, ch.channel);
+      CHECK(s->stream()->stats().channels_open == 0);
+    }
+  }
+
   TEST_CASE("reference §10.5: arming records are reaped only when older than 300 s") {
     fixture f;
     auto s = f.mint();

@@ -519,6 +519,28 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::completed);
   }
 
+  TEST_CASE("MCP resumability: a resumed POST stream writes its last frames, its final included, then ends") {
+    fixture f;
+    const auto ch = f.stream->open_channel();
+    auto a = f.attach(ch.priming_id);
+    CHECK(a.channel == ch.channel);
+    auto p = f.pump(a);
+    const auto one = f.stream->publish_ring_only(msg_a, ch.channel);
+    CHECK(pass(p) == frame_bytes(one, msg_a));
+    p.written();
+    // The final and the close land between two passes: the pass writes the final, then finishes.
+    const auto fin = f.stream->publish_final(msg_b, ch.channel);
+    CHECK(f.stream->pinned(fin));
+    CHECK(pass(p) == frame_bytes(fin, msg_b));
+    CHECK(p.finished());
+    CHECK(p.reason() == close_reason::completed);
+    p.written();
+    CHECK_FALSE(f.stream->pinned(fin));  // written on the resumed wire: released
+    p.release();
+    CHECK(f.budget.in_use() == 0);
+    CHECK(f.stream->stats().channel_sinks == 0);
+  }
+
   TEST_CASE("reference §7.8: the first reason wins: a revocation is not overwritten by the teardown") {
     SUBCASE("write_failed before the pass") {
       fixture f;
