@@ -54,7 +54,7 @@ inline constexpr std::string_view approval_definition_prefix = "mcp.";
 /// The canonical form of tool arguments that a ticket binds (reference §5.2): members sorted by
 /// key at every depth, no whitespace, numbers spelled as written (`1` and `1.0` differ), and the
 /// top-level `approval_id` member removed. An absent value canonicalises as `{}`.
-[[nodiscard]] MCPCORE_DECL std::string canonical_arguments(json::value arguments);
+[[nodiscard]] MCPCORE_DECL std::string canonical_arguments(json::value args);
 
 /// Where a ticket is in its life (reference §5.1). Consumption is not a status: a consumed
 /// ticket stays `approved` with `consumed_at` set.
@@ -440,12 +440,12 @@ class approval_service {
   /// The service's clock, truncated to milliseconds.
   [[nodiscard]] MCPCORE_DECL approval_time now() const noexcept;
 
-  /// The machine for one call of the approval-gated tool `tool` by `caller` with `arguments`
-  /// (already schema-valid): mint when `arguments` has no `approval_id`, recall otherwise
+  /// The machine for one call of the approval-gated tool `tool` by `caller` with `args`
+  /// (already schema-valid): mint when `args` has no `approval_id`, recall otherwise
   /// (reference §5.3-5.4, checks in the documented order). `precondition` (may be empty) runs
   /// just before the compare-and-set. Never throws for store failures.
   [[nodiscard]] MCPCORE_DECL approval_gate_outcome gate(std::string_view tool, const principal& caller,
-                                                        json::value arguments,
+                                                        json::value args,
                                                         approval_precondition_ref precondition = {});
 
   /// Approves ticket `id` as `reviewer` (spec §5: a human-interactive, assured principal other

@@ -4,8 +4,6 @@
 #ifndef MCPCORE_HTTP_ENDPOINT_HPP
 #define MCPCORE_HTTP_ENDPOINT_HPP
 
-// approval_endpoint.hpp first: approval.hpp names parameters `arguments`, which -Wshadow flags
-// once tool.hpp (pulled in by progress_bridge.hpp in header-only mode) declared that alias.
 #include <mcpcore/approval_endpoint.hpp>
 #include <mcpcore/audit.hpp>
 #include <mcpcore/authenticator.hpp>

@@ -32,20 +32,20 @@ MCPCORE_DECL result<std::string> make_approval_id() {
   return id;
 }
 
-MCPCORE_DECL std::string canonical_arguments(json::value arguments) {
+MCPCORE_DECL std::string canonical_arguments(json::value args) {
   std::string out;
   json::writer w{out};
-  if (!arguments.exists()) {
+  if (!args.exists()) {
     w.begin_object().end_object();
     return out;
   }
-  if (!arguments.is_object()) {
-    write_canonical(w, arguments);
+  if (!args.is_object()) {
+    write_canonical(w, args);
     return out;
   }
   std::vector<json::member> members;
-  members.reserve(arguments.size());
-  for (const json::member m : arguments.members()) {
+  members.reserve(args.size());
+  for (const json::member m : args.members()) {
     if (m.key != "approval_id") members.push_back(m);
   }
   std::sort(members.begin(), members.end(), [](const json::member& a, const json::member& b) {
@@ -276,19 +276,19 @@ MCPCORE_DECL approval_time approval_service::now() const noexcept {
 }
 
 MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool, const principal& caller,
-                                                          json::value arguments,
+                                                          json::value args,
                                                           approval_precondition_ref precondition) {
   using detail::verdict_of;
   // A ticket binds its submitter; a caller without an identity can neither mint nor redeem.
   if (caller.id.empty()) return verdict_of(approval_verdict::unidentified, {});
-  const json::value aid = arguments.is_object() ? arguments["approval_id"] : json::value{};
+  const json::value aid = args.is_object() ? args["approval_id"] : json::value{};
   // A malformed id is refused before any work: nothing is canonicalised, read or minted.
   if (aid.exists() && (!aid.is_string() || !is_approval_id(aid.as_string()))) {
     return verdict_of(approval_verdict::bad_id, {});
   }
   std::string definition{approval_definition_prefix};
   definition += tool;
-  const std::string scope = canonical_arguments(arguments);
+  const std::string scope = canonical_arguments(args);
   const approval_time now = this->now();
   const auto lifetime = options_.ticket_lifetime;
   const approval_time cutoff = detail::lifetime_cutoff(now, lifetime);
@@ -348,7 +348,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   if (precondition && !past_lifetime) {
     std::optional<std::string> reason;
     try {
-      reason = precondition(t, caller, arguments);
+      reason = precondition(t, caller, args);
     } catch (const std::exception& ex) {
       reason = std::string{"precondition threw: "} + ex.what();
     } catch (...) {
