@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
+#include "support/sse_events.hpp"
 
 #include <mcpcore/clock.hpp>
 #include <mcpcore/json.hpp>
@@ -119,57 +120,8 @@ class work_threads {
 
 // ---- a minimal SSE reader ----------------------------------------------------------------------
 
-struct sse_event {
-  std::uint64_t id = 0;
-  std::string type;
-  std::string data;
-};
-
-/// Splits `text` into events on blank lines, reading `id:`, `event:` and `data:` lines.
-std::vector<sse_event> parse_sse(std::string_view text) {
-  std::vector<sse_event> out;
-  sse_event cur;
-  bool any = false;
-  bool has_data = false;
-  std::size_t pos = 0;
-  const auto value_of = [](std::string_view line, std::string_view field) -> std::optional<std::string_view> {
-    if (line.substr(0, field.size()) != field) return std::nullopt;
-    line.remove_prefix(field.size());
-    if (line.empty()) return line;
-    if (line.front() != ':') return std::nullopt;
-    line.remove_prefix(1);
-    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    return line;
-  };
-  while (pos < text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    const std::string_view line = nl == std::string_view::npos ? text.substr(pos) : text.substr(pos, nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    if (line.empty()) {
-      if (any) out.push_back(std::move(cur));
-      cur = sse_event{};
-      any = false;
-      has_data = false;
-      continue;
-    }
-    if (line.front() == ':') continue;  // a comment
-    any = true;
-    if (auto v = value_of(line, "id")) {
-      std::uint64_t id = 0;
-      const auto r = std::from_chars(v->data(), v->data() + v->size(), id);
-      CHECK_MESSAGE((r.ec == std::errc{} && r.ptr == v->data() + v->size()), "a malformed id line: " << line);
-      cur.id = id;
-    } else if (auto t = value_of(line, "event")) {
-      cur.type = std::string{*t};
-    } else if (auto d = value_of(line, "data")) {
-      if (has_data) cur.data.push_back('\n');
-      cur.data.append(*d);
-      has_data = true;
-    }
-  }
-  CHECK_MESSAGE(!any, "an SSE event without its terminating blank line: " << text);
-  return out;
-}
+using sse_test::parse_sse;
+using sse_test::sse_event;
 
 /// The events that carry a JSON-RPC message: heartbeats (and a priming event, should a pump write
 /// one) carry no data and are left out.
@@ -213,8 +165,8 @@ double progress_value(const sse_event& e) {
 bool ids_strictly_increase(const std::vector<sse_event>& events) {
   std::uint64_t last = 0;
   for (const auto& e : events) {
-    if (e.id <= last) return false;
-    last = e.id;
+    if (!e.id || *e.id <= last) return false;
+    last = *e.id;
   }
   return true;
 }
@@ -555,7 +507,7 @@ TEST_CASE("reference §9.4, §14.3: in-call progress then the final last on the 
   for (std::size_t i = 0; i < 3; ++i) {
     CAPTURE(i);
     const auto& e = events[i];
-    CHECK(e.id > 0);
+    CHECK(e.id.value_or(0) > 0);
     CHECK(e.type == stream_event_type);
     REQUIRE(is_progress(e));
     const auto p = json_of(e);
@@ -567,7 +519,7 @@ TEST_CASE("reference §9.4, §14.3: in-call progress then the final last on the 
   }
   // The final response last, with its ring id; no close frame after it.
   const auto& fin = events.back();
-  CHECK(fin.id > 0);
+  CHECK(fin.id.value_or(0) > 0);
   CHECK(fin.type == stream_event_type);
   REQUIRE(is_response_for(fin, "7"));
   CHECK(fx::str(fx::at(json_of(fin).root["result"]["content"], 0)["text"]) == "done");
@@ -688,7 +640,7 @@ TEST_CASE("spec §6: cancelling in-call work stops it and ends its POST stream p
   REQUIRE(is_close(events.back()));
   const auto close = json_of(events.back());
   CHECK(fx::str(close.root["params"]["reason"]) == "cancelled");
-  CHECK(events.back().id == 0);  // the close notification is never a ring frame
+  CHECK_FALSE(events.back().id.has_value());  // the close notification is never a ring frame
   c.release_pump();
   CHECK(to_string(c.call().state_now()) == to_string(bridge_record_state::done));
   CHECK(pin_count(h.sess) == 0);
@@ -836,7 +788,7 @@ TEST_CASE("spec §6: cancelling a detached operation's stream detaches the respo
   CHECK(fx::str(fin.root["result"]["status"]) == "completed");
   CHECK(fx::str(fin.root["result"]["execution_id"]) == "exec-5");
   CHECK(fin.root["result"]["agents_success"].to_int64() == 2);
-  CHECK(h.sess->stream()->pinned(replayed[2].id));
+  CHECK(h.sess->stream()->pinned(replayed[2].id.value_or(0)));
 }
 
 TEST_CASE("reference §9.1: without SSE Accept progress goes live to the GET stream and the POST answers plain") {
@@ -986,7 +938,7 @@ TEST_CASE("reference §9.4: at the response cap one drain pass writes pending pr
   REQUIRE(progress.size() == 2);
   for (const auto& e : wire) CHECK_FALSE(is_response_for(e, "12"));
   REQUIRE(is_close(wire.back()));
-  CHECK(wire.back().id == 0);
+  CHECK_FALSE(wire.back().id.has_value());
   const auto close = json_of(wire.back());
   CHECK(fx::str(close.root["params"]["reason"]) == "cap_expired");
   CHECK(fx::str(close.root["params"]["execution_id"]) == "exec-8");
@@ -1002,7 +954,7 @@ TEST_CASE("reference §9.4: at the response cap one drain pass writes pending pr
   REQUIRE(pin_count(h.sess) == 1);
 
   // A GET resume from the last id the POST wrote replays exactly the final.
-  const auto resumed = h.replay(std::to_string(progress.back().id));
+  const auto resumed = h.replay(std::to_string(progress.back().id.value_or(0)));
   REQUIRE(resumed.size() == 1);
   CHECK(resumed[0].id > progress.back().id);
   REQUIRE(is_response_for(resumed[0], "12"));
@@ -1012,7 +964,7 @@ TEST_CASE("reference §9.4: at the response cap one drain pass writes pending pr
   CHECK(fx::str(result["status"]) == "completed");
   CHECK(fx::str(result["execution_id"]) == "exec-8");
   CHECK(result["agents_success"].to_int64() == 3);
-  CHECK(h.sess->stream()->pinned(resumed[0].id));
+  CHECK(h.sess->stream()->pinned(resumed[0].id.value_or(0)));
 }
 
 // A detached operation may finish before its call returns (work that completes at once, or a

@@ -20,6 +20,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/sse_events.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -88,40 +90,10 @@ struct parsed {
   json::value root;
 };
 
-// One SSE event as a client reads it.
-struct sse_event {
-  std::optional<std::uint64_t> id;
-  std::string type;
-  std::string data;
-};
+using sse_test::sse_event;
 
-// Splits pump output into events (single-line data only, which is all mcpcore writes for JSON).
-std::vector<sse_event> events(std::string_view out) {
-  std::vector<sse_event> evs;
-  while (!out.empty()) {
-    const auto end = out.find("\n\n");
-    REQUIRE(end != std::string_view::npos);
-    std::string_view block = out.substr(0, end);
-    out.remove_prefix(end + 2);
-    sse_event e;
-    while (!block.empty()) {
-      const auto nl = block.find('\n');
-      const std::string_view line = block.substr(0, nl);
-      block = nl == std::string_view::npos ? std::string_view{} : block.substr(nl + 1);
-      if (line.starts_with("id: ")) {
-        e.id = std::stoull(std::string{line.substr(4)});
-      } else if (line.starts_with("event: ")) {
-        e.type = std::string{line.substr(7)};
-      } else if (line.starts_with("data: ")) {
-        e.data = std::string{line.substr(6)};
-      } else if (line == "data:") {
-        e.data.clear();
-      }
-    }
-    evs.push_back(std::move(e));
-  }
-  return evs;
-}
+// Pump output as a client reads it.
+std::vector<sse_event> events(std::string_view out) { return sse_test::parse_sse(out); }
 
 std::string success(std::int64_t id, std::string_view result_json) {
   std::string out;
