@@ -122,7 +122,8 @@ constexpr std::string_view reason_te_http10 = "Transfer-Encoding in an HTTP/1.0 
 constexpr std::string_view reason_length_conflict =
     "Content-Length repeated or combined with Transfer-Encoding";
 constexpr std::string_view reason_content_length = "invalid Content-Length";
-constexpr std::string_view reason_method = "invalid or unknown method";
+constexpr std::string_view reason_method = "invalid method";
+constexpr std::string_view reason_method_unknown = "method not implemented";
 constexpr std::string_view reason_target = "invalid request target";
 constexpr std::string_view reason_out_of_memory = "out of memory";
 constexpr std::string_view reason_internal = "request parser inconsistency";
@@ -142,6 +143,11 @@ constexpr std::string_view reason_internal = "request parser inconsistency";
 //  - a target longer than max_target_bytes: 414; more field lines than max_header_count: 431.
 // It also finds the empty line that ends the section, agreeing with the library on line ends
 // (LF or CRLF), and skips empty lines before the request line (§2.2) as the library does.
+//
+// It classifies the method word too (method_word()), for when the library rejects the method:
+// the library fails on the first byte that does not continue a method it knows (the `F` of
+// `FOO`), so the seam settles 501 (a token, RFC 9110 §9.1) or 400 (not a token) only from the
+// whole word, as this scanner sees it, whatever the feed() calls.
 class line_scanner {
  public:
   enum class verdict : unsigned char {
@@ -158,6 +164,15 @@ class line_scanner {
   struct result {
     std::size_t length;  // bytes to hand to the parser (a bad byte excluded; the end LF included)
     verdict what;
+  };
+  // The method word of the request line (RFC 9110 §9: method = token), as far as scanned. Final
+  // from the byte that decides it: the SP after it, a byte that is not a tchar, or the byte one
+  // beyond max_method_bytes.
+  enum class method_state : unsigned char {
+    open,       // no byte or only tchars so far, at most max_method_bytes: undecided
+    token,      // 1 to max_method_bytes tchars, then SP
+    too_long,   // more than max_method_bytes tchars (RFC 9112 §3: 501)
+    malformed,  // empty (the line starts with SP), or a non-tchar (CR, LF, NUL...) before the SP
   };
 
   line_scanner(std::size_t max_target, std::size_t max_fields) noexcept
@@ -180,6 +195,8 @@ class line_scanner {
       const char b = chunk[i];
       if (cr_pending_ && b != '\n') return {i, verdict::bare_cr};
       cr_pending_ = false;
+      // Empty lines before the request line are skipped (the library does too).
+      if (request_line_ && (started_ || (b != '\r' && b != '\n'))) note_method_byte(b);
       if (b == '\n') {
         const bool empty = line_len_ == 0;
         line_len_ = 0;
@@ -206,14 +223,29 @@ class line_scanner {
     return {chunk.size(), verdict::more};
   }
 
-  // The method as far as seen (up to 8 bytes), to recognise the HTTP/2 preface `PRI`; empty when
-  // the request line starts with a space (the library fails on that first byte).
+  // The method as far as seen (up to 8 bytes), to recognise the HTTP/2 preface `PRI` and
+  // CONNECT; empty when the request line starts with a space (the library fails on that first
+  // byte).
   [[nodiscard]] std::string_view method_prefix() const noexcept {
     if (leading_space_) return {};
     return {method_.data(), method_len_};
   }
 
+  [[nodiscard]] method_state method_word() const noexcept { return method_state_; }
+
  private:
+  // Classifies one byte of the request line while the method word is undecided.
+  void note_method_byte(char b) noexcept {
+    if (method_state_ != method_state::open) return;
+    if (b == ' ') {
+      method_state_ = method_word_len_ == 0 ? method_state::malformed : method_state::token;
+    } else if (!is_tchar(static_cast<unsigned char>(b))) {
+      method_state_ = method_state::malformed;
+    } else if (++method_word_len_ > max_method_bytes) {
+      method_state_ = method_state::too_long;
+    }
+  }
+
   // False when the target grows beyond its cap.
   bool note_request_line_byte(char b) noexcept {
     if (b == ' ') {
@@ -264,6 +296,8 @@ class line_scanner {
   std::size_t target_len_ = 0;
   std::array<char, 8> tail_{};  // the last bytes of the request line
   std::size_t tail_len_ = 0;
+  method_state method_state_ = method_state::open;
+  std::size_t method_word_len_ = 0;  // tchars of the method word while it is open
 };
 
 // Validates one chunk-size line (RFC 9112 §7.1, §7.1.1) ahead of libhttp-parser, which accepts
@@ -435,6 +469,7 @@ struct http_head_parser::impl {
     chunk_data,  // chunk data
     chunk_crlf,  // the CRLF after chunk data (checked here: the library takes any two bytes)
     trailers,    // the trailer section after the last chunk (line_scanner)
+    method,      // the library rejected the method: the rest of the word decides (line_scanner)
     done,        // complete or failed
   };
 
@@ -492,6 +527,8 @@ struct http_head_parser::impl {
         return step_chunk_crlf(rest);
       case region::chunk_line:
         return step_chunk_line(rest);
+      case region::method:
+        return step_method(rest);
       case region::done:
         return 0;
     }
@@ -507,6 +544,13 @@ struct http_head_parser::impl {
     const std::string_view chunk = rest.substr(0, limits_.max_header_bytes - head_bytes_);
     const line_scanner::result scanned = lines_.scan(chunk);
     const std::size_t n = execute(chunk.substr(0, scanned.length));
+    if (region_ == region::method) {
+      // The library rejected the method. The scanner has seen all of `chunk` (an undecided
+      // method word stops it nowhere): consume it, then settle, now or from the next bytes.
+      head_bytes_ += scanned.length;
+      settle_method(scanned.what);
+      return scanned.length;
+    }
     head_bytes_ += n;
     if (state_ == parse_state::error) return n;
     const bool at_end = scanned.what == line_scanner::verdict::end;
@@ -547,6 +591,52 @@ struct http_head_parser::impl {
         break;
     }
     return n;
+  }
+
+  // After the library rejected the method: only the scanner reads on, to the end of the word.
+  // The bytes count toward max_header_bytes as any head bytes do.
+  std::size_t step_method(std::string_view rest) noexcept {
+    if (head_bytes_ >= limits_.max_header_bytes) {
+      fail(431, reason_head_too_large);
+      return 0;
+    }
+    const std::string_view chunk = rest.substr(0, limits_.max_header_bytes - head_bytes_);
+    const line_scanner::result scanned = lines_.scan(chunk);
+    head_bytes_ += scanned.length;
+    settle_method(scanned.what);
+    return scanned.length;
+  }
+
+  // The library rejected the method (HPE_INVALID_METHOD): the verdict on the method word, once
+  // the scanner has seen the byte that decides it (until then the bytes are consumed and the
+  // state stays need_more):
+  //  - a token (RFC 9110 §9: method = token) the library does not know: 501 (RFC 9110 §9.1),
+  //    except `PRI`, the start of the HTTP/2 connection preface (RFC 9113 §3.4): 505;
+  //  - more than max_method_bytes tchars: 501 (RFC 9112 §3: a method longer than any implemented
+  //    SHOULD be 501), decided at the byte beyond the cap, so an undecided word is never longer;
+  //  - not a token (empty, or a non-tchar such as HTAB, CR, LF or NUL before the SP): 400.
+  // `what` is the scanner's verdict on the bytes it just scanned.
+  void settle_method(line_scanner::verdict what) noexcept {
+    switch (lines_.method_word()) {
+      case line_scanner::method_state::open:
+        // Every other verdict comes from a byte (SP, CR, LF) that decides the method first.
+        if (what != line_scanner::verdict::more) fail(400, reason_internal);
+        return;
+      case line_scanner::method_state::token:
+        if (lines_.method_prefix() == "PRI") {
+          fail(505, reason_preface);
+        } else {
+          fail(501, reason_method_unknown);
+        }
+        return;
+      case line_scanner::method_state::too_long:
+        fail(501, reason_method_unknown);
+        return;
+      case line_scanner::method_state::malformed:
+        fail(400, reason_method);
+        return;
+    }
+    fail(400, reason_internal);
   }
 
   std::size_t step_chunk_line(std::string_view rest) noexcept {
@@ -598,6 +688,10 @@ struct http_head_parser::impl {
       http_parser_pause(&parser_, 0);
       return n;
     }
+    if (err == HPE_INVALID_METHOD && !own_failure_ && region_ == region::head) {
+      region_ = region::method;  // settled on the whole method word (settle_method)
+      return n;
+    }
     if (err != HPE_OK) {
       if (!own_failure_) fail_from_library(err);
       state_ = parse_state::error;
@@ -624,9 +718,8 @@ struct http_head_parser::impl {
       case HPE_INVALID_VERSION:
         failure_ = {505, reason_version};
         break;
-      case HPE_INVALID_METHOD:
-        failure_ = lines_.method_prefix().starts_with("PRI") ? parse_failure{505, reason_preface}
-                                                             : parse_failure{400, reason_method};
+      case HPE_INVALID_METHOD:  // in the head, settle_method decides instead
+        failure_ = {400, reason_method};
         break;
       case HPE_INVALID_URL:
       case HPE_INVALID_HOST:

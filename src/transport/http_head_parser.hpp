@@ -37,6 +37,13 @@ struct head_limits {
 /// lines are rejected with 400; extensions are validated (RFC 9112 §7.1.1) and then ignored.
 inline constexpr std::size_t max_chunk_line_bytes = 1024;
 
+/// Longest method the parser waits for when libhttp-parser does not know it, in bytes: a token
+/// of more tchars is answered 501 as soon as the byte beyond this cap arrives (RFC 9112 §3: "A
+/// server that receives a method longer than any that it implements SHOULD respond with a 501"),
+/// so an unknown method is never buffered beyond it. The longest method the library knows,
+/// UNSUBSCRIBE, has 11 bytes.
+inline constexpr std::size_t max_method_bytes = 32;
+
 /// One parsed request. Filled progressively: method, target, version, headers, keep_alive and
 /// expect_continue are final from `parse_state::headers_done`; body from `parse_state::complete`.
 struct parsed_request {
@@ -68,19 +75,23 @@ enum class parse_state {
 [[nodiscard]] std::string_view to_string(parse_state state) noexcept;
 
 /// Why a request was rejected: the status to answer with, then close the connection.
-///  - 400: malformed syntax: the request line (an unknown method included), a target byte that is
-///    not visible ASCII, a header name that is not a token, a control character such as NUL, CR
-///    or LF in a value, a CR not followed by LF, obsolete line folding, Content-Length together
-///    with Transfer-Encoding, a repeated Content-Length (even with equal values),
-///    Transfer-Encoding in HTTP/1.0, a bad chunk size line or extension, chunk data not followed
-///    by CRLF
+///  - 400: malformed syntax: the request line (a method that is not a token included: an empty
+///    one, a line starting with SP, a byte other than a tchar, such as HTAB, CR, LF or NUL, before
+///    the first SP), a target byte that is not visible ASCII, a header name that is not a token, a
+///    control character such as NUL, CR or LF in a value, a CR not followed by LF, obsolete line
+///    folding, Content-Length together with Transfer-Encoding, a repeated Content-Length (even
+///    with equal values), Transfer-Encoding in HTTP/1.0, a bad chunk size line or extension, chunk
+///    data not followed by CRLF
 ///  - 413: content larger than `max_body_bytes`
 ///  - 414: request target longer than `max_target_bytes`
 ///  - 431: head larger than `max_header_bytes`, or more than `max_header_count` fields
 ///  - 500: memory exhausted while buffering the request
-///  - 501: Transfer-Encoding other than exactly `chunked`, an `Upgrade` field, CONNECT
-///  - 505: HTTP version other than 1.0 and 1.1 (HTTP/0.9 and the HTTP/2 connection preface
-///    included)
+///  - 501: a method libhttp-parser does not know that is a token (RFC 9110 §9.1: `QUERY`, `FOO`,
+///    lower-case `get`...; settled at the SP after it, or at once beyond `max_method_bytes`),
+///    Transfer-Encoding other than exactly `chunked`, an `Upgrade` field, CONNECT. Known methods
+///    the endpoint does not serve (PUT, PATCH...) are parsed: the endpoint answers 405
+///  - 505: HTTP version other than 1.0 and 1.1 (HTTP/0.9 included), and the method `PRI` (the
+///    HTTP/2 connection preface `PRI * HTTP/2.0`)
 struct parse_failure {
   int status = 400;         ///< the status code to answer with
   std::string_view reason;  ///< short English text (static storage), for logs and the response body
@@ -94,7 +105,8 @@ struct parse_failure {
 ///
 /// libhttp-parser owns the grammar; this seam owns the limits and rejects what the library, as
 /// Debian builds it (without HTTP_PARSER_STRICT), would tolerate (see parse_failure). Every
-/// outcome depends only on the bytes, never on how they were split between feed() calls.
+/// outcome depends only on the bytes, never on how they were split between feed() calls: a
+/// method the library rejects is consumed (need_more) until the byte that settles 501 or 400.
 ///
 /// Not synchronised: one parser per connection, used by one thread at a time. Movable (a
 /// moved-from parser may only be destroyed or assigned to); not copyable. Nothing but the

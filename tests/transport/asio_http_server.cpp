@@ -446,9 +446,34 @@ TEST_CASE("asio server: methods the handler does not serve reach it (it answers 
   REQUIRE(d.send("BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n"));
   auto m = d.read_response();
   REQUIRE(m);
-  CHECK(m->status >= 400);
+  CHECK(m->status == 501);
   CHECK(m->header("Connection") == "close");
   CHECK(d.wait_closed());
+}
+
+TEST_CASE("asio server: an unrecognised method answers 501 with Connection: close and closes") {
+  std::atomic<int> calls{0};
+  asio_http_server srv(
+      [&calls](const http_request_view&, const http_completion& done) {
+        ++calls;
+        done(text_reply(200, "ok"));
+      },
+      test_options());
+  REQUIRE(srv.start());
+  raw_client c(srv.port());
+  // The method arrives in pieces: the parser waits for the SP that ends it (RFC 9110 §9.1).
+  REQUIRE(c.send("FO"));
+  std::this_thread::sleep_for(20ms);
+  REQUIRE(c.send("O /mcp HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto m = c.read_response();
+  REQUIRE(m);
+  CHECK(m->status == 501);
+  CHECK(m->header("Connection") == "close");
+  CHECK(m->header("Content-Type") == "text/plain; charset=utf-8");
+  CHECK(m->body == "method not implemented\n");
+  CHECK(c.wait_closed());
+  CHECK(calls.load() == 0);  // never reaches the handler
+  CHECK(eventually([&] { return srv.connections() == 0; }));
 }
 
 TEST_CASE("asio server: HEAD gets the head only; 204 carries no Content-Length") {

@@ -15,6 +15,7 @@
 using mcpcore::transport::detail::head_limits;
 using mcpcore::transport::detail::http_head_parser;
 using mcpcore::transport::detail::max_chunk_line_bytes;
+using mcpcore::transport::detail::max_method_bytes;
 using mcpcore::transport::detail::parse_failure;
 using mcpcore::transport::detail::parse_state;
 using mcpcore::transport::detail::parsed_request;
@@ -221,6 +222,8 @@ TEST_CASE("feeding one byte at a time (or any slicing) gives what one-shot feedi
       "GET /" + repeat('a', 8200) + " HTTP/1.1\r\n\r\n",                                    // 414
       "POST / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",                             // 413
       "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",                                              // 400
+      "QUERY /mcp HTTP/1.1\r\n\r\n",                                                        // 501
+      "GETX\t/ HTTP/1.1\r\n\r\n",                                                           // 400
   };
   for (const std::string& in : inputs) {
     CAPTURE(in);
@@ -526,21 +529,129 @@ TEST_CASE("RFC 9110 §7.8, §9.3.6: Upgrade and CONNECT are not supported (501)"
   CHECK(status_of("CONNECT example.com:443 HTTP/1.1\r\n\r\n") == 501);
 }
 
-TEST_CASE("RFC 9112 §3: malformed request lines and unknown methods are rejected with 400") {
-  CHECK(status_of("get / HTTP/1.1\r\n\r\n") == 400);
-  CHECK(status_of("FOO / HTTP/1.1\r\n\r\n") == 400);
+TEST_CASE("RFC 9112 §3: malformed request lines and methods that are not tokens get 400") {
   CHECK(status_of("GET  HTTP/1.1\r\n\r\n") == 400);
   CHECK(status_of("GET /a b HTTP/1.1\r\n\r\n") == 400);
   CHECK(status_of("GET /\x01 HTTP/1.1\r\n\r\n") == 400);
   CHECK(status_of("GET / HTTX/1.1\r\n\r\n") == 400);
   CHECK(status_of("GET / HTTP/1.1\rX\r\n\r\n") == 400);
   CHECK(status_of("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03") == 400);  // TLS on a plain port
+  // RFC 9110 §9: method = token. Not a token (empty, or a non-tchar before the first SP): 400,
+  // however the bytes are sliced, even where the library failed on an earlier byte.
+  const std::vector<std::string> malformed = {
+      " GET / HTTP/1.1\r\n\r\n",                    // leading SP: an empty method
+      "GET\t/ HTTP/1.1\r\n\r\n",                    // HTAB after a known method
+      "FOO\t/ HTTP/1.1\r\n\r\n",                    // HTAB after an unknown one
+      "GE(T / HTTP/1.1\r\n\r\n",                    // a separator inside
+      "FOO/ HTTP/1.1\r\n\r\n",                      // no SP before the target
+      "QUERY\r\n\r\n",                              // CRLF ends the method
+      "QUERY\n\n",                                  // LF ends the method
+      "QU\"ERY / HTTP/1.1\r\n\r\n",                 // DQUOTE is not a tchar
+      "Q\xc3\xa9 / HTTP/1.1\r\n\r\n",               // nor is obs-text
+      "/ HTTP/1.1\r\n\r\n",                         // no method at all
+      std::string{"FO\0O / HTTP/1.1\r\n\r\n", 19},  // NUL
+  };
+  for (const std::string& in : malformed) {
+    CAPTURE(in);
+    CHECK(status_of(in) == 400);
+    for (const std::size_t slice : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+      CAPTURE(slice);
+      CHECK(run(in, slice).status == 400);
+    }
+  }
   // Known methods pass through unchanged; the endpoint decides which it serves (405).
   const outcome o = run("PATCH /x HTTP/1.1\r\n\r\nOPTIONS * HTTP/1.1\r\n\r\n");
   REQUIRE(o.requests.size() == 2);
   CHECK(o.requests[0].method == "PATCH");
   CHECK(o.requests[1].method == "OPTIONS");
   CHECK(o.requests[1].target == "*");
+}
+
+TEST_CASE("RFC 9110 §9.1: an unrecognised method token is 501") {
+  const std::string token20 = "X-" + repeat('M', 17) + "1";
+  REQUIRE(token20.size() == 20);
+  const std::vector<std::string> methods = {
+      "QUERY",
+      "FOO",
+      "GETX",
+      token20,
+      "get",                 // libhttp-parser is case-sensitive: an unknown token
+      "GE",                  // a prefix of a known method
+      "PRIX",                // not the HTTP/2 preface
+      "1",                   // a token may start with a digit
+      "M!#$%&'*+-.^_`|~9z",  // every tchar
+  };
+  for (const std::string& method : methods) {
+    for (const std::string& in :
+         {method + " /mcp HTTP/1.1\r\nHost: x\r\n\r\n", method + " / HTTP/1.0\r\n\r\n",
+          method + " ", "\r\n" + method + " * HTTP/2.0\r\n\r\n"}) {
+      CAPTURE(in);
+      http_head_parser p;
+      p.feed(in);
+      REQUIRE(p.state() == parse_state::error);
+      CHECK(p.failure().status == 501);
+      CHECK(p.failure().reason == "method not implemented");
+      // One byte at a time (and other slicings): the same verdict, reached at the SP.
+      const outcome whole = run(in);
+      for (const std::size_t slice :
+           {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{13}}) {
+        CAPTURE(slice);
+        const outcome sliced = run(in, slice);
+        CHECK(sliced.state == whole.state);
+        CHECK(sliced.status == whole.status);
+        CHECK(sliced.requests.empty());
+      }
+    }
+  }
+
+  // Until the method word ends, feed() consumes everything and needs more; the SP settles it.
+  http_head_parser p;
+  CHECK(p.feed("Q") == 1);
+  CHECK(p.state() == parse_state::need_more);
+  CHECK(p.feed("UER") == 3);
+  CHECK(p.state() == parse_state::need_more);
+  CHECK(p.feed("Y") == 1);
+  CHECK(p.state() == parse_state::need_more);
+  CHECK(p.failure().reason.empty());
+  p.feed(" /mcp HTTP/1.1\r\n\r\n");
+  REQUIRE(p.state() == parse_state::error);
+  CHECK(p.failure().status == 501);
+  // ... and a non-tchar instead of the SP makes it 400.
+  http_head_parser q;
+  CHECK(q.feed("QUERY") == 5);
+  CHECK(q.state() == parse_state::need_more);
+  q.feed("\t/ HTTP/1.1\r\n\r\n");
+  REQUIRE(q.state() == parse_state::error);
+  CHECK(q.failure().status == 400);
+
+  // The method cap: a token of max_method_bytes waits for its SP; one byte more is 501 at once.
+  const std::string at_cap = repeat('Q', max_method_bytes);
+  for (const std::size_t slice : {std::size_t{0}, std::size_t{1}, std::size_t{7}}) {
+    CAPTURE(slice);
+    const outcome open = run(at_cap, slice);
+    CHECK(open.state == parse_state::need_more);
+    CHECK(open.consumed == max_method_bytes);
+    CHECK(run(at_cap + " / HTTP/1.1\r\n\r\n", slice).status == 501);
+    CHECK(run(at_cap + "Q", slice).status == 501);  // no SP needed
+    CHECK(run(at_cap + "Q\t", slice).status == 501);
+    CHECK(run(repeat('Q', 5000), slice).status == 501);
+  }
+  // An undecided method counts toward the head cap like any head bytes.
+  head_limits tiny;
+  tiny.max_header_bytes = 6;
+  for (const std::size_t slice : {std::size_t{0}, std::size_t{1}, std::size_t{4}}) {
+    CAPTURE(slice);
+    CHECK(run("QUERY", slice, tiny).state == parse_state::need_more);
+    CHECK(run("QUERY ", slice, tiny).status == 501);
+    CHECK(run("QUERYX ", slice, tiny).status == 431);
+  }
+
+  // A known method passes through whatever the slicing; the preface is still 505.
+  CHECK(run("PUT /x HTTP/1.1\r\n\r\n", 1).requests.at(0).method == "PUT");
+  CHECK(run("M-SEARCH * HTTP/1.1\r\n\r\n", 1).requests.at(0).method == "M-SEARCH");
+  for (const std::size_t slice : {std::size_t{0}, std::size_t{1}, std::size_t{2}}) {
+    CHECK(run("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", slice).status == 505);
+  }
 }
 
 TEST_CASE("RFC 9112 §2.2, §7.1: framing the non-strict library would accept is rejected with 400") {
