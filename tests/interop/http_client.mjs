@@ -19,7 +19,6 @@ import { join } from 'node:path';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { inspect, isDeepStrictEqual } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -27,8 +26,12 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
-  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+
+import {
+  CheckFailure, createChecks, expect, expectEqual, fmt, serverMessage, startGlobalTimer, TapTransport, textOf,
+  withTimeout,
+} from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
 
@@ -95,106 +98,14 @@ if (!existsSync(serverBinary)) {
   process.exit(2);
 }
 
-// ---- check plumbing (as in stdio_client.mjs) --------------------------------------------------------------
+// ---- check plumbing (check.mjs) -------------------------------------------------------------------------
 
-class CheckFailure extends Error {}
-
-function fmt(value) {
-  let s;
-  try {
-    s = JSON.stringify(value);
-  } catch {
-    s = undefined;
-  }
-  if (s === undefined) s = inspect(value, { depth: 6, breakLength: Infinity });
-  return s.length > 400 ? `${s.slice(0, 400)}...` : s;
-}
-
-function fail(why) {
-  throw new CheckFailure(why);
-}
-
-function expect(condition, why) {
-  if (!condition) fail(why);
-}
-
-function expectEqual(actual, expected, what) {
-  if (!isDeepStrictEqual(actual, expected)) fail(`${what}: expected ${fmt(expected)}, got ${fmt(actual)}`);
-}
-
-function describe(error) {
-  if (error instanceof CheckFailure) return error.message;
-  if (error instanceof McpError) return `unexpected JSON-RPC error ${error.code}: ${error.message}`;
-  if (Array.isArray(error?.issues)) {
-    const issues = error.issues.map((i) => `${(i.path ?? []).join('.') || '(root)'}: ${i.message}`);
-    return `the SDK rejected the result: ${issues.join('; ')}`;
-  }
-  if (error instanceof Error) return `${error.name}: ${error.message}${error.cause ? ` (cause: ${error.cause})` : ''}`;
-  return `thrown: ${fmt(error)}`;
-}
-
-/** The JSON-RPC error message as the server sent it (McpError prefixes "MCP error <code>: "). */
-function serverMessage(error) {
-  const prefix = `MCP error ${error.code}: `;
-  return error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
-}
-
-/** Awaits `promise`, which must reject with a JSON-RPC error of `code`; returns the McpError. */
-async function expectMcpError(promise, code) {
-  let result;
-  try {
-    result = await promise;
-  } catch (error) {
-    if (!(error instanceof McpError)) fail(`expected JSON-RPC error ${code}, got ${describe(error)}`);
-    expect(error.code === code, `expected JSON-RPC error ${code}, got ${error.code}: ${serverMessage(error)}`);
-    return error;
-  }
-  return fail(`expected JSON-RPC error ${code}, got a result: ${fmt(result)}`);
-}
-
-function textOf(result, what) {
-  const first = result?.content?.[0];
-  expect(first?.type === 'text' && typeof first.text === 'string', `${what}: content[0] is not text: ${fmt(result)}`);
-  return first.text;
-}
-
-async function withTimeout(promise, ms, why) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new CheckFailure(why)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-let failed = 0;
-let passed = 0;
-/** Set once the SDK client's initialize completed; the SDK checks fail without running otherwise. */
-let initialized = false;
-
-async function check(name, body, { needsSdk = true } = {}) {
-  let why;
-  if (needsSdk && name !== 'initialize' && !initialized) {
-    ++failed;
-    process.stdout.write(`not ok - ${name}: not run, initialize failed\n`);
-    return;
-  }
-  try {
-    await withTimeout(Promise.resolve().then(body), CHECK_TIMEOUT_MS, `timed out after ${CHECK_TIMEOUT_MS} ms`);
-  } catch (error) {
-    why = describe(error).replace(/\s*\n\s*/g, ' | ');
-  }
-  if (why === undefined) {
-    ++passed;
-    process.stdout.write(`ok - ${name}\n`);
-  } else {
-    ++failed;
-    process.stdout.write(`not ok - ${name}: ${why}\n`);
-  }
-}
+/**
+ * Until the SDK client's initialize completed, the SDK checks fail without running; the raw checks pass
+ * `{ needsSdk: false }`. Failure reasons show an Error's cause (fetch puts the reason there).
+ */
+const { check, describe, expectMcpError, markInitialized, summary } =
+  createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
 
 // ---- the server: tokens, spawn, kill by PID -------------------------------------------------------------
 
@@ -235,11 +146,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     process.exit(1);
   });
 }
-const globalTimer = setTimeout(() => {
-  process.stdout.write(`not ok - global timeout: the run took longer than ${GLOBAL_TIMEOUT_MS} ms\n`);
-  cleanup();
-  process.exit(1);
-}, GLOBAL_TIMEOUT_MS);
+const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, cleanup);
 
 async function startServer() {
   server = spawn(serverBinary, ['--port', '0', '--port-file', portFile, '--token-file', tokenFile], {
@@ -425,49 +332,12 @@ async function rawSession({ token, capabilities = { elicitation: {}, sampling: {
 // ---- SDK client set-up ----------------------------------------------------------------------------------
 
 /**
- * A Transport that forwards to a StreamableHTTPClientTransport and records every message with its
- * arrival time, so the checks can see the raw JSON-RPC. Like the stdio test's tap, it hands responses
- * on one microtask later: the pinned SDK dispatches notifications one microtask late but responses at
- * once, and a response retires its request's progress handler, so progress the server wrote just
- * before its result could otherwise be dropped by the SDK (typescript-sdk issue #2580). Wire order is
- * checked on `received`, independently of that.
+ * The shared tap (check.mjs) over a StreamableHTTPClientTransport: it also passes the session id and the
+ * negotiated protocol version through, and its raw look-ups fail the check with a CheckFailure.
  */
-class TapTransport {
-  constructor(inner) {
-    this.inner = inner;
-    /** @type {{at: number, message: any}[]} */
-    this.received = [];
-    /** @type {{at: number, message: any}[]} */
-    this.sent = [];
-    inner.onmessage = (message, extra) => {
-      this.received.push({ at: performance.now(), message });
-      if (message.method === undefined && (message.result !== undefined || message.error !== undefined)) {
-        queueMicrotask(() => this.onmessage?.(message, extra));
-      } else {
-        this.onmessage?.(message, extra);
-      }
-    };
-    inner.onclose = () => this.onclose?.();
-    inner.onerror = (error) => this.onerror?.(error);
-  }
+class HttpTap extends TapTransport {
   get sessionId() { return this.inner.sessionId; }
   setProtocolVersion(version) { this.inner.setProtocolVersion?.(version); }
-  async start() { await this.inner.start(); }
-  send(message, options) {
-    this.sent.push({ at: performance.now(), message });
-    return this.inner.send(message, options);
-  }
-  close() { return this.inner.close(); }
-  lastSent(method, predicate = () => true) {
-    for (let i = this.sent.length - 1; i >= 0; --i) {
-      const m = this.sent[i].message;
-      if (m.method === method && m.id !== undefined && predicate(m)) return m;
-    }
-    return undefined;
-  }
-  responseIndex(id) {
-    return this.received.findIndex((r) => r.message.id === id && r.message.method === undefined);
-  }
   rawResult(method) {
     const request = this.lastSent(method);
     if (!request) throw new CheckFailure(`no ${method} request was sent`);
@@ -484,7 +354,7 @@ const opts = (extra = {}) => ({ timeout: REQUEST_TIMEOUT_MS, ...extra });
 /** A connected SDK client (anonymous without `token`) and its tap. */
 async function sdkClient(name, { token } = {}) {
   const http = new StreamableHTTPClientTransport(new URL(mcpUrl), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {});
-  const tap = new TapTransport(http);
+  const tap = new HttpTap(http);
   const client = new Client({ name, version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
   client.onerror = () => { /* stream ends and reconnections are reported here; checks look at results */ };
   await client.connect(tap, opts());
@@ -504,7 +374,7 @@ const elicitationRequests = [];
 async function sdkChecks() {
   await check('initialize', async () => {
     ({ client, tap, http } = await sdkClient('mcpcore-interop-http-client'));
-    initialized = true;
+    markInitialized();
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logMessages.push(n.params); });
     client.setRequestHandler(CreateMessageRequestSchema, (request) => {
       samplingRequests.push(request.params);
@@ -869,7 +739,7 @@ await check('the server exits 0 on SIGTERM', async () => {
   expectEqual([exit.code, exit.signal], [0, null], '[exit code, signal]');
 }, { needsSdk: false });
 
-process.stdout.write(`# ${passed} passed, ${failed} failed\n`);
+const status = summary();
 clearTimeout(globalTimer);
 cleanup();
-process.exit(failed === 0 ? 0 : 1);
+process.exit(status);

@@ -10,7 +10,6 @@
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { inspect, isDeepStrictEqual } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -18,8 +17,11 @@ import {
   CreateMessageRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
-  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+
+import {
+  createChecks, expect, expectEqual, fail, fmt, serverMessage, startGlobalTimer, TapTransport, textOf, withTimeout,
+} from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
 
@@ -93,49 +95,11 @@ if (!serverCommand) {
 
 // ---- transport tap: records every message in both directions, in wire order ----------------------------
 
-/**
- * A Transport that forwards to a StdioClientTransport and records each message with its arrival time, so the
- * checks can look at the raw JSON-RPC (exact schemas, ids, notifications the SDK drops after a cancellation).
- */
-class TapTransport {
-  constructor(inner) {
-    this.inner = inner;
-    /** @type {{at: number, message: any}[]} messages from the server */
-    this.received = [];
-    /** @type {{at: number, message: any}[]} messages to the server */
-    this.sent = [];
-    inner.onmessage = (message, extra) => {
-      this.received.push({ at: performance.now(), message });
-      if (message.method === undefined && (message.result !== undefined || message.error !== undefined)) {
-        // The pinned SDK dispatches notifications one microtask late but responses at once, and a response
-        // retires its request's progress handler. So progress the server wrote just before its result, and
-        // that arrives in the same stdout chunk, reaches onprogress after the handler is gone and is dropped
-        // with "unknown token" (typescript-sdk issue #2580). Handing responses on one microtask later
-        // restores wire order: notifications that arrived earlier are dispatched first, later ones are not.
-        queueMicrotask(() => this.onmessage?.(message, extra));
-      } else {
-        this.onmessage?.(message, extra);
-      }
-    };
-    inner.onclose = () => this.onclose?.();
-    inner.onerror = (error) => this.onerror?.(error);
-  }
+/** The shared tap (check.mjs) over a StdioClientTransport, with the look-ups the checks below use. */
+class StdioTap extends TapTransport {
   async start() {
-    await this.inner.start();
+    await super.start();
     this.onstarted?.();
-  }
-  send(message, options) {
-    this.sent.push({ at: performance.now(), message });
-    return this.inner.send(message, options);
-  }
-  close() { return this.inner.close(); }
-  /** The last request sent with this method (optionally also matching a predicate on it). */
-  lastSent(method, predicate = () => true) {
-    for (let i = this.sent.length - 1; i >= 0; --i) {
-      const m = this.sent[i].message;
-      if (m.method === method && m.id !== undefined && predicate(m)) return m;
-    }
-    return undefined;
   }
   /** The server's response (result or error) to the request with this id. */
   responseTo(id) {
@@ -156,63 +120,17 @@ class TapTransport {
   }
 }
 
-// ---- check plumbing -------------------------------------------------------------------------------------
+// ---- check plumbing (check.mjs) -------------------------------------------------------------------------
 
-class CheckFailure extends Error {}
-
-function fmt(value) {
-  let s;
-  try {
-    s = JSON.stringify(value);
-  } catch {
-    s = undefined;
-  }
-  if (s === undefined) s = inspect(value, { depth: 6, breakLength: Infinity });
-  return s.length > 400 ? `${s.slice(0, 400)}...` : s;
-}
-
-function fail(why) {
-  throw new CheckFailure(why);
-}
-
-function expect(condition, why) {
-  if (!condition) fail(why);
-}
-
-function expectEqual(actual, expected, what) {
-  if (!isDeepStrictEqual(actual, expected)) fail(`${what}: expected ${fmt(expected)}, got ${fmt(actual)}`);
-}
-
-function describe(error) {
-  if (error instanceof CheckFailure) return error.message;
-  if (error instanceof McpError) return `unexpected JSON-RPC error ${error.code}: ${error.message}`;
-  if (Array.isArray(error?.issues)) {
-    // A zod error: the SDK rejected the shape of a result.
-    const issues = error.issues.map((i) => `${(i.path ?? []).join('.') || '(root)'}: ${i.message}`);
-    return `the SDK rejected the result: ${issues.join('; ')}`;
-  }
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return `thrown: ${fmt(error)}`;
-}
-
-/** The JSON-RPC error message as the server sent it (McpError prefixes "MCP error <code>: "). */
-function serverMessage(error) {
-  const prefix = `MCP error ${error.code}: `;
-  return error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
-}
+/** Until the initialize handshake completed, the other checks fail without running. */
+const { check, describe, expectMcpError: expectMcpErrorCode, markInitialized, summary } =
+  createChecks({ timeoutMs: CHECK_TIMEOUT_MS });
 
 /** Awaits `promise`, which must reject with a JSON-RPC error of `code` carrying mcpcore's error.data. */
 async function expectMcpError(promise, code) {
-  let result;
-  try {
-    result = await promise;
-  } catch (error) {
-    if (!(error instanceof McpError)) fail(`expected JSON-RPC error ${code}, got ${describe(error)}`);
-    expect(error.code === code, `expected JSON-RPC error ${code}, got ${error.code}: ${serverMessage(error)}`);
-    expectErrorData(error);
-    return error;
-  }
-  return fail(`expected JSON-RPC error ${code}, got a result: ${fmt(result)}`);
+  const error = await expectMcpErrorCode(promise, code);
+  expectErrorData(error);
+  return error;
 }
 
 /** spec.md §3: error.data has correlation_id "req-<hex>-<hex>", retry_after_ms and remediation (maybe null). */
@@ -225,52 +143,8 @@ function expectErrorData(error) {
   expect('remediation' in data, `error.data has no remediation: ${fmt(data)}`);
 }
 
-function textOf(result, what) {
-  const first = result?.content?.[0];
-  expect(first?.type === 'text' && typeof first.text === 'string', `${what}: content[0] is not text: ${fmt(result)}`);
-  return first.text;
-}
-
 function expectNoToolError(result, what) {
   expect(result.isError !== true, `${what}: isError result: ${fmt(result)}`);
-}
-
-async function withTimeout(promise, ms, why) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new CheckFailure(why)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-let failed = 0;
-let passed = 0;
-/** Set once the initialize handshake completed; otherwise the other checks fail without running. */
-let initialized = false;
-
-async function check(name, body) {
-  let why;
-  if (name !== 'initialize' && !initialized) {
-    ++failed;
-    process.stdout.write(`not ok - ${name}: not run, initialize failed\n`);
-    return;
-  }
-  try {
-    await withTimeout(Promise.resolve().then(body), CHECK_TIMEOUT_MS, `timed out after ${CHECK_TIMEOUT_MS} ms`);
-  } catch (error) {
-    why = describe(error).replace(/\s*\n\s*/g, ' | ');
-  }
-  if (why === undefined) {
-    ++passed;
-    process.stdout.write(`ok - ${name}\n`);
-  } else {
-    ++failed;
-    process.stdout.write(`not ok - ${name}: ${why}\n`);
-  }
 }
 
 // ---- client set-up --------------------------------------------------------------------------------------
@@ -281,7 +155,7 @@ const stdio = new StdioClientTransport({
   env: { ...process.env }, // sanitizer options and the like reach the server
   stderr: 'inherit',
 });
-const tap = new TapTransport(stdio);
+const tap = new StdioTap(stdio);
 
 const client = new Client(
   { name: 'mcpcore-interop-stdio-client', version: '1.0.0' },
@@ -322,14 +196,12 @@ let child;
 let childExit;
 let childExited;
 
-const globalTimer = setTimeout(() => {
-  process.stdout.write(`not ok - global timeout: the run took longer than ${GLOBAL_TIMEOUT_MS} ms\n`);
+const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
   const pid = stdio.pid;
   if (pid) {
     try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
   }
-  process.exit(1);
-}, GLOBAL_TIMEOUT_MS);
+});
 
 const opts = (extra = {}) => ({ timeout: REQUEST_TIMEOUT_MS, ...extra });
 
@@ -377,7 +249,7 @@ tap.onstarted = () => {
 
 await check('initialize', async () => {
   await client.connect(tap, opts());
-  initialized = true; // the handshake completed: the other checks run even if a value below is wrong
+  markInitialized(); // the handshake completed: the other checks run even if a value below is wrong
   const init = tap.rawResult('initialize');
   expectEqual(init.protocolVersion, PROTOCOL_VERSION, 'protocolVersion');
   expectEqual(client.getServerVersion()?.name, SERVER_NAME, 'serverInfo.name');
@@ -748,9 +620,9 @@ await check('close: the server exits 0 on stdin EOF', async () => {
   expect(!alive, `process ${pid} is still there`);
 });
 
-process.stdout.write(`# ${passed} passed, ${failed} failed\n`);
+const status = summary();
 if (child && childExit === undefined) {
   try { child.kill('SIGKILL'); } catch { /* already gone */ }
 }
 clearTimeout(globalTimer);
-process.exit(failed === 0 ? 0 : 1);
+process.exit(status);

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// The check harness shared by the interop scripts (stdio_client.mjs, http_client.mjs): assertions that throw
+// CheckFailure, a runner that prints one line per check, "ok - <name>" or "not ok - <name>: <why>", and the
+// "# N passed, M failed" summary, the global timeout, and the tap transport that records the raw JSON-RPC.
+
+import process from 'node:process';
+import { performance } from 'node:perf_hooks';
+import { inspect, isDeepStrictEqual } from 'node:util';
+
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+
+// ---- assertions -----------------------------------------------------------------------------------------
+
+/** A check's own failure: reported with its message alone. */
+export class CheckFailure extends Error {}
+
+/** A value for a failure message: compact JSON (inspect where JSON has none), cut at 400 characters. */
+export function fmt(value) {
+  let s;
+  try {
+    s = JSON.stringify(value);
+  } catch {
+    s = undefined;
+  }
+  if (s === undefined) s = inspect(value, { depth: 6, breakLength: Infinity });
+  return s.length > 400 ? `${s.slice(0, 400)}...` : s;
+}
+
+/** Fails the running check with `why`. */
+export function fail(why) {
+  throw new CheckFailure(why);
+}
+
+/** Fails the running check with `why` unless `condition` holds. */
+export function expect(condition, why) {
+  if (!condition) fail(why);
+}
+
+/** Fails the running check unless `actual` deep-strict-equals `expected`; `what` names the value. */
+export function expectEqual(actual, expected, what) {
+  if (!isDeepStrictEqual(actual, expected)) fail(`${what}: expected ${fmt(expected)}, got ${fmt(actual)}`);
+}
+
+/** The JSON-RPC error message as the server sent it (McpError prefixes "MCP error <code>: "). */
+export function serverMessage(error) {
+  const prefix = `MCP error ${error.code}: `;
+  return error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+}
+
+/** The text of content[0] of a tool result; fails when it is not a text item. */
+export function textOf(result, what) {
+  const first = result?.content?.[0];
+  expect(first?.type === 'text' && typeof first.text === 'string', `${what}: content[0] is not text: ${fmt(result)}`);
+  return first.text;
+}
+
+/** Awaits `promise`; rejects with a CheckFailure(`why`) when it has not settled within `ms`. */
+export async function withTimeout(promise, ms, why) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new CheckFailure(why)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// ---- the runner -----------------------------------------------------------------------------------------
+
+/**
+ * A check runner: counts and prints the checks of one run.
+ *
+ * `timeoutMs` bounds each check. With `showCause`, an Error's `cause` is appended to its description (fetch
+ * errors keep their reason there). Until `markInitialized()` is called, every check but the one named
+ * "initialize" fails without running, unless it is run with `{ needsSdk: false }`.
+ *
+ * @param {{timeoutMs: number, showCause?: boolean}} options
+ */
+export function createChecks({ timeoutMs, showCause = false }) {
+  let failed = 0;
+  let passed = 0;
+  let initialized = false;
+
+  /** A one-line reason for a failed check: CheckFailure, McpError, a zod error (the SDK's), or anything. */
+  function describe(error) {
+    if (error instanceof CheckFailure) return error.message;
+    if (error instanceof McpError) return `unexpected JSON-RPC error ${error.code}: ${error.message}`;
+    if (Array.isArray(error?.issues)) {
+      // A zod error: the SDK rejected the shape of a result.
+      const issues = error.issues.map((i) => `${(i.path ?? []).join('.') || '(root)'}: ${i.message}`);
+      return `the SDK rejected the result: ${issues.join('; ')}`;
+    }
+    if (error instanceof Error) {
+      return `${error.name}: ${error.message}${showCause && error.cause ? ` (cause: ${error.cause})` : ''}`;
+    }
+    return `thrown: ${fmt(error)}`;
+  }
+
+  /** Awaits `promise`, which must reject with a JSON-RPC error of `code`; returns the McpError. */
+  async function expectMcpError(promise, code) {
+    let result;
+    try {
+      result = await promise;
+    } catch (error) {
+      if (!(error instanceof McpError)) fail(`expected JSON-RPC error ${code}, got ${describe(error)}`);
+      expect(error.code === code, `expected JSON-RPC error ${code}, got ${error.code}: ${serverMessage(error)}`);
+      return error;
+    }
+    return fail(`expected JSON-RPC error ${code}, got a result: ${fmt(result)}`);
+  }
+
+  /** Runs `body` as the check `name` (bounded by `timeoutMs`) and prints its "ok" or "not ok" line. */
+  async function check(name, body, { needsSdk = true } = {}) {
+    let why;
+    if (needsSdk && name !== 'initialize' && !initialized) {
+      ++failed;
+      process.stdout.write(`not ok - ${name}: not run, initialize failed\n`);
+      return;
+    }
+    try {
+      await withTimeout(Promise.resolve().then(body), timeoutMs, `timed out after ${timeoutMs} ms`);
+    } catch (error) {
+      why = describe(error).replace(/\s*\n\s*/g, ' | ');
+    }
+    if (why === undefined) {
+      ++passed;
+      process.stdout.write(`ok - ${name}\n`);
+    } else {
+      ++failed;
+      process.stdout.write(`not ok - ${name}: ${why}\n`);
+    }
+  }
+
+  /** The initialize handshake completed: the other checks run from now on. */
+  function markInitialized() {
+    initialized = true;
+  }
+
+  /** Prints "# N passed, M failed"; returns the exit status (0 when every check passed, 1 otherwise). */
+  function summary() {
+    process.stdout.write(`# ${passed} passed, ${failed} failed\n`);
+    return failed === 0 ? 0 : 1;
+  }
+
+  return { check, describe, expectMcpError, markInitialized, summary };
+}
+
+/**
+ * After `ms`, prints "not ok - global timeout: ...", calls `onTimeout` (kill the server, clean up) and exits
+ * with status 1. Returns the timer, for clearTimeout at the end of the run.
+ */
+export function startGlobalTimer(ms, onTimeout) {
+  return setTimeout(() => {
+    process.stdout.write(`not ok - global timeout: the run took longer than ${ms} ms\n`);
+    onTimeout();
+    process.exit(1);
+  }, ms);
+}
+
+// ---- transport tap --------------------------------------------------------------------------------------
+
+/**
+ * A Transport that forwards to an SDK client transport and records each message with its arrival time, so the
+ * checks can look at the raw JSON-RPC (exact schemas, ids, notifications the SDK drops after a cancellation).
+ * The scripts extend it with what their transport needs.
+ */
+export class TapTransport {
+  constructor(inner) {
+    this.inner = inner;
+    /** @type {{at: number, message: any}[]} messages from the server */
+    this.received = [];
+    /** @type {{at: number, message: any}[]} messages to the server */
+    this.sent = [];
+    inner.onmessage = (message, extra) => {
+      this.received.push({ at: performance.now(), message });
+      if (message.method === undefined && (message.result !== undefined || message.error !== undefined)) {
+        // The pinned SDK dispatches notifications one microtask late but responses at once, and a response
+        // retires its request's progress handler. So progress the server wrote just before its result, and
+        // that arrives in the same chunk, reaches onprogress after the handler is gone and is dropped with
+        // "unknown token" (typescript-sdk issue #2580). Handing responses on one microtask later restores
+        // wire order: notifications that arrived earlier are dispatched first, later ones are not. Wire
+        // order itself is checked on `received`, independently of that.
+        queueMicrotask(() => this.onmessage?.(message, extra));
+      } else {
+        this.onmessage?.(message, extra);
+      }
+    };
+    inner.onclose = () => this.onclose?.();
+    inner.onerror = (error) => this.onerror?.(error);
+  }
+  async start() { await this.inner.start(); }
+  send(message, options) {
+    this.sent.push({ at: performance.now(), message });
+    return this.inner.send(message, options);
+  }
+  close() { return this.inner.close(); }
+  /** The last request sent with this method (optionally also matching a predicate on it). */
+  lastSent(method, predicate = () => true) {
+    for (let i = this.sent.length - 1; i >= 0; --i) {
+      const m = this.sent[i].message;
+      if (m.method === method && m.id !== undefined && predicate(m)) return m;
+    }
+    return undefined;
+  }
+  /** The index in `received` of the server's response (result or error) to the request with this id, or -1. */
+  responseIndex(id) {
+    return this.received.findIndex((r) => r.message.id === id && r.message.method === undefined);
+  }
+}
