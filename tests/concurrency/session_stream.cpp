@@ -320,6 +320,276 @@ TEST_SUITE("concurrency") {
     CHECK(budget.in_use() == 0);
   }
 
+  TEST_CASE("MCP resumability (reference §7.4, §7.5, §8, §14.3): concurrent channel publishers, resumes, ends and detaches keep each stream to its own frames") {
+    // Channel publishers open POST streams one after another and fill them; even-numbered streams
+    // end with their final, odd ones with end_channel (also called at random by an ender); a GET
+    // publisher fills the GET stream; resumers attach by priming markers (and by GET cursors),
+    // drain, and detach, some before the end. The ring and the queues hold everything: no gap, no
+    // drop, so every delivery can be checked exactly.
+    constexpr int channel_publishers = 3;
+    constexpr int channels_each = 6;
+    constexpr int frames_per_channel = 150;
+    constexpr int get_frames = 1000;
+    constexpr int resumers = 3;
+    constexpr int resumes_each = 80;
+    session_stream_options o;
+    o.ring_frames = 4096;  // holds everything: no gap, no eviction
+    o.ring_bytes = std::size_t{1} << 22;
+    o.sink_queue_frames = 4096;  // no drop
+    o.get_streams_per_principal = 0;
+    metrics_registry reg;
+    const auto m = bind_session_metrics(reg);
+    stream_budget budget;
+    session_stream s{o, m};
+
+    struct opened {
+      stream_channel channel = 0;
+      std::uint64_t priming = 0;
+      bool by_final = false;
+    };
+    // What one sink delivered, from attach to the end of its consumer.
+    struct delivery {
+      stream_channel channel = 0;
+      std::size_t replayed = 0;  // the first frames, from the ring; the rest came live
+      std::vector<std::uint64_t> ids;
+      std::vector<stream_channel> channels;  // of each frame
+      std::vector<std::string> data;
+      std::uint64_t dropped = 0;
+      bool closed = false;
+      close_reason reason = close_reason::none;
+      bool detached_early = false;
+      bool superseded_known = true;  // a superseded POST stream's sink is no longer known to detach
+    };
+
+    std::mutex registry_mutex;
+    std::vector<opened> registry;                   // every POST stream opened so far
+    std::vector<std::uint64_t> finals;              // by channel: the final's id (0: none)
+    std::vector<delivery> deliveries;
+    std::atomic<int> publishers_left{channel_publishers + 1};
+    std::atomic<bool> go{false};
+    std::atomic<long> failed_publishes{0};
+    std::atomic<long> refused{0};
+    std::atomic<long> pending{0};
+    std::atomic<long> post_resumes{0};
+    std::atomic<long> get_resumes{0};
+    std::atomic<long> hung{0};
+    std::atomic<long> kept_leases{0};  // detach said known but kept the lease
+
+    const auto publish_on = [&](stream_channel c, int seq, bool final) {
+      const auto id = final ? s.publish_final(tagged(static_cast<int>(c), seq), c)
+                            : s.publish_ring_only(tagged(static_cast<int>(c), seq), c);
+      if (id == 0) ++failed_publishes;
+      return id;
+    };
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < channel_publishers; ++t) {
+        threads.emplace_back([&] {
+          while (!go.load()) std::this_thread::yield();
+          for (int k = 0; k < channels_each; ++k) {
+            const auto c = s.open_channel();
+            if (c.priming_id == 0) ++failed_publishes;
+            const bool by_final = (c.channel % 2) == 0;
+            {
+              const std::lock_guard<std::mutex> lock(registry_mutex);
+              registry.push_back({c.channel, c.priming_id, by_final});
+            }
+            for (int i = 0; i < frames_per_channel; ++i) {
+              (void)publish_on(c.channel, i, false);
+              if ((i % 8) == 0) std::this_thread::yield();
+            }
+            if (!by_final) {
+              s.end_channel(c.channel);
+              continue;
+            }
+            const auto final_id = publish_on(c.channel, frames_per_channel, true);
+            const std::lock_guard<std::mutex> lock(registry_mutex);
+            if (finals.size() <= c.channel) finals.resize(c.channel + 1, 0);
+            finals[c.channel] = final_id;
+          }
+          --publishers_left;
+        });
+      }
+      threads.emplace_back([&] {  // the GET stream's publisher
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < get_frames; ++i) {
+          if (s.publish(tagged(0, i)) == 0) ++failed_publishes;
+          if ((i % 8) == 0) std::this_thread::yield();
+        }
+        --publishers_left;
+      });
+      threads.emplace_back([&] {  // an ender: odd streams at random times, and no-ops
+        std::uint64_t n = 0;
+        while (publishers_left.load() > 0) {
+          opened pick;
+          {
+            const std::lock_guard<std::mutex> lock(registry_mutex);
+            if (!registry.empty()) pick = registry[(n * 7) % registry.size()];
+          }
+          if (pick.channel != 0 && !pick.by_final && (n % 64) == 0) s.end_channel(pick.channel);
+          s.end_channel(get_channel);
+          s.end_channel(1000 + n);  // never opened
+          ++n;
+          std::this_thread::yield();
+        }
+      });
+      for (int r = 0; r < resumers; ++r) {
+        threads.emplace_back([&, r] {
+          while (!go.load()) std::this_thread::yield();
+          for (;;) {  // the first POST stream
+            {
+              const std::lock_guard<std::mutex> lock(registry_mutex);
+              if (!registry.empty()) break;
+            }
+            std::this_thread::yield();
+          }
+          stream_sink::batch batch;
+          std::uint64_t get_cursor = 0;
+          for (int i = 0; i < resumes_each; ++i) {
+            // Every fourth resume is the GET stream's; the others a POST stream's priming marker.
+            std::uint64_t cursor = 0;
+            const bool on_get = (i % 4) == 3;
+            if (on_get) {
+              cursor = (i % 8) == 7 ? 0 : get_cursor;
+            } else {
+              // The newest stream (most likely still open: its final comes live), or an older one.
+              const std::lock_guard<std::mutex> lock(registry_mutex);
+              cursor = (i % 3) == 0 ? registry.back().priming
+                                    : registry[static_cast<std::size_t>(r + i * 5) % registry.size()].priming;
+            }
+            auto a = s.attach_and_replay(cursor, budget, "resumer");
+            if (a.status == attach_status::handover_pending) {
+              ++pending;
+              continue;
+            }
+            if (a.status != attach_status::attached) {
+              ++refused;
+              continue;
+            }
+            if (a.channel == get_channel) {
+              ++get_resumes;
+            } else {
+              ++post_resumes;
+            }
+            delivery d;
+            d.channel = a.channel;
+            d.replayed = a.replayed;
+            // Some consumers leave early: after a pass or two, or at once.
+            const int passes_before_leaving = (i % 5) == 1 ? (i % 3) : -1;
+            int passes = 0;
+            // On the GET stream, until the publishers are done (or superseded); on a POST stream,
+            // until it is closed (every POST stream ends once its publisher is done).
+            const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            for (;;) {
+              a.sink->wait_for(std::chrono::milliseconds(2));
+              a.sink->take(batch);
+              d.dropped += batch.dropped;
+              for (auto& f : batch.frames) {
+                d.ids.push_back(f.id);
+                d.channels.push_back(f.channel);
+                d.data.push_back(std::move(f.data));
+              }
+              if (batch.closed) {
+                d.closed = true;
+                d.reason = batch.reason;
+                break;
+              }
+              if (passes_before_leaving >= 0 && passes++ >= passes_before_leaving) {
+                d.detached_early = true;
+                break;
+              }
+              // The GET stream never ends by itself: its consumer leaves once it has everything.
+              if (a.channel == get_channel && batch.frames.empty() && publishers_left.load() == 0) break;
+              if (std::chrono::steady_clock::now() > guard) {  // a hang guard, not a timing check
+                ++hung;
+                break;
+              }
+            }
+            if (a.channel == get_channel && !d.ids.empty()) get_cursor = std::max(get_cursor, d.ids.back());
+            // The pump lets go: detach returns the lease of a sink the stream knows (a superseded
+            // POST stream's sink, or one of a stream that had ended, is not known: its lease goes
+            // with the last reference).
+            const bool known = s.detach(*a.sink);
+            if (a.channel != get_channel && d.reason == close_reason::superseded && known) d.superseded_known = false;
+            if (known && static_cast<bool>(a.sink->lease())) ++kept_leases;
+            a.sink.reset();
+            const std::lock_guard<std::mutex> lock(registry_mutex);
+            deliveries.push_back(std::move(d));
+          }
+        });
+      }
+      go = true;
+    }
+
+    CHECK(failed_publishes.load() == 0);
+    CHECK(refused.load() == 0);  // no gap, no cap
+    CHECK(hung.load() == 0);
+    CHECK(kept_leases.load() == 0);
+    CHECK(post_resumes.load() > 0);
+    CHECK(get_resumes.load() > 0);
+    std::size_t completed = 0, finals_last = 0, finals_live = 0, superseded = 0, early = 0;
+    bool own_channel = true, increasing = true, tags_ok = true, no_drop = true, supersede_ok = true;
+    bool ends_ok = true, finals_ok = true;
+    for (const auto& d : deliveries) {
+      no_drop = no_drop && d.dropped == 0;
+      supersede_ok = supersede_ok && d.superseded_known;
+      int last_seq = -1;
+      for (std::size_t k = 0; k < d.ids.size(); ++k) {
+        if (d.channels[k] != d.channel) own_channel = false;
+        if (k > 0 && d.ids[k] <= d.ids[k - 1]) increasing = false;
+        int t = 0;
+        int seq = 0;
+        if (!parse_tag(d.data[k], t, seq) || static_cast<stream_channel>(t) != d.channel || seq <= last_seq) {
+          tags_ok = false;
+        }
+        last_seq = seq;
+      }
+      if (d.detached_early) ++early;
+      if (!d.closed || d.channel == get_channel) continue;
+      if (d.reason == close_reason::superseded) {
+        ++superseded;
+        continue;
+      }
+      // A resumed POST stream ends `completed`, after the last frame its stream had; when the
+      // stream ended with its final, that final is the last frame delivered.
+      if (d.reason != close_reason::completed) ends_ok = false;
+      ++completed;
+      const auto fin = d.channel < finals.size() ? finals[d.channel] : 0;
+      const bool by_final = (d.channel % 2) == 0;
+      if (by_final) {
+        if (d.ids.empty() || d.ids.back() != fin) {
+          finals_ok = false;
+        } else {
+          ++finals_last;
+          if (d.ids.size() > d.replayed) ++finals_live;  // published after the attach
+        }
+      }
+    }
+    MESSAGE("deliveries=" << deliveries.size() << " post_resumes=" << post_resumes.load()
+                          << " get_resumes=" << get_resumes.load() << " handover_pending=" << pending.load()
+                          << " completed=" << completed << " finals_last=" << finals_last
+                          << " (live " << finals_live << ")"
+                          << " superseded=" << superseded << " left_early=" << early);
+    CHECK(own_channel);
+    CHECK(increasing);
+    CHECK(tags_ok);
+    CHECK(no_drop);
+    CHECK(supersede_ok);
+    CHECK(ends_ok);
+    CHECK(finals_ok);
+    CHECK(completed > 0);
+    // Every lease went back; nothing is left attached.
+    CHECK(budget.in_use() == 0);
+    const auto st = s.stats();
+    CHECK(st.channels_open == 0);
+    CHECK(st.channel_sinks == 0);
+    CHECK_FALSE(st.live);
+    CHECK_FALSE(st.draining);
+    CHECK(m.streams_active.value() == 0);
+    CHECK(m.streams_handover_pending.value() == 0);
+    CHECK(m.frames_dropped.value() == 0);
+  }
+
   TEST_CASE("reference §7.6, §14.1: close, poke and poison wake a consumer blocked in wait_for") {
     stream_budget budget;
     session_stream s;
