@@ -55,25 +55,7 @@ constexpr std::chrono::milliseconds pull_wait{20};
 
 // ---- synchronisation ---------------------------------------------------------------------------
 
-class flag {
- public:
-  void set() {
-    {
-      std::lock_guard lock{mu_};
-      set_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = patience) {
-    std::unique_lock lock{mu_};
-    return cv_.wait_for(lock, timeout, [&] { return set_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool set_ = false;
-};
+using fx::flag;
 
 /// Polls `pred` until it holds (bounded); whether it did.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = patience) {

@@ -59,31 +59,7 @@ constexpr std::string_view post_cid = "req-post-test";
 
 // ---- small synchronisation helpers ---------------------------------------------------------
 
-/// A one-shot event with bounded waits.
-class flag {
- public:
-  void set() {
-    {
-      std::lock_guard lock{mu_};
-      set_ = true;
-    }
-    cv_.notify_all();
-  }
-  /// Whether the flag was set within `timeout`.
-  bool wait(std::chrono::milliseconds timeout = patience) {
-    std::unique_lock lock{mu_};
-    return cv_.wait_for(lock, timeout, [&] { return set_; });
-  }
-  [[nodiscard]] bool is_set() const {
-    std::lock_guard lock{mu_};
-    return set_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool set_ = false;
-};
+using fx::flag;
 
 /// The background work of detached operations: threads a test joins, and joins on destruction
 /// (after setting `release` so that no worker waits out its bound on the failure path).
