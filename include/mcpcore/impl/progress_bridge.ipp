@@ -479,8 +479,8 @@ MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery, stream_cha
   std::unique_lock<std::mutex> bridge_lock;
   if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
   std::unique_lock<std::mutex> lk(r.mutex);
-  if (!core || r.torn_down || r.st == bridge_record_state::aborted || r.st != bridge_record_state::arming) {
-    const bool not_armed = !core || r.torn_down || r.st == bridge_record_state::aborted;
+  const bool not_armed = !core || r.torn_down || r.st == bridge_record_state::aborted;
+  if (not_armed || r.st != bridge_record_state::arming) {
     m.bridge_degrades[detail::bridge_index(not_armed ? bridge_degrade::arm_not_armed
                                                      : bridge_degrade::arm_already_armed)]
         .inc();
