@@ -92,6 +92,9 @@ struct memory_approval_store_options;
 class memory_approval_store;
 struct sqlite_approval_store_options;
 class sqlite_approval_store;
+enum class sqlite_audit_errc : std::uint8_t;
+struct sqlite_audit_sink_options;
+class sqlite_audit_sink;
 struct approval_endpoint_options;
 class approval_endpoint;
 // sans-I/O HTTP

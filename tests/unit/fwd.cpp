@@ -6,6 +6,7 @@
 
 #include <mcpcore/mcpcore.hpp>
 #include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/sqlite_audit_sink.hpp>
 
 #include <type_traits>
 
@@ -20,6 +21,8 @@ TEST_SUITE("fwd") {
     static_assert(std::is_same_v<std::underlying_type_t<mcpcore::approval_store_errc>, std::uint8_t>);
     static_assert(std::is_aggregate_v<mcpcore::approval_ticket>);
     static_assert(std::is_class_v<mcpcore::sqlite_approval_store>);
+    static_assert(std::is_same_v<std::underlying_type_t<mcpcore::sqlite_audit_errc>, std::uint8_t>);
+    static_assert(std::is_class_v<mcpcore::sqlite_audit_sink>);
     static_assert(std::is_aggregate_v<mcpcore::http_response>);
     CHECK(true);
   }
