@@ -116,6 +116,11 @@ class approval_endpoint {
   approval_endpoint_options options_;
 };
 
+/// Appends `t` to `out` as the endpoint's ticket JSON (the object described under "Response
+/// format" above), with `status_url` as its `status_url` member: for tools that show tickets
+/// outside HTTP (an approver's command line) in the same shape.
+MCPCORE_DECL void append_ticket_json(std::string& out, const approval_ticket& t, std::string_view status_url);
+
 MCPCORE_END_NAMESPACE
 
 #if defined(MCPCORE_HEADER_ONLY)

@@ -209,6 +209,10 @@ class jsonl_audit_sink {
 /// writer, which replaces invalid UTF-8 with U+FFFD.
 MCPCORE_DECL void append_audit_json(std::string& out, const audit_record& r);
 
+/// `t` as the audit rows write times: RFC 3339 in UTC with milliseconds
+/// (`YYYY-MM-DDTHH:MM:SS.mmmZ`), truncated towards the past.
+[[nodiscard]] MCPCORE_DECL std::string to_rfc3339(std::chrono::system_clock::time_point t);
+
 /// Longest value `sanitize_audit_value` returns, in bytes.
 inline constexpr std::size_t max_audit_value_bytes = 256;
 

@@ -227,7 +227,7 @@ class operation_handle {
 /// fetch the result by; it rides in every progress frame's `_meta` and in close frames.
 [[nodiscard]] MCPCORE_DECL operation_handle detach(call_context& ctx, std::string execution_id);
 
-/// The progress bridge of one server (reference §10; lock hierarchy in docs/design.md).
+/// The progress bridge of one server (reference §10; lock hierarchy in docs/sessions.md).
 ///
 /// @par Thread safety
 /// Every member except `set_audit` is thread-safe.

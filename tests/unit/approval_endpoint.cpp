@@ -348,6 +348,10 @@ TEST_SUITE("approval_endpoint") {
           R"("status_url":"/api/v1/approvals/0123456789abcdef0123456789abcdef"})");
     CHECK(header_or_absent(r, "Retry-After") == "<absent>");
     CHECK(header_or_absent(r, "WWW-Authenticate") == "<absent>");
+    // append_ticket_json writes the same object, for approvers' tools outside HTTP.
+    std::string out = "[";
+    append_ticket_json(out, f.ticket(id1), f.service.status_url(id1));
+    CHECK(out == "[" + r.body);
   }
 
   TEST_CASE("spec §5: GET is visible to approvers (RBAC alone, whatever their assurance)") {

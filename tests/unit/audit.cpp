@@ -251,6 +251,9 @@ TEST_SUITE("audit") {
     // 2024-02-29T13:45:07.089Z (a leap day)
     const auto leap = std::chrono::sys_days{std::chrono::year{2024} / 2 / 29} + 13h + 45min + 7s + 89ms;
     CHECK(time_of(leap) == "2024-02-29T13:45:07.089Z");
+    // to_rfc3339 is the same writer, for tools that show audit times outside a row.
+    CHECK(mcpcore::to_rfc3339(leap) == "2024-02-29T13:45:07.089Z");
+    CHECK(mcpcore::to_rfc3339(t2026 - 1ns) == "2025-12-31T23:59:59.999Z");
   }
 
   TEST_CASE("audit JSON escapes every field and repairs invalid UTF-8 (the line stays one JSON object)") {

@@ -104,12 +104,7 @@ struct route {
 }
 
 // YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6, UTC), as the audit lines write it.
-[[nodiscard]] MCPCORE_DECL std::string rfc3339(approval_time t) {
-  std::string out;
-  out.reserve(24);
-  detail::append_rfc3339(out, t);
-  return out;
-}
+[[nodiscard]] inline std::string rfc3339(approval_time t) { return to_rfc3339(t); }
 
 MCPCORE_DECL void write_optional_time(json::writer& w, std::string_view key, const std::optional<approval_time>& t) {
   w.key(key);
@@ -292,6 +287,10 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
   }
   if (r.kind == h::route_kind::ticket) return h::handle_get(*service_, *authz_, options_, r.id, *caller);
   return h::handle_review(*service_, *authz_, options_, r, req.body, *caller);
+}
+
+MCPCORE_DECL void append_ticket_json(std::string& out, const approval_ticket& t, std::string_view status_url) {
+  detail::approval_http::write_ticket(out, t, status_url);
 }
 
 MCPCORE_END_NAMESPACE

@@ -192,6 +192,13 @@ MCPCORE_DECL bool jsonl_audit_sink::record(const audit_record& r) {
 
 // ---- formatting and sanitising ----------------------------------------------------------------
 
+MCPCORE_DECL std::string to_rfc3339(std::chrono::system_clock::time_point t) {
+  std::string out;
+  out.reserve(24);
+  detail::append_rfc3339(out, t);
+  return out;
+}
+
 MCPCORE_DECL void append_audit_json(std::string& out, const audit_record& r) {
   std::string time;
   detail::append_rfc3339(time, r.time);
