@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcpcore-admin: the host's approver and token tool (docs/host-server.md, "mcpcore-admin").
+//
+// It works on the data directory directly (the SQLite approval store, the audit database and
+// the token file), never through MCP, so it runs on the host itself, beside or without a running
+// server: the approval store is safe across processes, and the server reloads the token file
+// when it changes. Being able to open the data directory (mode 0700, the server's own user) is
+// the assurance that the person approving is a local administrator; `--as` names them.
+#include "data_dir.hpp"
+#include "token_file.hpp"
+
+#include <mcpcore/approval.hpp>
+#include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/audit.hpp>
+#include <mcpcore/json_writer.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/sqlite_audit_sink.hpp>
+
+#include <CLI/App.hpp>
+#include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
+#include <CLI/Validators.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+constexpr std::string_view program = "mcpcore-admin";
+/// Most pending tickets `pending` lists by default.
+constexpr std::size_t default_pending_limit = 100;
+/// Rows `audit` shows by default.
+constexpr std::size_t default_audit_tail = 50;
+/// Longest approver name `--as` accepts, in bytes.
+constexpr std::size_t max_approver_name_bytes = 128;
+
+/// Exit statuses: done, refused or failed, bad usage.
+enum exit_code : int { ok = 0, failed = 1, usage = 2 };
+
+void say(const std::string& text) { std::fprintf(stderr, "%s: %s\n", program.data(), text.c_str()); }
+
+struct options {
+  std::string data_dir;
+  bool json = false;
+  bool yes = false;
+  std::size_t limit = default_pending_limit;
+  std::size_t tail = default_audit_tail;
+  std::string id;
+  std::string as;
+  std::string comment;
+  std::string principal_filter;
+  // token mint
+  std::string tier = "readonly";
+  std::string kind = "service";
+  std::string name;
+  std::vector<std::string> roles;
+  bool assured = false;
+};
+
+mcpcore_host::data_paths paths_of(const options& o) { return mcpcore_host::data_paths::in(o.data_dir); }
+
+/// Opens the approval store of the data directory (never creating one: a missing database means
+/// the server never ran there, or --data-dir is wrong).
+std::optional<mcpcore::sqlite_approval_store> open_approvals(const options& o) {
+  const auto p = paths_of(o);
+  mcpcore::sqlite_approval_store_options so;
+  so.create = false;
+  auto store = mcpcore::sqlite_approval_store::open(p.approvals_db, so);
+  if (!store) {
+    say("cannot open the approvals database " + p.approvals_db + ": " + store.error().message() +
+        " (has mcpcore-host run with --data-dir " + o.data_dir + "?)");
+    return std::nullopt;
+  }
+  return std::move(*store);
+}
+
+/// The tool a ticket is for: its definition id without the `mcp.` prefix.
+std::string_view tool_of(const mcpcore::approval_ticket& t) {
+  std::string_view d = t.definition_id;
+  if (d.starts_with(mcpcore::approval_definition_prefix)) d.remove_prefix(mcpcore::approval_definition_prefix.size());
+  return d;
+}
+
+void print_ticket_text(const mcpcore::approval_ticket& t) {
+  std::printf("%s  %-24.*s  %s  submitted by %s at %s\n    arguments: %s\n", t.id.c_str(),
+              static_cast<int>(tool_of(t).size()), tool_of(t).data(), std::string{to_string(t.status)}.c_str(),
+              t.submitted_by.c_str(), mcpcore::to_rfc3339(t.submitted_at).c_str(), t.scope.c_str());
+  if (!t.reviewed_by.empty()) {
+    std::printf("    reviewed by %s at %s%s%s\n", t.reviewed_by.c_str(), mcpcore::to_rfc3339(t.reviewed_at).c_str(),
+                t.review_comment.empty() ? "" : ": ", t.review_comment.c_str());
+  }
+  if (t.consumed_at) std::printf("    used at %s\n", mcpcore::to_rfc3339(*t.consumed_at).c_str());
+}
+
+int cmd_pending(const options& o) {
+  auto store = open_approvals(o);
+  if (!store) return failed;
+  mcpcore::approval_service service{*store};
+  (void)service.expire();  // what ran out of time is not pending any more
+  auto list = service.pending(o.limit);
+  if (!list) {
+    say("cannot read pending approvals: " + list.error().message());
+    return failed;
+  }
+  if (o.json) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if (i != 0) out += ',';
+      mcpcore::append_ticket_json(out, (*list)[i], service.status_url((*list)[i].id));
+    }
+    out += "]\n";
+    std::fputs(out.c_str(), stdout);
+    return ok;
+  }
+  if (list->empty()) std::printf("no pending approvals\n");
+  for (const auto& t : *list) print_ticket_text(t);
+  return ok;
+}
+
+int cmd_show(const options& o) {
+  auto store = open_approvals(o);
+  if (!store) return failed;
+  mcpcore::approval_service service{*store};
+  auto t = service.get(o.id);
+  if (!t) {
+    say("cannot read approval " + o.id + ": " + t.error().message());
+    return failed;
+  }
+  if (!*t) {
+    say("no approval " + o.id);
+    return failed;
+  }
+  if (o.json) {
+    std::string out;
+    mcpcore::append_ticket_json(out, **t, service.status_url(o.id));
+    out += '\n';
+    std::fputs(out.c_str(), stdout);
+  } else {
+    print_ticket_text(**t);
+  }
+  return ok;
+}
+
+/// Asks on the terminal; `--yes` answers for a script. Without a terminal and without `--yes`,
+/// nothing is decided.
+bool confirmed(const options& o, const std::string& question) {
+  if (o.yes) return true;
+  if (::isatty(STDIN_FILENO) == 0) {
+    say("not confirming without a terminal: pass --yes to " + question);
+    return false;
+  }
+  std::fprintf(stderr, "%s? [y/N] ", question.c_str());
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+/// Records the decision in the audit database; a failure is reported, not fatal (the decision
+/// stands, as a request never fails for its audit row).
+void audit_review(const options& o, std::string_view action, const mcpcore::approval_ticket* t,
+                  mcpcore::audit_result result, const std::string& detail) {
+  const auto p = paths_of(o);
+  auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db);
+  std::string full = detail;
+  if (t != nullptr) {
+    full += " tool=" + mcpcore::sanitize_audit_value(tool_of(*t)) +
+            " submitted_by=" + mcpcore::sanitize_audit_value(t->submitted_by);
+  }
+  full += " via=mcpcore-admin";
+  mcpcore::audit_record r;
+  r.action = action;
+  r.target_type = "approval";
+  r.target_id = o.id;
+  r.principal_id = o.as;
+  r.result = result;
+  r.detail = full;
+  r.time = std::chrono::system_clock::now();
+  if (!sink || !sink->record(r)) say("warning: the decision was not recorded in the audit database " + p.audit_db);
+}
+
+int cmd_review(const options& o, bool approve) {
+  if (o.as.empty() || o.as.size() > max_approver_name_bytes ||
+      o.as.find_first_of(std::string_view{" \t\r\n", 4}) != std::string::npos) {
+    say("--as takes the approver's name: 1-128 characters, no blanks");
+    return usage;
+  }
+  auto store = open_approvals(o);
+  if (!store) return failed;
+  mcpcore::approval_service service{*store};
+  auto t = service.get(o.id);
+  if (!t) {
+    say("cannot read approval " + o.id + ": " + t.error().message());
+    return failed;
+  }
+  if (!*t) {
+    say("no approval " + o.id);
+    return failed;
+  }
+  print_ticket_text(**t);
+  if ((*t)->status != mcpcore::approval_status::pending) {
+    say("approval " + o.id + " is " + std::string{to_string((*t)->status)} + ", not pending");
+    return failed;
+  }
+  const std::string verb = approve ? "approve" : "reject";
+  if (!confirmed(o, verb + " this request as " + o.as)) return failed;
+
+  mcpcore::principal reviewer;
+  reviewer.id = o.as;
+  reviewer.display_name = o.as;
+  reviewer.kind = mcpcore::principal_kind::human_interactive;
+  reviewer.assured = true;  // a local administrator at the host's terminal (see the file comment)
+  const auto outcome = approve ? service.approve(o.id, reviewer) : service.reject(o.id, reviewer, o.comment);
+  const std::string action = approve ? "approval.approve" : "approval.reject";
+  if (outcome.error) {
+    say("cannot " + verb + ": the approval store failed: " + outcome.error.message());
+    audit_review(o, action, &**t, mcpcore::audit_result::failure, "store_error");
+    return failed;
+  }
+  if (outcome.comment_too_long) {
+    say("the comment is too long");
+    return usage;
+  }
+  if (!outcome.ok()) {
+    const auto status = outcome.status;
+    std::string why{to_string(status)};
+    if (status == mcpcore::approval_review_status::self_review) why = "the submitter cannot review their own request";
+    if (status == mcpcore::approval_review_status::expired) why = "the ticket ran past its lifetime";
+    say("not " + std::string{approve ? "approved" : "rejected"} + ": " + why);
+    audit_review(o, action, &**t,
+                 status == mcpcore::approval_review_status::not_found ? mcpcore::audit_result::not_found
+                                                                      : mcpcore::audit_result::denied,
+                 "outcome=" + std::string{to_string(status)});
+    return failed;
+  }
+  audit_review(o, action, &**t, mcpcore::audit_result::success,
+               approve ? std::string{"outcome=approved"}
+                       : "outcome=rejected comment=" + mcpcore::sanitize_audit_value(o.comment));
+  std::printf("%s %s as %s; the submitter may now call %.*s again with approval_id %s\n", o.id.c_str(),
+              approve ? "approved" : "rejected", o.as.c_str(), static_cast<int>(tool_of(**t).size()),
+              tool_of(**t).data(), o.id.c_str());
+  return ok;
+}
+
+int cmd_audit(const options& o) {
+  const auto p = paths_of(o);
+  mcpcore::sqlite_audit_sink_options so;
+  so.read_only = true;
+  auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db, so);
+  if (!sink) {
+    say("cannot open the audit database " + p.audit_db + ": " + sink.error().message());
+    return failed;
+  }
+  auto rows = sink->tail(o.tail);
+  if (!rows) {
+    say("cannot read the audit database " + p.audit_db + ": " + rows.error().message());
+    return failed;
+  }
+  std::string out = o.json ? "[" : "";
+  bool first = true;
+  for (const auto& e : *rows) {
+    if (!o.principal_filter.empty() && e.principal_id != o.principal_filter) continue;
+    const mcpcore::audit_record r{e.action, e.target_type, e.target_id, e.principal_id, e.result,
+                                  e.detail, e.correlation_id, e.time};
+    if (o.json) {
+      if (!first) out += ',';
+      mcpcore::append_audit_json(out, r);
+    } else {
+      out += mcpcore::to_rfc3339(e.time) + "  " + e.action + "  " + std::string{to_string(e.result)} +
+             "  principal=" + (e.principal_id.empty() ? "-" : e.principal_id) + "  " + e.target_type + "/" +
+             e.target_id + (e.detail.empty() ? "" : "  " + e.detail) +
+             (e.correlation_id.empty() ? "" : "  cid=" + e.correlation_id) + "\n";
+    }
+    first = false;
+  }
+  if (o.json) out += "]\n";
+  std::fputs(out.c_str(), stdout);
+  return ok;
+}
+
+int cmd_token_mint(const options& o) {
+  mcpcore::principal who;
+  who.id = o.id;
+  who.tier = o.tier == "-" ? std::string{} : o.tier;
+  who.kind = o.kind == "human_interactive" ? mcpcore::principal_kind::human_interactive
+             : o.kind == "engine"          ? mcpcore::principal_kind::engine
+                                           : mcpcore::principal_kind::service;
+  who.display_name = o.name;
+  who.roles = o.roles;
+  who.assured = o.assured;
+  const auto p = paths_of(o);
+  auto token = mcpcore_host::mint_token(p.token_file, who);
+  if (!token) {
+    say(token.error());
+    return failed;
+  }
+  // The token alone on stdout (scripts capture it); how to use it on stderr.
+  std::printf("%s\n", token->c_str());
+  std::fflush(stdout);
+  say("minted a " + (o.tier == "-" ? std::string{"tier-less"} : o.tier) + " token for " + o.id + " in " +
+      p.token_file + "; it is shown only now. A running mcpcore-host loads it within one maintenance tick.");
+  return ok;
+}
+
+int cmd_token_revoke(const options& o) {
+  const auto p = paths_of(o);
+  auto removed = mcpcore_host::revoke_tokens(p.token_file, o.id);
+  if (!removed) {
+    say(removed.error());
+    return failed;
+  }
+  if (*removed == 0) {
+    say("no token of " + o.id + " in " + p.token_file);
+    return failed;
+  }
+  std::printf("revoked %zu token%s of %s; a running mcpcore-host drops them within one maintenance tick\n", *removed,
+              *removed == 1 ? "" : "s", o.id.c_str());
+  return ok;
+}
+
+int cmd_token_list(const options& o) {
+  auto entries = mcpcore_host::list_tokens(paths_of(o).token_file);
+  if (!entries) {
+    say(entries.error());
+    return failed;
+  }
+  std::string out;
+  if (o.json) {
+    mcpcore::json::writer w{out};
+    w.begin_array();
+    for (const auto& e : *entries) {
+      w.begin_object()
+          .member("line", static_cast<std::uint64_t>(e.line))
+          .member("digest_prefix", e.digest_prefix)
+          .member("principal", e.principal_id)
+          .member("tier", e.tier)
+          .member("kind", e.kind)
+          .member("options", e.options)
+          .end_object();
+    }
+    w.end_array();
+    out += '\n';
+  } else {
+    for (const auto& e : *entries) {
+      out += "sha256:" + e.digest_prefix + "...  " + e.principal_id + "  " + e.tier + "  " + e.kind +
+             (e.options.empty() ? "" : "  " + e.options) + "\n";
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return ok;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Approve or reject mcpcore-host's pending requests as a named human, read its audit trail, and "
+               "mint or revoke its tokens. Works on the data directory directly (run it on the host).",
+               std::string{program}};
+  app.require_subcommand(1);
+  options o;
+  o.data_dir = mcpcore_host::default_data_dir();
+  app.add_option("--data-dir", o.data_dir, "mcpcore-host's data directory")->capture_default_str();
+
+  auto* pending = app.add_subcommand("pending", "List pending approvals with their tool and canonical arguments");
+  pending->add_flag("--json", o.json, "As a JSON array of tickets");
+  pending->add_option("--limit", o.limit, "At most this many, oldest first")->capture_default_str();
+
+  auto* show = app.add_subcommand("show", "Show one approval ticket");
+  show->add_option("id", o.id, "The approval_id")->required();
+  show->add_flag("--json", o.json, "As JSON");
+
+  auto* approve = app.add_subcommand("approve", "Approve a pending request as a named human");
+  approve->add_option("id", o.id, "The approval_id")->required();
+  approve->add_option("--as", o.as, "Your name, recorded as the reviewer (must differ from the submitter)")
+      ->required();
+  approve->add_flag("--yes,-y", o.yes, "Do not ask for confirmation");
+
+  auto* reject = app.add_subcommand("reject", "Reject a pending request as a named human");
+  reject->add_option("id", o.id, "The approval_id")->required();
+  reject->add_option("--as", o.as, "Your name, recorded as the reviewer")->required();
+  reject->add_option("--comment", o.comment, "Why (shown to the submitter's status page)");
+  reject->add_flag("--yes,-y", o.yes, "Do not ask for confirmation");
+
+  auto* audit = app.add_subcommand("audit", "Show the newest audit rows, oldest first");
+  audit->add_option("--tail", o.tail, "How many rows")->capture_default_str();
+  audit->add_option("--principal", o.principal_filter, "Only rows of this principal");
+  audit->add_flag("--json", o.json, "As a JSON array");
+
+  auto* token = app.add_subcommand("token", "Mint, revoke or list bearer tokens");
+  token->require_subcommand(1);
+  auto* mint = token->add_subcommand("mint", "Add a fresh token (printed once on stdout)");
+  mint->add_option("--id", o.id, "Principal id (audit rows, approval submitter)")->required();
+  mint->add_option("--tier", o.tier, "MCP tier, or - for none")
+      ->check(CLI::IsMember({"readonly", "operator", "supervised", "-"}))
+      ->capture_default_str();
+  mint->add_option("--kind", o.kind, "Kind of principal")
+      ->check(CLI::IsMember({"service", "human_interactive", "engine"}))
+      ->capture_default_str();
+  mint->add_option("--name", o.name, "Display name");
+  mint->add_option("--role", o.roles, "A role (repeatable; \"approver\" may approve through the HTTP routes)");
+  mint->add_flag("--assured", o.assured, "The holder is a strongly authenticated human (may approve over HTTP)");
+  auto* revoke = token->add_subcommand("revoke", "Remove every token of a principal");
+  revoke->add_option("--id", o.id, "Principal id")->required();
+  auto* list = token->add_subcommand("list", "List the token file's entries (digest prefixes only)");
+  list->add_flag("--json", o.json, "As JSON");
+
+  CLI11_PARSE(app, argc, argv);
+  if (pending->parsed()) return cmd_pending(o);
+  if (show->parsed()) return cmd_show(o);
+  if (approve->parsed()) return cmd_review(o, true);
+  if (reject->parsed()) return cmd_review(o, false);
+  if (audit->parsed()) return cmd_audit(o);
+  if (mint->parsed()) return cmd_token_mint(o);
+  if (revoke->parsed()) return cmd_token_revoke(o);
+  if (list->parsed()) return cmd_token_list(o);
+  return usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    say(std::string{"fatal: "} + e.what());
+  } catch (...) {
+    say("fatal: unknown exception");
+  }
+  return failed;
+}

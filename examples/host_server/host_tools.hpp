@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tools, resources and prompts of mcpcore-host, declared on a server_builder.
+#ifndef MCPCORE_HOST_HOST_TOOLS_HPP
+#define MCPCORE_HOST_HOST_TOOLS_HPP
+
+#include <mcpcore/fwd.hpp>
+#include <mcpcore/policy.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace mcpcore_host {
+
+class allowlist;
+class command_runner;
+class tag_store;
+
+/// Where `get_recent_logs` may read: a named source, either a file or the systemd journal.
+struct log_source {
+  std::string name;  ///< what the caller names (`source` argument): "syslog", "journal", ...
+  std::string path;  ///< the file; empty for the journal
+};
+
+/// Bounds of `get_recent_logs` (each settable by flag).
+struct log_limits {
+  /// How long reading the journal (`journalctl`) may take before it is stopped.
+  std::chrono::milliseconds journal_timeout{std::chrono::seconds{10}};
+  /// Bytes read from the end of a log file (or captured from the journal) per call.
+  std::size_t max_scan_bytes = std::size_t{1} << 20U;
+};
+
+/// The `retry_after_ms` poll hint inside `get_execution_status`'s result while the execution
+/// runs (reference §2 kMcpResultPollRetryMs); omitted once it is terminal.
+inline constexpr std::chrono::milliseconds result_poll_retry{2000};
+
+/// What the host's tools work on. Every pointer must outlive the server built from it.
+struct host_context {
+  tag_store* tags = nullptr;
+  command_runner* runner = nullptr;
+  /// The commands `execute_instruction` may run; null or empty: the tool is not declared.
+  const allowlist* commands = nullptr;
+  std::vector<log_source> logs;
+  log_limits log_bounds{};
+  /// The server health document (`host://server/health`), rendered on each read.
+  std::function<std::string()> health_json;
+};
+
+/// Gives `Approval:Approve` (the approver tools, the approval routes) to principals holding the
+/// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table).
+struct host_authorizer {
+  static constexpr std::string_view approver_role = "approver";
+  [[nodiscard]] bool allowed(const mcpcore::principal& who, std::string_view /*securable*/,
+                             mcpcore::operation op) const noexcept {
+    if (op != mcpcore::operation::approve) return true;
+    for (const auto& r : who.roles) {
+      if (r == approver_role) return true;
+    }
+    return false;
+  }
+};
+
+/// Declares every tool (host state, tags, execute_instruction, get_execution_status), the
+/// resources (`host://server/health`, `host://operating-model`) and the prompts
+/// (`host_health_briefing`, `investigate_incident`).
+void declare_host_catalogue(mcpcore::server_builder& b, host_context& ctx);
+
+/// The operating model served as `host://operating-model` (Markdown).
+[[nodiscard]] std::string operating_model_markdown();
+
+}  // namespace mcpcore_host
+
+#endif  // MCPCORE_HOST_HOST_TOOLS_HPP

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcpcore-host: an MCP server for the machine it runs on (the project's main job, spec §8).
+//
+// Streamable HTTP on 127.0.0.1 by default, or stdio (`--stdio`) for desktop clients. Read-only
+// tools over the host's real state, tags kept in SQLite, an approval-gated execute_instruction
+// over an allow-list, resources and prompts; tokens and tiers from a token file; approvals and
+// audit in SQLite under the data directory. `mcpcore-host --help` lists every flag;
+// docs/host-server.md explains them.
+#include "command_runner.hpp"
+#include "data_dir.hpp"
+#include "host_tools.hpp"
+#include "tag_store.hpp"
+#include "token_file.hpp"
+
+#include <mcpcore/approval.hpp>
+#include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/http.hpp>
+#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/json_writer.hpp>
+#include <mcpcore/metrics.hpp>
+#include <mcpcore/policy.hpp>
+#include <mcpcore/server.hpp>
+#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/sqlite_audit_sink.hpp>
+#include <mcpcore/stdio.hpp>
+#include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/token_authenticator.hpp>
+#include <mcpcore/version.hpp>
+
+#include <CLI/App.hpp>
+#include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
+#include <CLI/Validators.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <ios>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX pthread_sigmask, sigwait
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using mcpcore::transport::token_authenticator;
+
+constexpr std::string_view program = "mcpcore-host";
+
+/// Interval of the maintenance tick: idle sessions, the bridge's sweep, the approval expiry
+/// sweep and the token file's change check.
+constexpr std::chrono::seconds default_tick_interval{3};
+/// Every how many ticks the approval store's expiry sweep runs.
+constexpr unsigned approval_expiry_every_ticks = 20;
+
+void say(const std::string& text) { std::fprintf(stderr, "%s: %s\n", program.data(), text.c_str()); }
+
+/// Everything the command line sets (docs/host-server.md lists each flag).
+struct config {
+  std::string data_dir;
+  std::string token_file;
+  std::string allowlist_file;
+  bool stdio = false;
+  std::string stdio_tier = "operator";
+  std::string address{mcpcore::transport::default_listen_address};
+  std::uint16_t port = mcpcore::transport::default_listen_port;
+  std::string port_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> log_files;
+  bool journal = true;
+  bool read_only = false;
+  std::string metrics_prefix = "mcpcore";
+  std::chrono::milliseconds tick = default_tick_interval;
+  mcpcore::transport::asio_http_server_options http;
+  mcpcore::http_endpoint_options endpoint;
+  mcpcore::approval_options approvals;
+  mcpcore_host::runner_options runner;
+  mcpcore_host::log_limits log_bounds;
+  std::size_t max_tags = mcpcore_host::default_max_tags;
+};
+
+/// Flags for a duration given in milliseconds.
+CLI::Option* add_ms(CLI::App& app, const std::string& name, std::chrono::milliseconds& value, const std::string& what) {
+  return app
+      .add_option_function<std::int64_t>(
+          name, [&value](std::int64_t ms) { value = std::chrono::milliseconds{ms}; }, what + " (milliseconds)")
+      ->default_str(std::to_string(value.count()))
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{24} * 3600 * 1000));
+}
+
+void add_flags(CLI::App& app, config& c) {
+  app.add_option("--data-dir", c.data_dir,
+                 "Directory of the token file, approvals.db, audit.db and tags.db (created 0700 when missing)")
+      ->capture_default_str();
+  app.add_option("--token-file", c.token_file,
+                 "Bearer tokens and tiers (default <data-dir>/tokens; created on first run with a fresh operator "
+                 "token, printed once; must not be readable by group or others)");
+  app.add_option("--allowlist", c.allowlist_file,
+                 "Commands execute_instruction may run (JSON; default <data-dir>/allowlist.json when present; "
+                 "without one the tool is not offered)");
+  app.add_flag("--stdio", c.stdio, "Serve MCP on stdin/stdout (desktop clients) instead of HTTP");
+  app.add_option("--stdio-tier", c.stdio_tier, "Tier of the local user in --stdio mode")
+      ->check(CLI::IsMember({"readonly", "operator", "supervised"}))
+      ->capture_default_str();
+  app.add_option("--address", c.address, "Address to listen on (loopback by default)")->capture_default_str();
+  app.add_option("--port", c.port, "TCP port (0: an ephemeral port)")->capture_default_str();
+  app.add_option("--port-file", c.port_file, "Write the bound port to this file once listening");
+  app.add_option("--tls-cert", c.tls_cert, "TLS certificate chain (PEM); with --tls-key serves HTTPS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", c.tls_key, "TLS private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--allowed-origin", c.allowed_origins,
+                 "An Origin allowed besides this server's own loopback origins (repeatable)");
+  app.add_option("--log-file", c.log_files,
+                 "A log file get_recent_logs may read (repeatable; default: /var/log/syslog and "
+                 "/var/log/messages when readable)");
+  app.add_flag("--journal,!--no-journal", c.journal, "Offer the systemd journal (when journalctl exists)")
+      ->capture_default_str();
+  app.add_flag("--read-only", c.read_only, "Start in read-only mode: every tool that changes something answers -32004");
+  app.add_option("--metrics-prefix", c.metrics_prefix, "Prefix of every metric name")->capture_default_str();
+  add_ms(app, "--tick-ms", c.tick, "Maintenance tick: idle sessions, sweeps, token file reload");
+
+  auto& h = c.http;
+  app.add_option("--io-threads", h.io_threads, "I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--handler-threads", h.handler_threads, "Tool handler threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--handler-queue", h.handler_queue_cap, "Calls waiting for a handler thread before 503")
+      ->capture_default_str();
+  app.add_option("--max-connections", h.max_connections, "Open connections")->capture_default_str();
+  app.add_option("--max-pipelined", h.max_pipelined, "Requests queued per connection")->capture_default_str();
+  app.add_option("--max-header-bytes", h.limits.max_header_bytes, "Request head bytes (431 beyond)")
+      ->capture_default_str();
+  app.add_option("--max-header-count", h.limits.max_header_count, "Header fields (431 beyond)")->capture_default_str();
+  app.add_option("--max-target-bytes", h.limits.max_target_bytes, "Request target bytes (414 beyond)")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", c.endpoint.max_body_bytes, "Request body bytes (413 beyond)")
+      ->capture_default_str();
+  add_ms(app, "--header-read-timeout-ms", h.header_read_timeout, "Time to receive a request head");
+  add_ms(app, "--body-read-timeout-ms", h.body_read_timeout, "Time to receive a request body");
+  add_ms(app, "--idle-timeout-ms", h.idle_timeout, "Keep-alive idle time before the connection closes");
+  add_ms(app, "--write-timeout-ms", h.write_timeout, "Time a write may wait for a slow reader");
+  add_ms(app, "--shutdown-drain-ms", h.shutdown_drain, "Time live responses get to flush on shutdown");
+
+  auto& s = c.endpoint.session;
+  app.add_option("--max-sessions", s.max_sessions, "Sessions in total")->capture_default_str();
+  app.add_option("--max-sessions-per-principal", s.max_sessions_per_principal, "Sessions per principal")
+      ->capture_default_str();
+  add_ms(app, "--session-idle-ttl-ms", s.idle_ttl, "Idle time after which a session ends");
+  app.add_option("--ring-frames", s.stream.ring_frames, "Replay ring frames per session")->capture_default_str();
+  app.add_option("--ring-bytes", s.stream.ring_bytes, "Replay ring bytes per session")->capture_default_str();
+  app.add_option("--stream-budget", c.endpoint.budget.global_cap, "Held-open responses in total")
+      ->capture_default_str();
+  add_ms(app, "--post-response-cap-ms", c.endpoint.post_stream.response_cap, "Longest streamed POST response");
+  app.add_option("--bridge-records", c.endpoint.bridge.max_records, "Progress records in total")->capture_default_str();
+
+  auto& a = c.approvals;
+  app.add_option("--approvals-per-submitter", a.max_pending_per_submitter, "Pending approval tickets per submitter")
+      ->capture_default_str();
+  app.add_option("--approvals-global", a.max_pending_global, "Pending approval tickets in total")
+      ->capture_default_str();
+
+  auto& r = c.runner;
+  app.add_option("--max-running-commands", r.max_concurrent, "Commands running at once")->capture_default_str();
+  app.add_option("--max-output-bytes", r.max_output_bytes, "Output kept per execution (beyond: truncated)")
+      ->capture_default_str();
+  app.add_option("--max-retained-executions", r.max_retained, "Finished executions kept for get_execution_status")
+      ->capture_default_str();
+  app.add_option("--max-tags", c.max_tags, "Tags this host may carry")->capture_default_str();
+  add_ms(app, "--journal-timeout-ms", c.log_bounds.journal_timeout, "Longest journalctl run");
+  app.add_option("--log-scan-bytes", c.log_bounds.max_scan_bytes, "Bytes of a log read per call")
+      ->capture_default_str();
+}
+
+/// Creates the data directory (0700) when missing and proves it writable: a directory on a
+/// read-only filesystem, or one this user cannot write, refuses the start with the reason.
+bool prepare_data_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) {
+      say("cannot create the data directory " + dir + ": " + ec.message());
+      return false;
+    }
+    ::chmod(dir.c_str(), S_IRWXU);
+  }
+  if (!fs::is_directory(dir, ec)) {
+    say("the data directory " + dir + " is not a directory");
+    return false;
+  }
+  const std::string probe = dir + "/.write-probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, S_IRUSR | S_IWUSR);  // NOLINT
+  if (fd < 0) {
+    const int err = errno;
+    say("the data directory " + dir + " is not writable" + (err == EROFS ? " (a read-only filesystem)" : "") + ": " +
+        std::system_category().message(err) + "; pass --data-dir with a writable directory");
+    return false;
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
+/// Refuses a token file that group or others may read or write, or that is not a regular file.
+bool token_file_permissions_ok(const std::string& path) {
+  const auto problem = mcpcore_host::token_file_permission_problem(path);
+  if (!problem.empty()) say(problem);
+  return problem.empty();
+}
+
+std::optional<token_authenticator> load_tokens(const std::string& path) {
+  if (!token_file_permissions_ok(path)) return std::nullopt;
+  auto loaded = token_authenticator::load(path);
+  if (!loaded) {
+    say("token file " + path + ": " + mcpcore::transport::to_string(loaded.error()));
+    return std::nullopt;
+  }
+  for (const auto& w : loaded->warnings()) say("token file " + path + ": warning: " + mcpcore::transport::to_string(w));
+  return std::move(*loaded);
+}
+
+/// The token file's modification time, to reload it when it changes.
+std::optional<fs::file_time_type> mtime(const std::string& path) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(path, ec);
+  if (ec) return std::nullopt;
+  return t;
+}
+
+/// The log sources get_recent_logs offers.
+std::vector<mcpcore_host::log_source> log_sources(const config& c) {
+  std::vector<mcpcore_host::log_source> out;
+  std::vector<std::string> files = c.log_files;
+  if (files.empty()) {
+    for (const char* f : {"/var/log/syslog", "/var/log/messages"}) {
+      if (::access(f, R_OK) == 0) files.emplace_back(f);
+    }
+  }
+  for (const auto& f : files) out.push_back({fs::path{f}.filename().string(), f});
+  if (c.journal && (::access("/usr/bin/journalctl", X_OK) == 0 || ::access("/bin/journalctl", X_OK) == 0)) {
+    out.push_back({"journal", ""});
+  }
+  return out;
+}
+
+/// Writes `text` to `path` through a temporary file and a rename (a script polling the port
+/// file never reads half a number).
+bool write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out{tmp, std::ios::trunc};
+    out << text;
+    out.flush();
+    if (!out) return false;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  return !ec;
+}
+
+/// How to run mcpcore-admin: the one beside this binary when there is one.
+std::string admin_command() {
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto admin = self.parent_path() / "mcpcore-admin";
+    if (::access(admin.c_str(), X_OK) == 0) return admin.string();
+  }
+  return "mcpcore-admin";
+}
+
+/// The local user's name, for the stdio principal.
+std::string local_user() {
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_name != nullptr) return pw->pw_name;
+  return std::to_string(::getuid());
+}
+
+/// Blocks SIGINT and SIGTERM in every thread (the server's threads inherit the mask); the main
+/// thread takes them with sigwait.
+sigset_t block_stop_signals() {
+  std::signal(SIGPIPE, SIG_IGN);  // NOLINT(misc-include-cleaner): <csignal> declares SIGPIPE on POSIX
+  sigset_t stop_signals;          // NOLINT(misc-include-cleaner): <signal.h> declares it on POSIX
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+/// The host's stores and services, opened from the data directory.
+struct host_services {
+  mcpcore_host::data_paths paths;
+  std::optional<mcpcore::sqlite_approval_store> approval_store;
+  std::optional<mcpcore::sqlite_audit_sink> audit;
+  std::optional<mcpcore_host::tag_store> tags;
+  std::optional<mcpcore_host::allowlist> commands;
+};
+
+bool open_services(const config& c, host_services& s) {
+  auto store = mcpcore::sqlite_approval_store::open(s.paths.approvals_db);
+  if (!store) {
+    say("cannot open the approvals database " + s.paths.approvals_db + ": " + store.error().message());
+    return false;
+  }
+  s.approval_store.emplace(std::move(*store));
+  auto audit = mcpcore::sqlite_audit_sink::open(s.paths.audit_db);
+  if (!audit) {
+    say("cannot open the audit database " + s.paths.audit_db + ": " + audit.error().message());
+    return false;
+  }
+  s.audit.emplace(std::move(*audit));
+  auto tags = mcpcore_host::tag_store::open(s.paths.tags_db, c.max_tags);
+  if (!tags) {
+    say(tags.error());
+    return false;
+  }
+  s.tags.emplace(std::move(*tags));
+  std::string allow = c.allowlist_file;
+  if (allow.empty()) {
+    const std::string fallback = c.data_dir + "/allowlist.json";
+    if (::access(fallback.c_str(), F_OK) == 0) allow = fallback;
+  }
+  if (!allow.empty()) {
+    auto list = mcpcore_host::allowlist::load(allow);
+    if (!list) {
+      say("allow-list " + allow + ": " + list.error());
+      return false;
+    }
+    s.commands.emplace(std::move(*list));
+  }
+  return true;
+}
+
+/// The server health document (`host://server/health`).
+std::string health_json(const std::chrono::steady_clock::time_point started, const mcpcore_host::command_runner& runner,
+                        mcpcore::approval_service& approvals, const bool http) {
+  std::string out;
+  mcpcore::json::writer w{out};
+  const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+  w.begin_object()
+      .member("server", program)
+      .member("version", MCPCORE_VERSION_STRING)
+      .member("transport", http ? "streamable-http" : "stdio")
+      .member("uptime_seconds", static_cast<std::int64_t>(up.count()))
+      .member("running_commands", static_cast<std::uint64_t>(runner.running_count()));
+  if (auto pending = approvals.pending(mcpcore::approval_options{}.max_pending_global)) {
+    w.member("pending_approvals", static_cast<std::uint64_t>(pending->size())).member("approval_store", "ok");
+  } else {
+    w.member("approval_store", "unavailable: " + pending.error().message());
+  }
+  w.end_object();
+  return out;
+}
+
+int serve_stdio(const config& c, mcpcore::server& srv) {
+  mcpcore::principal caller;
+  caller.id = "local:" + local_user();
+  caller.tier = c.stdio_tier;
+  caller.kind = mcpcore::principal_kind::service;
+  caller.display_name = "local user (stdio)";
+  say(std::string{"serving MCP on stdin/stdout as "} + caller.id + " (tier " + caller.tier + ")");
+  mcpcore::stdio_transport transport{srv, caller};
+  return transport.run();
+}
+
+int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service& approvals, host_services& s,
+               mcpcore::metrics_registry& metrics, mcpcore_host::command_runner& runner,
+               const std::string& first_token) {
+  auto tokens = load_tokens(s.paths.token_file);
+  if (!tokens) return 1;
+  const mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
+  const sigset_t stop_signals = block_stop_signals();
+
+  // The Origin allow-list names this server's own origin, which includes the port, known only
+  // once bound (--port 0): requests that arrive before the endpoint exists are answered 503.
+  std::atomic<mcpcore::http_endpoint*> endpoint_ptr{nullptr};
+  auto http_options = c.http;
+  http_options.address = c.address;
+  http_options.port = c.port;
+  http_options.limits.max_body_bytes = c.endpoint.max_body_bytes;
+  if (!c.tls_cert.empty() || !c.tls_key.empty()) {
+    if (c.tls_cert.empty() || c.tls_key.empty()) {
+      say("--tls-cert and --tls-key go together");
+      return 1;
+    }
+    http_options.tls = mcpcore::transport::tls_options{.cert_chain_file = c.tls_cert, .private_key_file = c.tls_key};
+  }
+  mcpcore::transport::asio_http_server http{
+      [&endpoint_ptr](const mcpcore::http_request_view& req, mcpcore::http_completion done) {
+        if (auto* ep = endpoint_ptr.load(std::memory_order_acquire)) {
+          ep->handle(req, std::move(done));
+          return;
+        }
+        mcpcore::http_reply reply;
+        reply.head.status = 503;
+        reply.head.headers.push_back({"Retry-After", "1"});
+        done(std::move(reply));
+      },
+      http_options};
+  if (auto started = http.start(); !started) {
+    say("cannot listen on " + c.address + ":" + std::to_string(c.port) + ": " + started.error().message());
+    return 1;
+  }
+  const std::string port = std::to_string(http.port());
+  const std::string scheme = http_options.tls ? "https" : "http";
+
+  auto endpoint_options = c.endpoint;
+  endpoint_options.allowed_origins = c.allowed_origins;
+  for (const char* host : {"127.0.0.1", "localhost", "[::1]"}) {
+    endpoint_options.allowed_origins.push_back(scheme + "://" + host + ":" + port);
+  }
+  mcpcore::http_endpoint endpoint{srv, *tokens, endpoint_options};
+  endpoint.set_executor(http.executor());
+  endpoint.set_approvals(approval_routes);
+  endpoint.set_metrics(metrics);
+  endpoint.set_audit(*s.audit);
+  std::atomic<bool> ready{true};
+  endpoint.set_readiness([&ready] { return ready.load(std::memory_order_relaxed); });
+  endpoint_ptr.store(&endpoint, std::memory_order_release);
+
+  // The maintenance tick: the endpoint's sweep, approval expiry, token file reload on change.
+  std::jthread ticker{[&endpoint, &approvals, &tokens, &c, path = s.paths.token_file](const std::stop_token& stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock{m};
+    auto seen = mtime(path);
+    unsigned n = 0;
+    while (!cv.wait_for(lock, stop, c.tick, [] { return false; }) && !stop.stop_requested()) {
+      endpoint.tick();
+      if (++n % approval_expiry_every_ticks == 0) (void)approvals.expire();
+      if (const auto now = mtime(path); now != seen) {
+        seen = now;
+        if (!token_file_permissions_ok(path)) {
+          say("token file changed but refused; the previous tokens stay in force");
+        } else if (auto r = tokens->reload(); !r) {
+          say("token file reload refused, previous tokens kept: " + mcpcore::transport::to_string(r.error()));
+        } else {
+          say("token file reloaded: " + std::to_string(tokens->size()) + " entries");
+        }
+      }
+    }
+  }};
+
+  const auto stop_all = [&] {
+    ready.store(false);
+    ticker.request_stop();
+    ticker.join();
+    // Running commands end first (their terminals reach the bridge while it still exists),
+    // then initialize answers 503 and every stream closes session_terminated.
+    runner.shutdown();
+    endpoint.begin_shutdown();
+    http.stop();                // lets them flush, closes the sockets, joins the threads
+    endpoint_ptr.store(nullptr, std::memory_order_release);
+  };
+  if (!c.port_file.empty() && !write_file_atomically(c.port_file, port + "\n")) {
+    say("cannot write the port file " + c.port_file);
+    stop_all();
+    return 1;
+  }
+  const std::string url = scheme + "://" + c.address + ":" + port + "/mcp";
+  std::printf("mcpcore-host %s listening on %s\n", MCPCORE_VERSION_STRING, url.c_str());
+  if (!first_token.empty()) {
+    std::printf(
+        "\nA token file was created at %s with one operator token. It is shown only now:\n\n    %s\n\n"
+        "Connect an MCP client to %s with the header\n    Authorization: Bearer %s\n"
+        "For example: npx @modelcontextprotocol/inspector, transport \"Streamable HTTP\", URL %s,\n"
+        "and the header above. Mint more tokens (other tiers, approvers) with `mcpcore-admin token mint`.\n",
+        s.paths.token_file.c_str(), first_token.c_str(), url.c_str(), first_token.c_str(), url.c_str());
+  } else {
+    std::printf("Connect an MCP client to %s with `Authorization: Bearer <token>` (tokens: %s; mint one with "
+                "`mcpcore-admin token mint`).\n",
+                url.c_str(), s.paths.token_file.c_str());
+  }
+  std::printf("Health: %s://%s:%s/healthz  Metrics: %s://%s:%s/metrics\n", scheme.c_str(), c.address.c_str(),
+              port.c_str(), scheme.c_str(), c.address.c_str(), port.c_str());
+  std::printf("Approvals, audit and tokens: %s --data-dir %s pending|approve|reject|audit|token\n",
+              admin_command().c_str(), c.data_dir.c_str());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  say("signal " + std::to_string(signal_number) + ", stopping");
+  stop_all();
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"An MCP server for the machine it runs on (Streamable HTTP on 127.0.0.1, or stdio)",
+               std::string{program}};
+  config c;
+  c.data_dir = mcpcore_host::default_data_dir();
+  add_flags(app, c);
+  CLI11_PARSE(app, argc, argv);
+
+  ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
+  if (!prepare_data_dir(c.data_dir)) return 1;
+  host_services s;
+  s.paths = mcpcore_host::data_paths::in(c.data_dir);
+  if (!c.token_file.empty()) s.paths.token_file = c.token_file;
+  std::string first_token;
+  if (!c.stdio && ::access(s.paths.token_file.c_str(), F_OK) != 0) {
+    auto token = mcpcore_host::create_first_run_token_file(s.paths.token_file);
+    if (!token) {
+      say(token.error());
+      return 1;
+    }
+    first_token = std::move(*token);
+  }
+  if (!open_services(c, s)) return 1;
+
+  mcpcore::metrics_registry metrics{c.metrics_prefix};
+  mcpcore::approval_service approvals{*s.approval_store, c.approvals};
+  mcpcore_host::command_runner runner{c.runner};
+  const auto started = std::chrono::steady_clock::now();
+
+  mcpcore_host::host_context ctx;
+  ctx.tags = &*s.tags;
+  ctx.runner = &runner;
+  ctx.commands = s.commands ? &*s.commands : nullptr;
+  ctx.logs = log_sources(c);
+  ctx.log_bounds = c.log_bounds;
+  ctx.health_json = [started, &runner, &approvals, http = !c.stdio] {
+    return health_json(started, runner, approvals, http);
+  };
+
+  mcpcore::server_builder b{{.name = std::string{program},
+                             .version = MCPCORE_VERSION_STRING,
+                             .title = "mcpcore host server",
+                             .instructions = "Tools over this machine's state (system, memory, filesystems, processes, "
+                                             "network, listening sockets, logs), its tags, and execute_instruction for "
+                                             "allow-listed commands. Read host://operating-model first: it explains "
+                                             "tiers, approvals (-32006: ask a human to approve, then call again with "
+                                             "approval_id) and how to follow a running command."}};
+  mcpcore_host::declare_host_catalogue(b, ctx);
+  b.policy(mcpcore::yuzu_tier_policy{})
+      .authorizer(mcpcore_host::host_authorizer{})
+      .audit(*s.audit)
+      .metrics(metrics)
+      .approvals(approvals)
+      .approval_tools();
+  auto srv = b.build();
+  if (!srv) {
+    say("refused to start: " + srv.error().message());
+    return 1;
+  }
+  for (const auto& w : srv->warnings()) say("warning: " + w);
+  srv->switches().set_read_only(c.read_only);
+
+  const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token);
+  runner.shutdown();
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    say(std::string{"fatal: "} + e.what());
+  } catch (...) {
+    say("fatal: unknown exception");
+  }
+  return 1;
+}
