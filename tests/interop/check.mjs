@@ -209,3 +209,47 @@ export class TapTransport {
     return this.received.findIndex((r) => r.message.id === id && r.message.method === undefined);
   }
 }
+
+// ---- server processes -----------------------------------------------------------------------------------
+
+/**
+ * Starts `binary` with `args`, which must make it write its port to `portFile` once it listens; resolves with
+ * `{child, port}` when the file holds a port, rejects when the process fails to start, exits first, or writes
+ * no port within `waitMs`. `child.exitInfo` is set to `{code, signal}` when it exits. `stdout` is 'inherit' or
+ * 'pipe' (the caller then reads `child.stdout`).
+ */
+export async function startServerProcess(binary, args, portFile, { waitMs, stdout = 'inherit', env = process.env }) {
+  const { spawn } = await import('node:child_process');
+  const { existsSync, readFileSync } = await import('node:fs');
+  const child = spawn(binary, args, { stdio: ['ignore', stdout, 'inherit'], env });
+  let spawnError;
+  child.once('error', (error) => { spawnError = error; });
+  child.once('exit', (code, signal) => { child.exitInfo = { code, signal }; });
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (spawnError) throw new Error(`cannot start ${binary}: ${spawnError.message}`);
+    if (child.exitInfo) throw new Error(`${binary} exited before listening: ${fmt(child.exitInfo)}`);
+    if (existsSync(portFile)) {
+      const port = Number.parseInt(readFileSync(portFile, 'utf8').trim(), 10);
+      if (Number.isInteger(port) && port > 0 && port < 65536) return { child, port };
+    }
+    if (Date.now() > deadline) throw new Error(`no port file within ${waitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** SIGTERM, then SIGKILL after `waitMs`; resolves with the exit `{code, signal, killed}`. */
+export async function stopServerProcess(child, waitMs) {
+  if (!child) return undefined;
+  if (child.exitInfo) return child.exitInfo;
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  try { process.kill(child.pid, 'SIGTERM'); } catch { /* gone */ }
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
+  }, waitMs);
+  const exit = await exited;
+  clearTimeout(timer);
+  return { ...exit, killed };
+}

@@ -11,9 +11,8 @@
 // "ok - <name>" or "not ok - <name>: <why>". The server is always killed by its PID at the end.
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
@@ -29,8 +28,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fmt, serverMessage, startGlobalTimer, TapTransport, textOf,
-  withTimeout,
+  CheckFailure, createChecks, expect, expectEqual, fmt, serverMessage, startGlobalTimer, startServerProcess,
+  stopServerProcess, TapTransport, textOf, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -125,10 +124,9 @@ writeFileSync(tokenFile, [
 ].join('\n'), { mode: 0o600 });
 
 let server;
-let serverExit;
 
 function killServerNow() {
-  if (server && serverExit === undefined) {
+  if (server && server.exitInfo === undefined) {
     try { process.kill(server.pid, 'SIGKILL'); } catch { /* already gone */ }
   }
 }
@@ -149,39 +147,15 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, cleanup);
 
 async function startServer() {
-  server = spawn(serverBinary, ['--port', '0', '--port-file', portFile, '--token-file', tokenFile], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env },
-  });
-  let spawnError;
-  server.once('error', (error) => { spawnError = error; });
-  server.once('exit', (code, signal) => { serverExit = { code, signal }; });
-  const deadline = Date.now() + PORT_FILE_WAIT_MS;
-  for (;;) {
-    if (spawnError) throw new Error(`cannot start ${serverBinary}: ${spawnError.message}`);
-    if (serverExit) throw new Error(`the server exited before listening: ${fmt(serverExit)}`);
-    if (existsSync(portFile)) {
-      const port = Number.parseInt(readFileSync(portFile, 'utf8').trim(), 10);
-      if (Number.isInteger(port) && port > 0 && port < 65536) return port;
-    }
-    if (Date.now() > deadline) throw new Error(`no port file within ${PORT_FILE_WAIT_MS} ms`);
-    await sleep(25);
-  }
+  const started = await startServerProcess(serverBinary, ['--port', '0', '--port-file', portFile, '--token-file', tokenFile],
+                                           portFile, { waitMs: PORT_FILE_WAIT_MS });
+  server = started.child;
+  return started.port;
 }
 
-/** SIGTERM, then SIGKILL after SERVER_EXIT_WAIT_MS; resolves with the exit {code, signal}. */
-async function stopServer() {
-  if (serverExit) return serverExit;
-  const exited = new Promise((resolve) => server.once('exit', (code, signal) => resolve({ code, signal })));
-  try { process.kill(server.pid, 'SIGTERM'); } catch { /* gone */ }
-  let killed = false;
-  const timer = setTimeout(() => {
-    killed = true;
-    try { process.kill(server.pid, 'SIGKILL'); } catch { /* gone */ }
-  }, SERVER_EXIT_WAIT_MS);
-  const exit = await exited;
-  clearTimeout(timer);
-  return { ...exit, killed };
+/** SIGTERM, then SIGKILL after SERVER_EXIT_WAIT_MS; resolves with the exit {code, signal, killed}. */
+function stopServer() {
+  return stopServerProcess(server, SERVER_EXIT_WAIT_MS);
 }
 
 // ---- raw HTTP: requests, bodies, SSE ---------------------------------------------------------------------
