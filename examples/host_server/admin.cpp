@@ -290,7 +290,7 @@ int cmd_audit(const options& o) {
 int cmd_token_mint(const options& o) {
   mcpcore::principal who;
   who.id = o.id;
-  who.tier = o.tier == "-" ? std::string{} : o.tier;
+  who.tier = o.tier;
   who.kind = o.kind == "human_interactive" ? mcpcore::principal_kind::human_interactive
              : o.kind == "engine"          ? mcpcore::principal_kind::engine
                                            : mcpcore::principal_kind::service;
@@ -306,7 +306,7 @@ int cmd_token_mint(const options& o) {
   // The token alone on stdout (scripts capture it); how to use it on stderr.
   std::printf("%s\n", token->c_str());
   std::fflush(stdout);
-  say("minted a " + (o.tier == "-" ? std::string{"tier-less"} : o.tier) + " token for " + o.id + " in " +
+  say("minted a " + o.tier + " token for " + o.id + " in " +
       p.token_file + "; it is shown only now. A running mcpcore-host loads it within one maintenance tick.");
   return ok;
 }
@@ -397,8 +397,8 @@ int run(int argc, char** argv) {
   token->require_subcommand(1);
   auto* mint = token->add_subcommand("mint", "Add a fresh token (printed once on stdout)");
   mint->add_option("--id", o.id, "Principal id (audit rows, approval submitter)")->required();
-  mint->add_option("--tier", o.tier, "MCP tier, or - for none")
-      ->check(CLI::IsMember({"readonly", "operator", "supervised", "-"}))
+  mint->add_option("--tier", o.tier, "MCP tier")
+      ->check(CLI::IsMember({"readonly", "operator", "supervised"}))
       ->capture_default_str();
   mint->add_option("--kind", o.kind, "Kind of principal")
       ->check(CLI::IsMember({"service", "human_interactive", "engine"}))

@@ -51,11 +51,15 @@ struct host_context {
 };
 
 /// Gives `Approval:Approve` (the approver tools, the approval routes) to principals holding the
-/// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table).
+/// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table). A
+/// principal without an MCP tier (a `-` line in the token file) is refused everything: the tier
+/// policy would let it through ungated (reference §3.1: RBAC alone decides for non-MCP
+/// credentials), and this host has no RBAC of its own to decide with.
 struct host_authorizer {
   static constexpr std::string_view approver_role = "approver";
   [[nodiscard]] bool allowed(const mcpcore::principal& who, std::string_view /*securable*/,
                              mcpcore::operation op) const noexcept {
+    if (who.tier.empty()) return false;
     if (op != mcpcore::operation::approve) return true;
     for (const auto& r : who.roles) {
       if (r == approver_role) return true;

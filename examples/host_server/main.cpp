@@ -23,6 +23,7 @@
 #include <mcpcore/sqlite_approval_store.hpp>
 #include <mcpcore/sqlite_audit_sink.hpp>
 #include <mcpcore/stdio.hpp>
+#include <mcpcore/stream_pump.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 #include <mcpcore/version.hpp>
@@ -92,6 +93,7 @@ struct config {
   bool read_only = false;
   std::string metrics_prefix = "mcpcore";
   std::chrono::milliseconds tick = default_tick_interval;
+  std::chrono::milliseconds heartbeat = mcpcore::default_pump_tick;
   mcpcore::transport::asio_http_server_options http;
   mcpcore::http_endpoint_options endpoint;
   mcpcore::approval_options approvals;
@@ -106,7 +108,7 @@ CLI::Option* add_ms(CLI::App& app, const std::string& name, std::chrono::millise
       .add_option_function<std::int64_t>(
           name, [&value](std::int64_t ms) { value = std::chrono::milliseconds{ms}; }, what + " (milliseconds)")
       ->default_str(std::to_string(value.count()))
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{24} * 3600 * 1000));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{24} * 3600 * 1000));
 }
 
 void add_flags(CLI::App& app, config& c) {
@@ -161,6 +163,9 @@ void add_flags(CLI::App& app, config& c) {
   add_ms(app, "--idle-timeout-ms", h.idle_timeout, "Keep-alive idle time before the connection closes");
   add_ms(app, "--write-timeout-ms", h.write_timeout, "Time a write may wait for a slow reader");
   add_ms(app, "--shutdown-drain-ms", h.shutdown_drain, "Time live responses get to flush on shutdown");
+  add_ms(app, "--close-linger-ms", h.close_linger, "Time a closing connection keeps reading so the client sees its answer");
+  app.add_option("--stream-queue-bytes", h.stream_queue_bytes, "Socket send buffer of a streaming connection (0: the system's)")
+      ->capture_default_str();
 
   auto& s = c.endpoint.session;
   app.add_option("--max-sessions", s.max_sessions, "Sessions in total")->capture_default_str();
@@ -171,8 +176,25 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--ring-bytes", s.stream.ring_bytes, "Replay ring bytes per session")->capture_default_str();
   app.add_option("--stream-budget", c.endpoint.budget.global_cap, "Held-open responses in total")
       ->capture_default_str();
+  app.add_option("--get-streams-per-principal", s.stream.get_streams_per_principal,
+                 "Open GET streams per principal")
+      ->capture_default_str();
+  app.add_option("--stream-queue-frames", s.stream.sink_queue_frames,
+                 "Frames queued for a slow reader before the oldest are dropped")
+      ->capture_default_str();
+  add_ms(app, "--heartbeat-ms", c.heartbeat, "Stream tick: heartbeats, credential re-checks, response cap");
+  add_ms(app, "--sse-retry-ms", c.endpoint.sse_retry, "The retry: field of the priming event (client reconnect delay)");
+  add_ms(app, "--revalidation-grace-ms", c.endpoint.get_stream.revalidation.grace,
+         "How long a stream stays open while the token file cannot vouch for its principal");
+  app.add_flag("--require-session", c.endpoint.require_session,
+               "Answer 400 to a POST without Mcp-Session-Id instead of serving it statelessly");
+  app.add_flag("!--no-streamed-post", c.endpoint.streamed_post,
+               "Never answer a POST with an SSE stream (progress goes to the GET stream)");
   add_ms(app, "--post-response-cap-ms", c.endpoint.post_stream.response_cap, "Longest streamed POST response");
   app.add_option("--bridge-records", c.endpoint.bridge.max_records, "Progress records in total")->capture_default_str();
+  app.add_option("--parked-pressure-threshold", c.endpoint.bridge.parked_pressure_threshold,
+                 "Parked progress records before the sweep settles the oldest")
+      ->capture_default_str();
 
   auto& a = c.approvals;
   app.add_option("--approvals-per-submitter", a.max_pending_per_submitter, "Pending approval tickets per submitter")
@@ -186,6 +208,12 @@ void add_flags(CLI::App& app, config& c) {
       ->capture_default_str();
   app.add_option("--max-retained-executions", r.max_retained, "Finished executions kept for get_execution_status")
       ->capture_default_str();
+  app.add_option("--max-output-line-bytes", r.max_line_bytes, "Longest output line in a progress notification")
+      ->capture_default_str();
+  app.add_option("--max-progress-lines", r.max_reported_lines, "Output lines reported as progress per execution")
+      ->capture_default_str();
+  add_ms(app, "--command-kill-grace-ms", r.kill_grace, "After a command's timeout: SIGTERM, then SIGKILL after this");
+  add_ms(app, "--command-shutdown-grace-ms", r.shutdown_grace, "On shutdown: SIGTERM to running commands, then SIGKILL");
   app.add_option("--max-tags", c.max_tags, "Tags this host may carry")->capture_default_str();
   add_ms(app, "--journal-timeout-ms", c.log_bounds.journal_timeout, "Longest journalctl run");
   app.add_option("--log-scan-bytes", c.log_bounds.max_scan_bytes, "Bytes of a log read per call")
@@ -511,6 +539,9 @@ int run(int argc, char** argv) {
   c.data_dir = mcpcore_host::default_data_dir();
   add_flags(app, c);
   CLI11_PARSE(app, argc, argv);
+  c.endpoint.get_stream.tick = c.heartbeat;
+  c.endpoint.post_stream.tick = c.heartbeat;
+  c.endpoint.post_stream.revalidation = c.endpoint.get_stream.revalidation;
 
   ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
   if (!prepare_data_dir(c.data_dir)) return 1;

@@ -369,6 +369,15 @@ TEST_SUITE("host_server") {
     CHECK(str(wait_terminal(f, op, id).result()["structuredContent"]["status"]) == "succeeded");
   }
 
+  TEST_CASE("reference §3.1: a principal without an MCP tier is refused every tool (no ungated path)") {
+    host_fixture f;
+    const mcpcore::principal tierless{.id = "legacy", .tier = ""};
+    CHECK(f.call(tierless, "get_system_summary").code() == -32003);
+    CHECK(f.call(tierless, "execute_instruction", R"({"command":"kernel_info"})").code() == -32003);
+    CHECK(f.runner.running_count() == 0);
+    CHECK(f.call(tierless, "delete_tag", R"({"key":"k"})").code() == -32003);
+  }
+
   TEST_CASE("spec §8: a command's own argument schema refuses arguments; nothing runs") {
     host_fixture f;
     auto bad = f.call(op, "execute_instruction", R"({"command":"list_directory","args":["relative/path"]})");

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# mcpcore-host refuses to start, with a clear message and exit status 1, on each bad input of its
+# issue: a token file with bad permissions or syntax, an allow-list entry that does not exist (and
+# an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
+# directory, a port already in use, half a TLS configuration. Loopback only.
+#
+# Usage: startup_refusals.sh <mcpcore-host>
+set -uo pipefail
+host="$1"
+work="$(mktemp -d /tmp/mcpcore-host-refusals-XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+# expect_refusal <name> <text the message must contain> <args...>
+expect_refusal() {
+  local name="$1" want="$2"
+  shift 2
+  local err="$work/stderr" code=0 port=(--port 0)
+  [[ " $* " == *" --port "* ]] && port=()
+  timeout 20 "$host" "${port[@]}" --no-journal "$@" >/dev/null 2>"$err" </dev/null || code=$?
+  if [[ $code -eq 1 ]] && grep -qF -- "$want" "$err"; then
+    echo "ok - $name"
+    passed=$((passed + 1))
+  else
+    echo "not ok - $name: exit status $code (want 1), message: $(head -c 400 "$err")"
+    failed=$((failed + 1))
+  fi
+}
+
+# A data directory that a first run created (it holds the token file and the databases).
+fresh_dir() {
+  local d="$work/$1"
+  mkdir -p "$d"
+  chmod 700 "$d"
+  echo "$d"
+}
+
+d=$(fresh_dir perms)
+printf 'sha256:%064d alice operator service\n' 0 >"$d/tokens"
+chmod 644 "$d/tokens"
+expect_refusal "a token file readable by others" "accessible by group or others (mode 0644)" --data-dir "$d"
+
+d=$(fresh_dir syntax)
+printf '# tokens\nsha256:nothex alice operator service\n' >"$d/tokens"
+chmod 600 "$d/tokens"
+expect_refusal "a token file with a syntax error names the line" "line 2" --data-dir "$d"
+
+d=$(fresh_dir tier)
+printf 'sha256:%064d alice root service\n' 0 >"$d/tokens"
+chmod 600 "$d/tokens"
+expect_refusal "a token file with an unknown tier" "line 1" --data-dir "$d"
+
+d=$(fresh_dir allowlist)
+printf '{"commands":[{"name":"gone","description":"d","program":"/nonexistent/program"}]}\n' >"$work/allow.json"
+expect_refusal "an allow-list entry that does not exist" '"/nonexistent/program" does not exist' \
+  --data-dir "$d" --allowlist "$work/allow.json"
+
+printf '{"commands":[' >"$work/broken.json"
+expect_refusal "an allow-list that is not JSON" "allow-list $work/broken.json" --data-dir "$d" --allowlist "$work/broken.json"
+
+expect_refusal "a missing allow-list" "allow-list $work/missing.json" --data-dir "$d" --allowlist "$work/missing.json"
+
+touch "$work/plain-file"
+expect_refusal "a data directory that is a file" "is not a directory" --data-dir "$work/plain-file"
+
+expect_refusal "half a TLS configuration" "--tls-cert and --tls-key go together" --data-dir "$d" --tls-cert "$work/plain-file"
+
+# A port already taken: a first server holds it.
+d2=$(fresh_dir busy)
+"$host" --data-dir "$d2" --port 0 --port-file "$work/port" --no-journal >/dev/null 2>&1 </dev/null &
+first=$!
+for _ in $(seq 200); do [[ -s "$work/port" ]] && break; sleep 0.05; done
+if [[ -s "$work/port" ]]; then
+  expect_refusal "a port already in use" "cannot listen on 127.0.0.1:$(cat "$work/port")" --data-dir "$d" \
+    --port "$(cat "$work/port")"
+else
+  echo "not ok - a port already in use: the first server did not start"
+  failed=$((failed + 1))
+fi
+kill "$first" 2>/dev/null
+wait "$first" 2>/dev/null
+
+# A read-only filesystem: a tmpfs mounted read-only in a private mount namespace (unshare -rm
+# needs user namespaces; where the machine has none, the case says so and is skipped).
+if unshare -rm true 2>/dev/null; then
+  mkdir -p "$work/ro"
+  err="$work/ro-stderr"
+  code=0
+  unshare -rm sh -c "mount -t tmpfs -o ro,size=1m tmpfs '$work/ro' && exec timeout 20 '$host' --port 0 --no-journal --data-dir '$work/ro'" \
+    >/dev/null 2>"$err" </dev/null || code=$?
+  if [[ $code -eq 1 ]] && grep -qF "read-only filesystem" "$err"; then
+    echo "ok - a data directory on a read-only filesystem"
+    passed=$((passed + 1))
+  else
+    echo "not ok - a data directory on a read-only filesystem: exit status $code, message: $(head -c 400 "$err")"
+    failed=$((failed + 1))
+  fi
+else
+  echo "ok - a data directory on a read-only filesystem # SKIP no user namespaces on this machine"
+fi
+
+echo "# $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
