@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -47,7 +48,9 @@ constexpr std::size_t max_approver_name_bytes = 128;
 /// Exit statuses: done, refused or failed, bad usage.
 enum exit_code : int { ok = 0, failed = 1, usage = 2 };
 
-void say(const std::string& text) { std::fprintf(stderr, "%s: %s\n", program.data(), text.c_str()); }
+void say(const std::string& text) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), text.c_str());
+}
 
 struct options {
   std::string data_dir;
@@ -106,7 +109,8 @@ int cmd_pending(const options& o) {
   auto store = open_approvals(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
-  (void)service.expire();  // what ran out of time is not pending any more
+  // What ran out of time is not pending any more; a failed sweep still lists what is stored.
+  if (auto expired = service.expire(); !expired) say("warning: the expiry sweep failed: " + expired.error().message());
   auto list = service.pending(o.limit);
   if (!list) {
     say("cannot read pending approvals: " + list.error().message());
@@ -127,26 +131,31 @@ int cmd_pending(const options& o) {
   return ok;
 }
 
+/// Ticket `id`, or nothing (said: a store failure, or no such ticket).
+std::optional<mcpcore::approval_ticket> read_ticket(mcpcore::approval_service& service, const std::string& id) {
+  auto got = service.get(id);
+  if (!got) {
+    say("cannot read approval " + id + ": " + got.error().message());
+    return std::nullopt;
+  }
+  std::optional<mcpcore::approval_ticket> t = std::move(*got);
+  if (!t) say("no approval " + id);
+  return t;
+}
+
 int cmd_show(const options& o) {
   auto store = open_approvals(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
-  auto t = service.get(o.id);
-  if (!t) {
-    say("cannot read approval " + o.id + ": " + t.error().message());
-    return failed;
-  }
-  if (!*t) {
-    say("no approval " + o.id);
-    return failed;
-  }
+  const auto ticket = read_ticket(service, o.id);
+  if (!ticket) return failed;
   if (o.json) {
     std::string out;
-    mcpcore::append_ticket_json(out, **t, service.status_url(o.id));
+    mcpcore::append_ticket_json(out, *ticket, service.status_url(o.id));
     out += '\n';
     std::fputs(out.c_str(), stdout);
   } else {
-    print_ticket_text(**t);
+    print_ticket_text(*ticket);
   }
   return ok;
 }
@@ -197,18 +206,12 @@ int cmd_review(const options& o, bool approve) {
   auto store = open_approvals(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
-  auto t = service.get(o.id);
-  if (!t) {
-    say("cannot read approval " + o.id + ": " + t.error().message());
-    return failed;
-  }
-  if (!*t) {
-    say("no approval " + o.id);
-    return failed;
-  }
-  print_ticket_text(**t);
-  if ((*t)->status != mcpcore::approval_status::pending) {
-    say("approval " + o.id + " is " + std::string{to_string((*t)->status)} + ", not pending");
+  const auto found = read_ticket(service, o.id);
+  if (!found) return failed;
+  const mcpcore::approval_ticket& t = *found;
+  print_ticket_text(t);
+  if (t.status != mcpcore::approval_status::pending) {
+    say("approval " + o.id + " is " + std::string{to_string(t.status)} + ", not pending");
     return failed;
   }
   const std::string verb = approve ? "approve" : "reject";
@@ -223,7 +226,7 @@ int cmd_review(const options& o, bool approve) {
   const std::string action = approve ? "approval.approve" : "approval.reject";
   if (outcome.error) {
     say("cannot " + verb + ": the approval store failed: " + outcome.error.message());
-    audit_review(o, action, &**t, mcpcore::audit_result::failure, "store_error");
+    audit_review(o, action, &t, mcpcore::audit_result::failure, "store_error");
     return failed;
   }
   if (outcome.comment_too_long) {
@@ -236,18 +239,18 @@ int cmd_review(const options& o, bool approve) {
     if (status == mcpcore::approval_review_status::self_review) why = "the submitter cannot review their own request";
     if (status == mcpcore::approval_review_status::expired) why = "the ticket ran past its lifetime";
     say("not " + std::string{approve ? "approved" : "rejected"} + ": " + why);
-    audit_review(o, action, &**t,
+    audit_review(o, action, &t,
                  status == mcpcore::approval_review_status::not_found ? mcpcore::audit_result::not_found
                                                                       : mcpcore::audit_result::denied,
                  "outcome=" + std::string{to_string(status)});
     return failed;
   }
-  audit_review(o, action, &**t, mcpcore::audit_result::success,
+  audit_review(o, action, &t, mcpcore::audit_result::success,
                approve ? std::string{"outcome=approved"}
                        : "outcome=rejected comment=" + mcpcore::sanitize_audit_value(o.comment));
   std::printf("%s %s as %s; the submitter may now call %.*s again with approval_id %s\n", o.id.c_str(),
-              approve ? "approved" : "rejected", o.as.c_str(), static_cast<int>(tool_of(**t).size()),
-              tool_of(**t).data(), o.id.c_str());
+              approve ? "approved" : "rejected", o.as.c_str(), static_cast<int>(tool_of(t).size()),
+              tool_of(t).data(), o.id.c_str());
   return ok;
 }
 

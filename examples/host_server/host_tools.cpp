@@ -7,6 +7,7 @@
 #include "tag_store.hpp"
 
 #include <mcpcore/approval.hpp>
+#include <mcpcore/expected.hpp>
 #include <mcpcore/json.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/policy.hpp>
@@ -137,6 +138,7 @@ void declare_state_tools(mcpcore::server_builder& b, host_context& ctx) {
 
   if (ctx.logs.empty()) return;
   std::vector<std::string> names;
+  names.reserve(ctx.logs.size());
   for (const auto& s : ctx.logs) names.push_back(s.name);
   std::string schema;
   {

@@ -73,7 +73,9 @@ constexpr std::chrono::seconds default_tick_interval{3};
 /// Every how many ticks the approval store's expiry sweep runs.
 constexpr unsigned approval_expiry_every_ticks = 20;
 
-void say(const std::string& text) { std::fprintf(stderr, "%s: %s\n", program.data(), text.c_str()); }
+void say(const std::string& text) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), text.c_str());
+}
 
 /// Everything the command line sets (docs/host-server.md lists each flag).
 struct config {
@@ -284,6 +286,7 @@ std::vector<mcpcore_host::log_source> log_sources(const config& c) {
       if (::access(f, R_OK) == 0) files.emplace_back(f);
     }
   }
+  out.reserve(files.size() + 1);
   for (const auto& f : files) out.push_back({fs::path{f}.filename().string(), f});
   if (c.journal && (::access("/usr/bin/journalctl", X_OK) == 0 || ::access("/bin/journalctl", X_OK) == 0)) {
     out.push_back({"journal", ""});
@@ -325,6 +328,7 @@ std::string local_user() {
 
 /// Blocks SIGINT and SIGTERM in every thread (the server's threads inherit the mask); the main
 /// thread takes them with sigwait.
+// NOLINTNEXTLINE(misc-include-cleaner): <signal.h> declares sigset_t on POSIX
 sigset_t block_stop_signals() {
   std::signal(SIGPIPE, SIG_IGN);  // NOLINT(misc-include-cleaner): <csignal> declares SIGPIPE on POSIX
   sigset_t stop_signals;          // NOLINT(misc-include-cleaner): <signal.h> declares it on POSIX
@@ -338,45 +342,41 @@ sigset_t block_stop_signals() {
 /// The host's stores and services, opened from the data directory.
 struct host_services {
   mcpcore_host::data_paths paths;
-  std::optional<mcpcore::sqlite_approval_store> approval_store;
-  std::optional<mcpcore::sqlite_audit_sink> audit;
-  std::optional<mcpcore_host::tag_store> tags;
+  mcpcore::sqlite_approval_store approval_store;
+  mcpcore::sqlite_audit_sink audit;
+  mcpcore_host::tag_store tags;
   std::optional<mcpcore_host::allowlist> commands;
 };
 
-bool open_services(const config& c, host_services& s) {
-  auto store = mcpcore::sqlite_approval_store::open(s.paths.approvals_db);
+/// Opens the stores under `paths` and loads the allow-list; each failure is said, naming the file.
+std::optional<host_services> open_services(const config& c, const mcpcore_host::data_paths& paths) {
+  auto store = mcpcore::sqlite_approval_store::open(paths.approvals_db);
   if (!store) {
-    say("cannot open the approvals database " + s.paths.approvals_db + ": " + store.error().message());
-    return false;
+    say("cannot open the approvals database " + paths.approvals_db + ": " + store.error().message());
+    return std::nullopt;
   }
-  s.approval_store.emplace(std::move(*store));
-  auto audit = mcpcore::sqlite_audit_sink::open(s.paths.audit_db);
+  auto audit = mcpcore::sqlite_audit_sink::open(paths.audit_db);
   if (!audit) {
-    say("cannot open the audit database " + s.paths.audit_db + ": " + audit.error().message());
-    return false;
+    say("cannot open the audit database " + paths.audit_db + ": " + audit.error().message());
+    return std::nullopt;
   }
-  s.audit.emplace(std::move(*audit));
-  auto tags = mcpcore_host::tag_store::open(s.paths.tags_db, c.max_tags);
+  auto tags = mcpcore_host::tag_store::open(paths.tags_db, c.max_tags);
   if (!tags) {
     say(tags.error());
-    return false;
+    return std::nullopt;
   }
-  s.tags.emplace(std::move(*tags));
+  std::optional<mcpcore_host::allowlist> commands;
   std::string allow = c.allowlist_file;
-  if (allow.empty()) {
-    const std::string fallback = c.data_dir + "/allowlist.json";
-    if (::access(fallback.c_str(), F_OK) == 0) allow = fallback;
-  }
+  if (allow.empty() && ::access(paths.allowlist.c_str(), F_OK) == 0) allow = paths.allowlist;
   if (!allow.empty()) {
     auto list = mcpcore_host::allowlist::load(allow);
     if (!list) {
       say("allow-list " + allow + ": " + list.error());
-      return false;
+      return std::nullopt;
     }
-    s.commands.emplace(std::move(*list));
+    commands.emplace(std::move(*list));
   }
-  return true;
+  return host_services{paths, std::move(*store), std::move(*audit), std::move(*tags), std::move(commands)};
 }
 
 /// The server health document (`host://server/health`).
@@ -455,13 +455,15 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   auto endpoint_options = c.endpoint;
   endpoint_options.allowed_origins = c.allowed_origins;
   for (const char* host : {"127.0.0.1", "localhost", "[::1]"}) {
-    endpoint_options.allowed_origins.push_back(scheme + "://" + host + ":" + port);
+    std::string origin = scheme;
+    origin.append("://").append(host).append(":").append(port);
+    endpoint_options.allowed_origins.push_back(std::move(origin));
   }
   mcpcore::http_endpoint endpoint{srv, *tokens, endpoint_options};
   endpoint.set_executor(http.executor());
   endpoint.set_approvals(approval_routes);
   endpoint.set_metrics(metrics);
-  endpoint.set_audit(*s.audit);
+  endpoint.set_audit(s.audit);
   std::atomic<bool> ready{true};
   endpoint.set_readiness([&ready] { return ready.load(std::memory_order_relaxed); });
   endpoint_ptr.store(&endpoint, std::memory_order_release);
@@ -475,7 +477,9 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     unsigned n = 0;
     while (!cv.wait_for(lock, stop, c.tick, [] { return false; }) && !stop.stop_requested()) {
       endpoint.tick();
-      if (++n % approval_expiry_every_ticks == 0) (void)approvals.expire();
+      if (++n % approval_expiry_every_ticks == 0) {
+        if (auto expired = approvals.expire(); !expired) say("approval expiry sweep failed: " + expired.error().message());
+      }
       if (const auto now = mtime(path); now != seen) {
         seen = now;
         if (!token_file_permissions_ok(path)) {
@@ -545,27 +549,28 @@ int run(int argc, char** argv) {
 
   ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
   if (!prepare_data_dir(c.data_dir)) return 1;
-  host_services s;
-  s.paths = mcpcore_host::data_paths::in(c.data_dir);
-  if (!c.token_file.empty()) s.paths.token_file = c.token_file;
+  auto paths = mcpcore_host::data_paths::in(c.data_dir);
+  if (!c.token_file.empty()) paths.token_file = c.token_file;
   std::string first_token;
-  if (!c.stdio && ::access(s.paths.token_file.c_str(), F_OK) != 0) {
-    auto token = mcpcore_host::create_first_run_token_file(s.paths.token_file);
+  if (!c.stdio && ::access(paths.token_file.c_str(), F_OK) != 0) {
+    auto token = mcpcore_host::create_first_run_token_file(paths.token_file);
     if (!token) {
       say(token.error());
       return 1;
     }
     first_token = std::move(*token);
   }
-  if (!open_services(c, s)) return 1;
+  auto services = open_services(c, paths);
+  if (!services) return 1;
+  host_services& s = *services;
 
   mcpcore::metrics_registry metrics{c.metrics_prefix};
-  mcpcore::approval_service approvals{*s.approval_store, c.approvals};
+  mcpcore::approval_service approvals{s.approval_store, c.approvals};
   mcpcore_host::command_runner runner{c.runner};
   const auto started = std::chrono::steady_clock::now();
 
   mcpcore_host::host_context ctx;
-  ctx.tags = &*s.tags;
+  ctx.tags = &s.tags;
   ctx.runner = &runner;
   ctx.commands = s.commands ? &*s.commands : nullptr;
   ctx.logs = log_sources(c);
@@ -585,7 +590,7 @@ int run(int argc, char** argv) {
   mcpcore_host::declare_host_catalogue(b, ctx);
   b.policy(mcpcore::yuzu_tier_policy{})
       .authorizer(mcpcore_host::host_authorizer{})
-      .audit(*s.audit)
+      .audit(s.audit)
       .metrics(metrics)
       .approvals(approvals)
       .approval_tools();

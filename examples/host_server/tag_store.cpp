@@ -2,6 +2,8 @@
 // The host's tags in SQLite.
 #include "tag_store.hpp"
 
+#include <mcpcore/expected.hpp>
+
 #include <sqlite3.h>
 
 #include <cstddef>

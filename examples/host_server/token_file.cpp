@@ -2,6 +2,8 @@
 // The host's token file: creation, permission check, mint, revoke, list.
 #include "token_file.hpp"
 
+#include <mcpcore/expected.hpp>
+#include <mcpcore/policy.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
 #include <cerrno>
@@ -16,6 +18,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 namespace mcpcore_host {
@@ -285,7 +288,7 @@ mcpcore::result<std::vector<token_entry>, std::string> list_tokens(const std::st
     if (f.size() > 2) e.tier = std::string{f[2]};
     if (f.size() > 3) e.kind = std::string{f[3]};
     if (f.size() > 4) {
-      const std::size_t at = static_cast<std::size_t>(f[4].data() - line.data());
+      const auto at = static_cast<std::size_t>(f[4].data() - line.data());
       std::string_view rest = line.substr(at);
       while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t' || rest.back() == '\r')) rest.remove_suffix(1);
       e.options = std::string{rest};
