@@ -259,7 +259,7 @@ TEST_SUITE("concurrency") {
     }
   }
 
-  TEST_CASE("reference §8: concurrent reservations never exceed the pin slots; charges settle to zero") {
+  TEST_CASE("reference §8: concurrent reservations never exceed the pin slots, charges settle to zero") {
     manual_clock clk;
     metrics_registry metrics;
     const session_metrics m = bind_session_metrics(metrics);

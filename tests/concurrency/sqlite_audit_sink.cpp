@@ -116,13 +116,13 @@ mcpcore::sqlite_audit_sink open_sink(const std::string& path) {
 }  // namespace
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("sqlite_audit_sink: 4 threads recording through one sink, one reading; every row present exactly once") {
+  TEST_CASE("sqlite_audit_sink: 4 threads recording through one sink, one reading, every row present exactly once") {
     const test_process::temp_dir dir;
     auto sink = open_sink(dir.file("audit.db"));
     record_race([&](int) -> mcpcore::sqlite_audit_sink& { return sink; }, sink, 4, 200);
   }
 
-  TEST_CASE("sqlite_audit_sink: 4 threads on two sinks of one file, a third sink reading; every row exactly once") {
+  TEST_CASE("sqlite_audit_sink: 4 threads on two sinks of one file, a third sink reading, every row exactly once") {
     // Two connections contend for SQLite's write lock, as two processes would.
     const test_process::temp_dir dir;
     const std::string path = dir.file("audit.db");

@@ -59,7 +59,7 @@ static_assert(mcpcore::audit_sink<shipper_audit_sink>);
 
 }  // namespace audit_sink_doc
 
-TEST_CASE("docs/concepts/audit_sink.md: rows reach the shipper; a refused row is reported, not fatal") {
+TEST_CASE("docs/concepts/audit_sink.md: rows reach the shipper, a refused row is reported, not fatal") {
   using namespace server_fixture;
   audit_sink_doc::log_shipper shipper{1};
   audit_sink_doc::shipper_audit_sink sink{shipper};

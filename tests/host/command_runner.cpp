@@ -465,7 +465,7 @@ TEST_SUITE("command_runner") {
     CHECK(s.output.find(" etc") != std::string::npos);
   }
 
-  TEST_CASE("stderr is captured and reported as err lines; a non-zero exit is failed") {
+  TEST_CASE("stderr is captured and reported as err lines, a non-zero exit is failed") {
     recorder rec;
     command_runner r;
     const auto s = run(r, rec, spec("/bin/sh", {"-c", "echo to-out; echo to-err >&2; exit 3"}));
@@ -546,7 +546,7 @@ TEST_SUITE("command_runner") {
     CHECK(got->output.size() == s.output.size());
   }
 
-  TEST_CASE("a line longer than max_line_bytes arrives in pieces; the output keeps it whole") {
+  TEST_CASE("a line longer than max_line_bytes arrives in pieces, the output keeps it whole") {
     recorder rec;
     runner_options o;
     o.max_line_bytes = 1000;
@@ -562,7 +562,7 @@ TEST_SUITE("command_runner") {
     CHECK(lines[3] == "end");
   }
 
-  TEST_CASE("a start beyond max_concurrent answers too_many_running; an ended one frees its slot") {
+  TEST_CASE("a start beyond max_concurrent answers too_many_running, an ended one frees its slot") {
     recorder rec;
     runner_options o;
     o.max_concurrent = 2;
@@ -658,7 +658,7 @@ TEST_SUITE("command_runner") {
     CHECK(!r.get("not-an-id"));
   }
 
-  TEST_CASE("finished executions are retained up to max_retained, oldest first; running ones are never evicted") {
+  TEST_CASE("finished executions are retained up to max_retained, oldest first, running ones are never evicted") {
     recorder rec;
     runner_options o;
     o.max_retained = 2;
@@ -695,7 +695,7 @@ TEST_SUITE("command_runner") {
     CHECK(rec.done[2].status == "timed_out");
   }
 
-  TEST_CASE("shutdown stops running commands, delivers their terminal, joins; later calls are refused") {
+  TEST_CASE("shutdown stops running commands, delivers their terminal, joins, later calls are refused") {
     recorder rec;
     runner_options o;
     o.shutdown_grace = 300ms;

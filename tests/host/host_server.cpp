@@ -170,7 +170,7 @@ TEST_SUITE("host_server") {
     CHECK(s->list().value().size() == 1);
   }
 
-  TEST_CASE("tag_store: a new key beyond the cap is refused; existing keys still update") {
+  TEST_CASE("tag_store: a new key beyond the cap is refused, existing keys still update") {
     temp_dir dir;
     auto s = tag_store::open(dir.file("tags.db"), 2);
     REQUIRE(s.has_value());
@@ -226,7 +226,7 @@ TEST_SUITE("host_server") {
     CHECK(minted.error().find("chmod 600") != std::string::npos);
   }
 
-  TEST_CASE("token file: mint adds a loadable entry; a conflicting entry leaves the file untouched; revoke removes") {
+  TEST_CASE("token file: mint adds a loadable entry, a conflicting entry leaves the file untouched, revoke removes") {
     temp_dir dir;
     const auto path = dir.file("tokens");
     mcpcore::principal agent_p{.id = "agent-7", .tier = "supervised", .display_name = "CI agent"};
@@ -259,7 +259,7 @@ TEST_SUITE("host_server") {
     CHECK(read_all(path).find(*t1) == std::string::npos);
   }
 
-  TEST_CASE("token file: concurrent mints are serialised; none is lost") {
+  TEST_CASE("token file: concurrent mints are serialised, none is lost") {
     temp_dir dir;
     const auto path = dir.file("tokens");
     std::vector<std::thread> threads;
@@ -274,7 +274,7 @@ TEST_SUITE("host_server") {
 
   // ---- the catalogue ------------------------------------------------------------------------------
 
-  TEST_CASE("spec §8: every tool is declared with its annotations; read tools carry an object outputSchema") {
+  TEST_CASE("spec §8: every tool is declared with its annotations, read tools carry an object outputSchema") {
     host_fixture f;
     auto a = f.rpc(op, "tools/list");
     std::set<std::string> names;
@@ -330,7 +330,7 @@ TEST_SUITE("host_server") {
     CHECK(replay.code() == -32003);
   }
 
-  TEST_CASE("spec §8: execute_instruction at supervised needs approval; the recall runs the command once") {
+  TEST_CASE("spec §8: execute_instruction at supervised needs approval, the recall runs the command once") {
     host_fixture f;
     const std::string args = R"({"command":"kernel_info"})";
     auto mint = f.call(agent, "execute_instruction", args);
@@ -378,7 +378,7 @@ TEST_SUITE("host_server") {
     CHECK(f.call(tierless, "delete_tag", R"({"key":"k"})").code() == -32003);
   }
 
-  TEST_CASE("spec §8: a command's own argument schema refuses arguments; nothing runs") {
+  TEST_CASE("spec §8: a command's own argument schema refuses arguments, nothing runs") {
     host_fixture f;
     auto bad = f.call(op, "execute_instruction", R"({"command":"list_directory","args":["relative/path"]})");
     CHECK(bad.result()["isError"].is_bool());
@@ -388,7 +388,7 @@ TEST_SUITE("host_server") {
     CHECK(f.call(op, "execute_instruction", R"({"command":"rm","args":["-rf","/"]})").code() == -32602);
   }
 
-  TEST_CASE("spec §8: resources and prompts; incident prompt arguments are wrapped as untrusted data") {
+  TEST_CASE("spec §8: resources and prompts, incident prompt arguments are wrapped as untrusted data") {
     host_fixture f;
     auto model = f.rpc(reader, "resources/read", R"({"uri":"host://operating-model"})");
     CHECK(str(at(model.result()["contents"], 0)["text"]).starts_with("# Operating model"));

@@ -357,7 +357,7 @@ TEST_CASE("spec §8: filesystems lists / with its statvfs sizes and leaves pseud
   CHECK_FALSE(find_by(list, "mount_point", "/proc").exists());
 }
 
-TEST_CASE("spec §8: include_pseudo lists /proc without sizes; max_entries bounds the list") {
+TEST_CASE("spec §8: include_pseudo lists /proc without sizes, max_entries bounds the list") {
   filesystem_options o;
   o.include_pseudo = true;
   const checked_output all{filesystems(o), filesystems_schema};

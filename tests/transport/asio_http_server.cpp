@@ -279,7 +279,7 @@ TEST_CASE("asio server: the handler sees method, target, headers, body, remote a
   CHECK(seen == "POST|/p|abc|value|127.0.0.1:" + std::to_string(srv.port()));
 }
 
-TEST_CASE("asio server: keep-alive serves several requests on one connection; Connection: close ends it") {
+TEST_CASE("asio server: keep-alive serves several requests on one connection, Connection: close ends it") {
   asio_http_server srv(echo_handler, test_options());
   REQUIRE(srv.start());
   raw_client c(srv.port());
@@ -476,7 +476,7 @@ TEST_CASE("asio server: an unrecognised method answers 501 with Connection: clos
   CHECK(eventually([&] { return srv.connections() == 0; }));
 }
 
-TEST_CASE("asio server: HEAD gets the head only; 204 carries no Content-Length") {
+TEST_CASE("asio server: HEAD gets the head only, 204 carries no Content-Length") {
   asio_http_server srv(
       [](const http_request_view& req, const http_completion& done) {
         done(text_reply(req.target == "/none" ? 204 : 200, req.target == "/none" ? "" : "body!"));
@@ -522,7 +522,7 @@ TEST_CASE("asio server: the handler's framing and Connection headers are replace
   CHECK(m->body == "abc");
 }
 
-TEST_CASE("asio server: a throwing handler is answered 500; a handler answering twice is answered once") {
+TEST_CASE("asio server: a throwing handler is answered 500, a handler answering twice is answered once") {
   asio_http_server srv(
       [](const http_request_view& req, const http_completion& done) {
         if (req.target == "/throw") throw std::runtime_error("boom");
@@ -1022,7 +1022,7 @@ TEST_CASE("asio server: run() blocks until request_stop() from another thread") 
   CHECK(c.wait_closed());
 }
 
-TEST_CASE("asio server: a handler may call request_stop(); stop() from a handler thread does not deadlock") {
+TEST_CASE("asio server: a handler may call request_stop(), stop() from a handler thread does not deadlock") {
   asio_http_server* self = nullptr;
   asio_http_server srv(
       [&](const http_request_view&, const http_completion& done) {

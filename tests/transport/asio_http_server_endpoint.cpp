@@ -167,7 +167,7 @@ TEST_CASE("asio server + http_endpoint: initialize, tools/call (JSON and SSE), G
   CHECK(http.connections() == 0);
 }
 
-TEST_CASE("asio server + http_endpoint: DELETE ends the session; a deleted session answers 404") {
+TEST_CASE("asio server + http_endpoint: DELETE ends the session, a deleted session answers 404") {
   auto srv = make_server();
   mcpcore::http_endpoint endpoint{srv, mcpcore::fixed_authenticator{alice()}};
   asio_http_server_options o;

@@ -130,7 +130,7 @@ TEST_CASE("RFC 9112 §3: a GET is parsed into method, target, version and fields
   CHECK(p.peek().headers.empty());
 }
 
-TEST_CASE("RFC 9112 §6.2: a Content-Length body; headers_done while it is still arriving") {
+TEST_CASE("RFC 9112 §6.2: a Content-Length body, headers_done while it is still arriving") {
   const std::string head =
       "POST /mcp HTTP/1.1\r\nContent-Length: 11\r\nContent-Type: application/json\r\n\r\n";
   http_head_parser p;
@@ -159,7 +159,7 @@ TEST_CASE("RFC 9112 §6.3: no Content-Length and no Transfer-Encoding means no c
   CHECK(o.state == parse_state::need_more);
 }
 
-TEST_CASE("RFC 9112 §7.1: a chunked body is de-chunked; extensions are checked and ignored") {
+TEST_CASE("RFC 9112 §7.1: a chunked body is de-chunked, extensions are checked and ignored") {
   const std::string in =
       "POST /mcp HTTP/1.1\r\n"
       "Transfer-Encoding: Chunked\r\n"
@@ -272,7 +272,7 @@ TEST_CASE("RFC 9112 §9.3.2: pipelined requests: feed() stops right after the fi
 }
 
 TEST_CASE(
-    "RFC 9112 §9.3: keep-alive: HTTP/1.1 persists unless close; HTTP/1.0 only with keep-alive") {
+    "RFC 9112 §9.3: keep-alive: HTTP/1.1 persists unless close, HTTP/1.0 only with keep-alive") {
   const auto keep = [](std::string_view in) {
     const outcome o = run(in);
     REQUIRE(o.requests.size() == 1);
@@ -714,7 +714,7 @@ TEST_CASE("after an error the parser makes no further progress") {
   CHECK(p.failure().status == 400);
 }
 
-TEST_CASE("feed() with no bytes changes nothing; failure() is neutral before an error") {
+TEST_CASE("feed() with no bytes changes nothing, failure() is neutral before an error") {
   http_head_parser p;
   CHECK(p.feed("") == 0);
   CHECK(p.state() == parse_state::need_more);

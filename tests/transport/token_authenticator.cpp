@@ -223,7 +223,7 @@ TEST_SUITE("token_authenticator") {
     check_refused(pre + "sha256:" + d + " alice readonly service" + std::string(1, '\0') + "\n", 4, "control character");
   }
 
-  TEST_CASE("token file format: a later error is reported on its own line; the first error wins") {
+  TEST_CASE("token file format: a later error is reported on its own line, the first error wins") {
     std::string text;
     for (int i = 0; i < 9; ++i) text += entry("tok" + std::to_string(i), "user" + std::to_string(i) + " readonly service");
     text += "garbage\nmore garbage\n";
@@ -298,7 +298,7 @@ TEST_SUITE("token_authenticator") {
     CHECK(id_of(a, "Bearer " + std::string(mcpcore::transport::max_bearer_token_bytes + 1, 'a')) == std::nullopt);
   }
 
-  TEST_CASE("spec §2: every entry is compared; each token yields its own principal, wherever it sits") {
+  TEST_CASE("spec §2: every entry is compared, each token yields its own principal, wherever it sits") {
     std::string text;
     constexpr int n = 7;
     for (int i = 0; i < n; ++i) text += entry("tok-" + std::to_string(i), "user-" + std::to_string(i) + " readonly service");
@@ -310,7 +310,7 @@ TEST_SUITE("token_authenticator") {
     CHECK(id_of(a, "Bearer tok-" + std::to_string(n)) == std::nullopt);
   }
 
-  TEST_CASE("RFC 6750 §2.1: exactly one Authorization field; its name is case-insensitive") {
+  TEST_CASE("RFC 6750 §2.1: exactly one Authorization field, its name is case-insensitive") {
     const auto a = make(two_entries());
     const std::string value = "Bearer " + std::string(alice_token);
 

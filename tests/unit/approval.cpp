@@ -925,7 +925,7 @@ TEST_CASE("spec §5: a caller without a principal id can neither mint nor redeem
 
 // ---- the gate: recall -----------------------------------------------------------------------------
 
-TEST_CASE("reference §5.4: an approval_id that is not a string of 32 lowercase hex is bad_id; nothing is minted "
+TEST_CASE("reference §5.4: an approval_id that is not a string of 32 lowercase hex is bad_id, nothing is minted "
           "or consumed") {
   fixture f;
   const principal alice = agent("alice");
@@ -954,7 +954,7 @@ TEST_CASE("reference §5.4: an approval_id that is not a string of 32 lowercase 
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.4 checks b, c: an unknown id, another tool or other arguments are a mismatch; the ticket "
+TEST_CASE("reference §5.4 checks b, c: an unknown id, another tool or other arguments are a mismatch, the ticket "
           "stays redeemable") {
   fixture f;
   const principal alice = agent("alice");
@@ -991,7 +991,7 @@ TEST_CASE("reference §5.4 step 3: a pending ticket answers pending with the sam
   CHECK(to_string(f.ticket(id).status) == "pending");
 }
 
-TEST_CASE("reference §5.5: a pending ticket expires exactly one lifetime after submission; expiry is a state change") {
+TEST_CASE("reference §5.5: a pending ticket expires exactly one lifetime after submission, expiry is a state change") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -1369,7 +1369,7 @@ TEST_CASE("reference §5.3 / §5.6: a failing mint is a store verdict during the
 
 // ---- approve and reject ---------------------------------------------------------------------------
 
-TEST_CASE("reference §5.8 / spec §5: a principal that is not an assured human cannot review; the store is not "
+TEST_CASE("reference §5.8 / spec §5: a principal that is not an assured human cannot review, the store is not "
           "touched") {
   fixture f;
   const auto id = f.mint(agent("alice"));
@@ -1397,7 +1397,7 @@ TEST_CASE("reference §5.8 / spec §5: a principal that is not an assured human 
   CHECK(to_string(f.ticket(id).status) == "pending");
 }
 
-TEST_CASE("reference §5.5: an assured human approves a pending ticket; the submitter then redeems it") {
+TEST_CASE("reference §5.5: an assured human approves a pending ticket, the submitter then redeems it") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -1475,7 +1475,7 @@ TEST_CASE("spec §5: a review comment longer than max_review_comment_bytes is re
   CHECK(f.ticket(id).review_comment == "12345678");
 }
 
-TEST_CASE("reference §5.5: reviews of malformed or unknown ids are not_found; a malformed id never reaches the "
+TEST_CASE("reference §5.5: reviews of malformed or unknown ids are not_found, a malformed id never reaches the "
           "store") {
   fixture f;
   const auto id = f.mint(agent("alice"));
@@ -1529,7 +1529,7 @@ TEST_CASE("spec §5: a failing store during a review is reported as its error") 
 
 // ---- get, pending, expire -------------------------------------------------------------------------
 
-TEST_CASE("spec §5: get passes through to the store; a malformed id is nullopt without touching it") {
+TEST_CASE("spec §5: get passes through to the store, a malformed id is nullopt without touching it") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   auto got = f.svc.get(id);

@@ -420,7 +420,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(b.str("definition_id") == "host.rotate");
   }
 
-  TEST_CASE("reference §5.2: arguments embed the canonical scope as JSON; a non-JSON scope as a string") {
+  TEST_CASE("reference §5.2: arguments embed the canonical scope as JSON, a non-JSON scope as a string") {
     fixture f;
     f.mint(id1, "alice", R"({"a":[1,1.0,"1",{"b":null}],"z":true})");
     f.mint(id2, "alice", "not json {");
@@ -462,7 +462,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(body_json{call(f.endpoint, "GET", url(id1), &alice).body}.str("status") == "approved");
   }
 
-  TEST_CASE("spec §5: reject records the comment; approve accepts a comment but does not record it") {
+  TEST_CASE("spec §5: reject records the comment, approve accepts a comment but does not record it") {
     fixture f;
     f.mint(id1);
     f.mint(id2, "alice", R"({"tag":"y"})");
@@ -509,7 +509,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: a body larger than max_body_bytes → 413 before parsing; exactly the cap is accepted") {
+  TEST_CASE("spec §5: a body larger than max_body_bytes → 413 before parsing, exactly the cap is accepted") {
     basic_fixture<faulty_store> f{approval_endpoint_options{.max_body_bytes = 32}};
     f.mint(id1);
     std::string at_cap = R"({"comment":"ok"})";
@@ -602,7 +602,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob).status == 200);
   }
 
-  TEST_CASE("reference §5.5: a second review → 409 already_reviewed; the first decision stands") {
+  TEST_CASE("reference §5.5: a second review → 409 already_reviewed, the first decision stands") {
     fixture f;
     f.mint(id1);
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob).status == 200);
@@ -620,7 +620,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(t.review_comment.empty());
   }
 
-  TEST_CASE("reference §5.5: a ticket past its 7-day lifetime → 409 expired; GET then shows it expired") {
+  TEST_CASE("reference §5.5: a ticket past its 7-day lifetime → 409 expired, GET then shows it expired") {
     fixture f;
     f.mint(id1);
     f.clock.advance(std::chrono::days{7});
@@ -701,7 +701,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.6: store faults during a review → 503 (transient) or 500 (permanent); ticket intact") {
+  TEST_CASE("reference §5.6: store faults during a review → 503 (transient) or 500 (permanent), ticket intact") {
     {
       basic_fixture<faulty_store> f;
       f.mint(id1);
@@ -812,7 +812,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(call(ep, "POST", url(id1, "/approve"), &mallory).status == 200);
   }
 
-  TEST_CASE("the archetype authorizer (denies everything) is accepted; only the submitter sees tickets") {
+  TEST_CASE("the archetype authorizer (denies everything) is accepted, only the submitter sees tickets") {
     fixture f;
     f.mint(id1);
     approval_endpoint ep{f.service, archetypes::authorizer{}};
@@ -821,7 +821,7 @@ TEST_SUITE("approval_endpoint") {
     check_error(call(ep, "POST", url(id1, "/approve"), &bob), 403, "forbidden");
   }
 
-  TEST_CASE("spec §5: the prefix is configurable; the status URL follows the service's prefix") {
+  TEST_CASE("spec §5: the prefix is configurable, the status URL follows the service's prefix") {
     approval_options so;
     so.status_url_prefix = "/admin";
     fixture f{approval_endpoint_options{.prefix = "/admin"}, so};

@@ -189,7 +189,7 @@ TEST_SUITE("audit") {
     CHECK(s.dropped() == 1);
   }
 
-  TEST_CASE("memory_audit_sink moves; a moved-from sink reports every row as not persisted") {
+  TEST_CASE("memory_audit_sink moves, a moved-from sink reports every row as not persisted") {
     mcpcore::memory_audit_sink a{4};
     CHECK(a.record({.target_id = "x"}));
     mcpcore::memory_audit_sink b{std::move(a)};
@@ -316,7 +316,7 @@ TEST_SUITE("audit") {
     CHECK_FALSE(sink->record(sample_row()));  // and keeps reporting it
   }
 
-  TEST_CASE("jsonl_audit_sink moves; a moved-from sink reports every row as not persisted") {
+  TEST_CASE("jsonl_audit_sink moves, a moved-from sink reports every row as not persisted") {
     temp_file tmp;
     auto opened = mcpcore::jsonl_audit_sink::open(tmp.path.string());
     REQUIRE(opened);
@@ -365,7 +365,7 @@ TEST_SUITE("audit") {
     CHECK(ids.size() == threads * per_thread);
   }
 
-  TEST_CASE("reference §3.5: sanitize_audit_value defuses ; = CR LF, C0 controls, DEL and C1 controls") {
+  TEST_CASE("reference §3.5: sanitize_audit_value defuses , = CR LF, C0 controls, DEL and C1 controls") {
     CHECK(mcpcore::sanitize_audit_value("tag-1") == "tag-1");
     CHECK(mcpcore::sanitize_audit_value("a;b=c") == "a_b_c");
     CHECK(mcpcore::sanitize_audit_value("x\r\ntier=supervised") == "x__tier_supervised");

@@ -125,7 +125,7 @@ TEST_SUITE("error") {
           R"("status_url":"/api/v1/approvals/0123456789abcdef0123456789abcdef"})");
   }
 
-  TEST_CASE("execution_id is absent, null or a string; reason and audit_persisted when set (reference §1.6)") {
+  TEST_CASE("execution_id is absent, null or a string, reason and audit_persisted when set (reference §1.6)") {
     const auto render = [](const error_data& d) {
       std::string out;
       json::writer w{out};

@@ -703,7 +703,7 @@ TEST_CASE("reference §9.8, spec §6: notifications/cancelled ends the request's
   }
 }
 
-TEST_CASE("reference §9.4, MCP: a dropped stream is not a cancel; GET + Last-Event-ID replays the final once") {
+TEST_CASE("reference §9.4, MCP: a dropped stream is not a cancel, GET + Last-Event-ID replays the final once") {
   fixture f;
   const auto sid = f.open_session();
   auto r = f.send(post(fx::call_tool(14, "slow_report", {}, progress_meta(R"("t14")")), sid));
@@ -823,7 +823,7 @@ TEST_CASE("MCP resumability: a resume replays only the POST stream its Last-Even
   }
 }
 
-TEST_CASE("SEP-1699: close_stream ends the POST after the priming event; GET + Last-Event-ID gets the result") {
+TEST_CASE("SEP-1699: close_stream ends the POST after the priming event, GET + Last-Event-ID gets the result") {
   fixture f;
   const auto sid = f.open_session();
   auto req = post(fx::call_tool(1, "reconnect"), sid);
@@ -970,7 +970,7 @@ TEST_CASE("reference §9.1: without SSE accepted progress goes live to the GET s
   for (const auto& e : stream.messages()) CHECK_FALSE(is_response_for(e, "16"));
 }
 
-TEST_CASE("reference §6.7: DELETE ends the session (200); later requests on it are 404") {
+TEST_CASE("reference §6.7: DELETE ends the session (200), later requests on it are 404") {
   fixture f;
   const auto sid = f.open_session();
   auto d = f.send(del(sid));
@@ -1010,7 +1010,7 @@ TEST_CASE("reference §7.6-§7.7: the GET stream's tick re-validates the credent
   CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "credential_revoked");
 }
 
-TEST_CASE("reference §9.1: with streamed_post off no POST answers SSE; progress goes to the GET stream") {
+TEST_CASE("reference §9.1: with streamed_post off no POST answers SSE, progress goes to the GET stream") {
   fixture f{[](http_endpoint_options& o) { o.streamed_post = false; }};
   const auto sid = f.open_session();
   auto g = f.send(get(sid));
@@ -1039,7 +1039,7 @@ TEST_CASE("reference §1.2: malformed JSON, arrays and null ids answer -32700 / 
   CHECK(fx::is_correlation_id(fx::str(body_of(null_id).root["error"]["data"]["correlation_id"])));
 }
 
-TEST_CASE("MCP 2025-11-25 transports: Content-Type must be application/json (415); the body cap answers 413 before parsing") {
+TEST_CASE("MCP 2025-11-25 transports: Content-Type must be application/json (415), the body cap answers 413 before parsing") {
   fixture f{[](http_endpoint_options& o) { o.max_body_bytes = 64; }};
   auto tp = post(fx::request(1, "ping"));
   tp.set("Content-Type", "text/plain");
@@ -1054,7 +1054,7 @@ TEST_CASE("MCP 2025-11-25 transports: Content-Type must be application/json (415
   CHECK(code_of(r) == -32600);
 }
 
-TEST_CASE("MCP 2025-11-25 transports: POST Accept is lenient; 406 only when it names neither type nor a wildcard") {
+TEST_CASE("MCP 2025-11-25 transports: POST Accept is lenient, 406 only when it names neither type nor a wildcard") {
   fixture f;
   auto req = post(fx::request(1, "ping"));
   req.set("Accept", "application/json");
@@ -1071,7 +1071,7 @@ TEST_CASE("MCP 2025-11-25 transports: POST Accept is lenient; 406 only when it n
   CHECK(code_of(r) == -32011);
 }
 
-TEST_CASE("reference §6.3: an unsupported MCP-Protocol-Version is 400 -32009; every supported one passes") {
+TEST_CASE("reference §6.3: an unsupported MCP-Protocol-Version is 400 -32009, every supported one passes") {
   fixture f;
   auto req = post(fx::request(1, "ping"));
   req.set("MCP-Protocol-Version", "1999-01-01");
@@ -1121,7 +1121,7 @@ TEST_CASE("reference §7.1: GET needs a session header (400), a live session (40
   CHECK(code_of(d) == -32600);
 }
 
-TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID reads as no cursor; a cursor outside the window ends the session") {
+TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID reads as no cursor, a cursor outside the window ends the session") {
   fixture f;
   const auto sid = f.open_session();
   // A streamed call (its frames belong to its POST stream), then a GET-only one (its progress
@@ -1292,7 +1292,7 @@ TEST_CASE("reference §1.4 step 1: the kill switch answers -32005 with id null a
   CHECK(f.send(post(fx::request(1, "ping"))).head.status == 200);
 }
 
-TEST_CASE("reference §6.5, §12: the session cap is 429 -32010; after begin_shutdown initialize is 503 -32015") {
+TEST_CASE("reference §6.5, §12: the session cap is 429 -32010, after begin_shutdown initialize is 503 -32015") {
   fixture f{[](http_endpoint_options& o) { o.session.max_sessions_per_principal = 1; }};
   const auto sid = f.open_session();
   auto capped = f.send(post(fx::initialize(2)));
@@ -1315,7 +1315,7 @@ TEST_CASE("reference §6.5, §12: the session cap is 429 -32010; after begin_shu
   CHECK(code_of(down) == -32015);
 }
 
-TEST_CASE("reference §6.8: tick() collects idle sessions; their requests are then 404") {
+TEST_CASE("reference §6.8: tick() collects idle sessions, their requests are then 404") {
   fixture f;
   const auto sid = f.open_session();
   f.clk.advance(default_session_idle_ttl + 1s);
@@ -1367,7 +1367,7 @@ TEST_CASE("without an executor, dispatch runs inline and every reply comes befor
 
 // ---- the other routes ------------------------------------------------------------------------------
 
-TEST_CASE("operational routes: /metrics, /healthz, /readyz; unknown paths 404; matches()") {
+TEST_CASE("operational routes: /metrics, /healthz, /readyz, unknown paths 404, matches()") {
   fixture f;
   request m;
   m.method = "GET";

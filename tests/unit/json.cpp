@@ -237,7 +237,7 @@ TEST_SUITE("json") {
     }
   }
 
-  TEST_CASE("find and operator[] navigate objects; missing paths are absent") {
+  TEST_CASE("find and operator[] navigate objects, missing paths are absent") {
     json::document doc;
     auto r = doc.parse(R"({"params":{"_meta":{"progressToken":"tok"},"n":5},"list":[1,2]})");
     REQUIRE(r);
@@ -724,7 +724,7 @@ TEST_SUITE("json") {
     }
   }
 
-  TEST_CASE("a failed parse leaves no root; a later parse succeeds") {
+  TEST_CASE("a failed parse leaves no root, a later parse succeeds") {
     json::document doc;
     REQUIRE(doc.parse("[1,2]"));
     CHECK(doc.root().exists());

@@ -530,7 +530,7 @@ TEST_SUITE("json_writer") {
     }
   }
 
-  TEST_CASE("doubles are written in shortest round-trip form; NaN and infinities become null") {
+  TEST_CASE("doubles are written in shortest round-trip form, NaN and infinities become null") {
     auto write = [](double d) {
       std::string out;
       json::writer w{out};

@@ -151,7 +151,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("request_id is a std::unordered_map key; hashes agree with == (spec §3, reference §1.2)") {
+  TEST_CASE("request_id is a std::unordered_map key, hashes agree with == (spec §3, reference §1.2)") {
     std::unordered_map<request_id, int> in_flight;
     in_flight.emplace(request_id{1}, 1);
     in_flight.emplace(request_id{std::string{"1"}}, 2);
@@ -211,7 +211,7 @@ TEST_SUITE("jsonrpc") {
   // ---------------------------------------------------------------------------------------------
   // Message kinds (JSON-RPC 2.0 §4-§5, reference §1.2, mcp-protocol §1.1)
 
-  TEST_CASE("a request carries method, id and object params; absent params stay absent (reference §1.2)") {
+  TEST_CASE("a request carries method, id and object params, absent params stay absent (reference §1.2)") {
     SUBCASE("with params") {
       parsed p{R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"};
       REQUIRE(p.r);
@@ -254,7 +254,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("a notification has a method and no id; it is not a request (reference §1.2, §1.4 step 6)") {
+  TEST_CASE("a notification has a method and no id, it is not a request (reference §1.2, §1.4 step 6)") {
     parsed bare{R"({"jsonrpc":"2.0","method":"notifications/initialized"})"};
     REQUIRE(bare.r);
     CHECK(bare.r->kind == message_kind::notification);
@@ -462,7 +462,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("ids at the int64 limits are accepted; out-of-range and non-integer ids are refused (spec §3)") {
+  TEST_CASE("ids at the int64 limits are accepted, out-of-range and non-integer ids are refused (spec §3)") {
     SUBCASE("limits accepted") {
       parsed max{R"({"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"})"};
       parsed min{R"({"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"})"};

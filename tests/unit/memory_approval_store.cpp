@@ -96,7 +96,7 @@ TEST_CASE("memory_approval_store: max_history forgets the earliest-finished tick
   CHECK_FALSE(known(consumed));
 }
 
-TEST_CASE("memory_approval_store: max_history 0 keeps no finished ticket; consumption stays at most once") {
+TEST_CASE("memory_approval_store: max_history 0 keeps no finished ticket, consumption stays at most once") {
   memory_approval_store s{memory_approval_store_options{.max_history = 0}};
   const suite::mint_spec a;
   suite::mint_created(s, a);

@@ -119,7 +119,7 @@ TEST_SUITE("metrics") {
     CHECK(r.conflicts() == 0);
   }
 
-  TEST_CASE("reference §11: prefix \"yuzu\" gives Yuzu's names; an empty prefix adds nothing") {
+  TEST_CASE("reference §11: prefix \"yuzu\" gives Yuzu's names, an empty prefix adds nothing") {
     mcpcore::metrics_registry yuzu{"yuzu"};
     const std::array tool{metric_label{"tool", "delete_tag"}};
     yuzu.make_counter("mcp_tool_args_invalid_total", "Schema violations on approval-gated tools.", tool).inc();
@@ -243,7 +243,7 @@ TEST_SUITE("metrics") {
     CHECK(expose(r).find("{Z9=\"é ✓\",_a=\"\"}") != std::string::npos);  // sorted bytewise
   }
 
-  TEST_CASE("label values escape backslash, quote and newline; help escapes backslash and newline") {
+  TEST_CASE("label values escape backslash, quote and newline, help escapes backslash and newline") {
     mcpcore::metrics_registry r;
     const std::array l{metric_label{"path", "C:\\dir \"q\"\nnext"}};
     r.make_counter("e_total", "Line one\nline \"two\" \\ end", l);

@@ -244,7 +244,7 @@ TEST_SUITE("policy") {
     CHECK(yuzu.decide("operator", "ApiToken", operation::write) == deny);
   }
 
-  TEST_CASE("reference §3.2: supervised never denies; approval exactly for the destructive list") {
+  TEST_CASE("reference §3.2: supervised never denies, approval exactly for the destructive list") {
     for (const std::string_view s : securables) {
       for (const operation op : mcpcore::all_operations) {
         CAPTURE(s);
@@ -323,7 +323,7 @@ TEST_SUITE("policy") {
     CHECK_FALSE(table.allowed(star, "Tag", operation::read));
   }
 
-  TEST_CASE("role_table_authorizer keeps one copy of a repeated grant; an empty table denies everything") {
+  TEST_CASE("role_table_authorizer keeps one copy of a repeated grant, an empty table denies everything") {
     mcpcore::role_table_authorizer table;
     const mcpcore::principal p{.id = "u", .roles = {"r"}};
     for (const operation op : mcpcore::all_operations) CHECK_FALSE(table.allowed(p, "X", op));

@@ -228,7 +228,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(r.error().reason == bridge_reject::unknown_session);
   }
 
-  TEST_CASE("reference §10.1: the key is (session, exact id): \"1\" and 1 differ; a duplicate precedes global_cap") {
+  TEST_CASE("reference §10.1: the key is (session, exact id): \"1\" and 1 differ, a duplicate precedes global_cap") {
     progress_bridge_options o;
     o.max_records = 3;
     fixture f{o};
@@ -264,7 +264,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.rejects(bridge_reject::pin_slots) == 0);
   }
 
-  TEST_CASE("reference §9.2 step 4: an abandoned record is erased at once; its id is free again") {
+  TEST_CASE("reference §9.2 step 4: an abandoned record is erased at once, its id is free again") {
     fixture f;
     auto s = f.mint();
     auto a = f.reserve(s, 1, true);
@@ -308,7 +308,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->reserve(s, 3, str_tok, false).has_value());
   }
 
-  TEST_CASE("reference §8: pin_slots counts charges; held=charges while calls are in flight") {
+  TEST_CASE("reference §8: pin_slots counts charges, held=charges while calls are in flight") {
     fixture f;
     auto s = f.mint();
     std::vector<progress_call> calls;
@@ -504,7 +504,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §10.3: progress frame shape; token verbatim; execution id in _meta") {
+  TEST_CASE("reference §10.3: progress frame shape, token verbatim, execution id in _meta") {
     fixture f;
     auto s = f.mint();
     SUBCASE("string token, total, message, execution id") {
@@ -569,7 +569,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(p.root["params"]["progress"].to_double() == 2.0);
   }
 
-  TEST_CASE("reference §10.2: in-call messages queue up to the bound while arming; more are dropped") {
+  TEST_CASE("reference §10.2: in-call messages queue up to the bound while arming, more are dropped") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, false);
@@ -583,7 +583,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(ring(s).size() == 65);
   }
 
-  TEST_CASE("reference §9.1/§10.1: GET-only progress goes live to the GET sink; no final frame") {
+  TEST_CASE("reference §9.1/§10.1: GET-only progress goes live to the GET sink, no final frame") {
     fixture f;
     auto s = f.mint();
     stream_budget budget;
@@ -672,7 +672,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(b.frames[1].data == success(1, "{}"));
   }
 
-  TEST_CASE("reference §9.4: cap expiry runs one drain pass, then settles; a terminal wins over the cap") {
+  TEST_CASE("reference §9.4: cap expiry runs one drain pass, then settles, a terminal wins over the cap") {
     fixture f;
     auto s = f.mint();
     SUBCASE("drain then settle") {
@@ -713,7 +713,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §9.4/§8: a parked final replays on GET even past the cursor; once written, sweep reaps") {
+  TEST_CASE("reference §9.4/§8: a parked final replays on GET even past the cursor, once written, sweep reaps") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);
@@ -969,7 +969,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(b.frames.empty());
   }
 
-  TEST_CASE("reference §10.5: records of dead sessions are torn down; charges released once") {
+  TEST_CASE("reference §10.5: records of dead sessions are torn down, charges released once") {
     fixture f;
     auto s = f.mint();
     auto plain = f.reserve(s, 1, false);
@@ -1056,7 +1056,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.rows("mcp.bridge.shutdown_reap").size() == 1);
   }
 
-  TEST_CASE("reference §12: the destructor runs shutdown; calls outlive the bridge as no-ops") {
+  TEST_CASE("reference §12: the destructor runs shutdown, calls outlive the bridge as no-ops") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);

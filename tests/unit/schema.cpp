@@ -93,7 +93,7 @@ TEST_CASE("reference §4.2: type is mandatory on every node except a $ref-only n
 }
 
 TEST_CASE(
-    "reference §4.2: type is one string of the six; unions and null are refused in strict mode") {
+    "reference §4.2: type is one string of the six, unions and null are refused in strict mode") {
   for (std::string_view t : {"string", "integer", "number", "boolean", "object", "array"}) {
     const std::string s =
         R"({"type":"object","properties":{"a":{"type":")" + std::string{t} + R"("}}})";
@@ -197,7 +197,7 @@ TEST_CASE("reference §4.2: required names are strings, unique and declared") {
         "/required/1: required name \"b\" is listed twice");
 }
 
-TEST_CASE("reference §4.2: additionalProperties is a schema or false; true is refused") {
+TEST_CASE("reference §4.2: additionalProperties is a schema or false, true is refused") {
   CHECK(compiles(R"({"type":"object","additionalProperties":false})"));
   CHECK(compiles(R"({"type":"object","additionalProperties":{"type":"string"}})"));
   CHECK(first_error(R"({"type":"object","additionalProperties":true})") ==
@@ -238,7 +238,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "reference §4.2: pattern must compile (ECMAScript); back-references and huge expansions are "
+    "reference §4.2: pattern must compile (ECMAScript), back-references and huge expansions are "
     "refused") {
   CHECK(compiles(
       R"({"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z_]{1,64}$"}}})"));
@@ -382,7 +382,7 @@ TEST_CASE("spec §4: keyword values must have their JSON Schema types (both mode
   }
 }
 
-TEST_CASE("spec §4: unsupported keywords are compile errors; annotations are accepted") {
+TEST_CASE("spec §4: unsupported keywords are compile errors, annotations are accepted") {
   CHECK(first_error(R"({"type":"object","patternProperties":{}})") ==
         "/patternProperties: unsupported keyword 'patternProperties'");
   CHECK(first_error(R"({"allOf":[]})", lenient()) == "/allOf: unsupported keyword 'allOf'");
@@ -881,7 +881,7 @@ TEST_CASE("reference §3.3: root_is_closed and root_declares (after $ref resolut
   CHECK(via_ref.root_declares("approval_id"));
 }
 
-TEST_CASE("spec §4: an empty compiled_schema checks nothing; moves transfer the schema") {
+TEST_CASE("spec §4: an empty compiled_schema checks nothing, moves transfer the schema") {
   const schema::compiled_schema empty;
   CHECK(check(empty, "[1,2]") == "valid");
   CHECK(!empty.root_is_closed());

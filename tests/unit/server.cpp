@@ -165,7 +165,7 @@ TEST_CASE("spec §3: initialize with a non-string protocolVersion is -32602 with
   CHECK(c.client.protocol_version().empty());
 }
 
-TEST_CASE("spec §3: capabilities are advertised only for what is registered; logging always") {
+TEST_CASE("spec §3: capabilities are advertised only for what is registered, logging always") {
   SUBCASE("tools only") {
     server_builder b{test_info()};
     add_read_tool(b, "t");
@@ -217,7 +217,7 @@ TEST_CASE("spec §3: capabilities are advertised only for what is registered; lo
   }
 }
 
-TEST_CASE("MCP lifecycle: serverInfo carries name, version, title; instructions when given") {
+TEST_CASE("MCP lifecycle: serverInfo carries name, version, title, instructions when given") {
   SUBCASE("all fields") {
     server_builder b{{.name = "host", .version = "9.9", .title = "Host Server", .instructions = "Use echo."}};
     auto srv = build(b);
@@ -260,7 +260,7 @@ TEST_CASE("MCP lifecycle: the peer records the client's capabilities and notific
   CHECK_FALSE(caps.sampling);
 }
 
-TEST_CASE("spec §3: initialize during shutdown is -32015 with error.data; other methods still answer") {
+TEST_CASE("spec §3: initialize during shutdown is -32015 with error.data, other methods still answer") {
   server_builder b{test_info()};
   auto srv = build(b);
   connection c;
@@ -387,7 +387,7 @@ TEST_CASE("MCP 2025-11-25: a tool registered without a schema lists the no-argum
   CHECK_FALSE(at(a.result()["tools"], 0)["outputSchema"].exists());
 }
 
-TEST_CASE("reference §13: annotations come from the classification table; unclassified gets the fallback and a warning") {
+TEST_CASE("reference §13: annotations come from the classification table, unclassified gets the fallback and a warning") {
   server_builder b{test_info()};
   auto declare = [&](const std::string& name, operation op) {
     return b.tool(name).description("d").security("Thing", op).handler(text_handler(name));
@@ -424,7 +424,7 @@ TEST_CASE("reference §13: annotations come from the classification table; uncla
   CHECK(srv.warnings()[0].find("unclassified") != std::string::npos);
 }
 
-TEST_CASE("spec §3, MCP pagination: page_size 2 over 5 tools chains through nextCursor; the last page has none") {
+TEST_CASE("spec §3, MCP pagination: page_size 2 over 5 tools chains through nextCursor, the last page has none") {
   server_builder b{test_info(), {.page_size = 2}};
   for (const auto* n : {"t0", "t1", "t2", "t3", "t4"}) add_read_tool(b, n);
   auto srv = build(b);
@@ -592,7 +592,7 @@ TEST_CASE("spec §4 step 3, reference §3.1: a readonly-tier caller of a write t
   CHECK(odd.send(g.srv, call_tool(3, "echo", R"({"text":"x"})")).code() == -32004);
 }
 
-TEST_CASE("spec §4 step 4, reference §4.1: a schema violation is -32602 naming the path; counted, audited, handler not called") {
+TEST_CASE("spec §4 step 4, reference §4.1: a schema violation is -32602 naming the path, counted, audited, handler not called") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":5})"));
@@ -630,7 +630,7 @@ TEST_CASE("spec §4: a caller-supplied extra key is never echoed in the error or
   CHECK(g.rows()[0].detail.find("ignore_previous_instructions") == std::string::npos);
 }
 
-TEST_CASE("spec §4 step 5, reference §5.7: an approval-gated call without an approval store is degraded -32004; handler not called") {
+TEST_CASE("spec §4 step 5, reference §5.7: an approval-gated call without an approval store is degraded -32004, handler not called") {
   governed g;
   connection c{user("supervised")};
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})"));
@@ -742,7 +742,7 @@ TEST_CASE("spec §4, reference §3.5: one-cid pattern — error.data.correlation
   }
 }
 
-TEST_CASE("reference §1.6, §3.5: audit_persisted:false when the audit sink returns false or throws; the denial still answers") {
+TEST_CASE("reference §1.6, §3.5: audit_persisted:false when the audit sink returns false or throws, the denial still answers") {
   struct refusing_audit {
     int calls = 0;
     bool record(const audit_record&) {
@@ -786,7 +786,7 @@ TEST_CASE("reference §1.6, §3.5: audit_persisted:false when the audit sink ret
   }
 }
 
-TEST_CASE("spec §4 step 7: a handler that throws is -32603 with error.data; the server answers the next call") {
+TEST_CASE("spec §4 step 7: a handler that throws is -32603 with error.data, the server answers the next call") {
   metrics_registry m{"t"};
   memory_audit_sink audit;
   server_builder b{test_info()};
@@ -813,7 +813,7 @@ TEST_CASE("spec §4 step 7: a handler that throws is -32603 with error.data; the
   CHECK(c.client.active_calls() == 0);
 }
 
-TEST_CASE("MCP 2025-11-25 tools/call: an isError result is a result, not a JSON-RPC error; audited as failure") {
+TEST_CASE("MCP 2025-11-25 tools/call: an isError result is a result, not a JSON-RPC error, audited as failure") {
   metrics_registry m{"t"};
   memory_audit_sink audit;
   server_builder b{test_info()};
@@ -1067,7 +1067,7 @@ TEST_CASE("MCP 2025-11-25 resources/read: exact URIs give text and blob contents
   CHECK_FALSE(rs.srv.has_resource("res://nope"));
 }
 
-TEST_CASE("RFC 6570 level 1: a template match is percent-decoded; a variable never spans '/'") {
+TEST_CASE("RFC 6570 level 1: a template match is percent-decoded, a variable never spans '/'") {
   resource_server rs;
   connection c;
   auto a = c.send(rs.srv, request(1, "resources/read", read_params("notes://work/42.txt")));
@@ -1201,7 +1201,7 @@ TEST_CASE("server_builder::build leaves the builder empty after a successful bui
   CHECK(c.send(first, call_tool(2, "t")).result().exists());
 }
 
-TEST_CASE("MCP 2025-11-25 resources/subscribe and unsubscribe update the peer; unknown URI is -32002") {
+TEST_CASE("MCP 2025-11-25 resources/subscribe and unsubscribe update the peer, unknown URI is -32002") {
   resource_server rs;
   connection c;
   CHECK_FALSE(c.client.subscribed("res://readme"));
@@ -1327,7 +1327,7 @@ TEST_CASE("MCP 2025-11-25 prompts/list lists arguments with their required flags
   CHECK(to_json(at(a.result()["prompts"], 3)) == R"({"name":"throws"})");
 }
 
-TEST_CASE("MCP 2025-11-25 prompts/get: messages from the handler; undeclared arguments never reach it") {
+TEST_CASE("MCP 2025-11-25 prompts/get: messages from the handler, undeclared arguments never reach it") {
   prompt_server ps;
   connection c;
   const auto a =
@@ -1510,7 +1510,7 @@ struct logging_server {
 
 }  // namespace
 
-TEST_CASE("MCP 2025-11-25 logging/setLevel: a valid level is {} and recorded; anything else is -32602") {
+TEST_CASE("MCP 2025-11-25 logging/setLevel: a valid level is {} and recorded, anything else is -32602") {
   logging_server ls;
   connection c;
   CHECK_FALSE(c.client.level().has_value());
@@ -1527,7 +1527,7 @@ TEST_CASE("MCP 2025-11-25 logging/setLevel: a valid level is {} and recorded; an
   CHECK(c.client.level() == log_level::emergency);
 }
 
-TEST_CASE("MCP 2025-11-25 logging: call_context::log is filtered by the level (default info; after setLevel debug all flow)") {
+TEST_CASE("MCP 2025-11-25 logging: call_context::log is filtered by the level (default info, after setLevel debug all flow)") {
   logging_server ls;
   connection c;
   auto a = c.send(ls.srv, call_tool(1, "chatty"));
@@ -1550,7 +1550,7 @@ TEST_CASE("MCP 2025-11-25 logging: call_context::log is filtered by the level (d
   CHECK(c.sink.size() == 0);
 }
 
-TEST_CASE("MCP 2025-11-25 logging: the server's default level applies until the client sets one; no sink sends nothing") {
+TEST_CASE("MCP 2025-11-25 logging: the server's default level applies until the client sets one, no sink sends nothing") {
   logging_server ls{{.default_log_level = log_level::warning}};
   connection c;
   CHECK(str(at(c.send(ls.srv, call_tool(1, "chatty")).result()["content"], 0)["text"]) == "--W");
@@ -1657,7 +1657,7 @@ struct blocking_server {
 
 }  // namespace
 
-TEST_CASE("MCP 2025-11-25 cancellation: notifications/cancelled stops the handler; no response is written") {
+TEST_CASE("MCP 2025-11-25 cancellation: notifications/cancelled stops the handler, no response is written") {
   blocking_server bs;
   connection c;
   answer call;
@@ -1683,7 +1683,7 @@ TEST_CASE("MCP 2025-11-25 cancellation: notifications/cancelled stops the handle
   CHECK(bs.audit.entries()[0].detail == "cancelled");
 }
 
-TEST_CASE("MCP 2025-11-25 cancellation: an unknown or finished id is a noop; a string id \"1\" does not cancel integer 1") {
+TEST_CASE("MCP 2025-11-25 cancellation: an unknown or finished id is a noop, a string id \"1\" does not cancel integer 1") {
   blocking_server bs;
   connection c;
   CHECK(c.send(bs.srv, cancel("99")).text.empty());

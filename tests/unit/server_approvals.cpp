@@ -162,7 +162,7 @@ std::string mint(gated& g, connection& c, std::string_view args = R"({"tag":"a"}
 
 TEST_SUITE("server approvals") {
 
-TEST_CASE("reference §5.3, spec §5: a first call mints a ticket: -32006 with approval_id, status_url, retry 30000, remediation; audit pending") {
+TEST_CASE("reference §5.3, spec §5: a first call mints a ticket: -32006 with approval_id, status_url, retry 30000, remediation, audit pending") {
   gated g;
   connection c{agent()};
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})"));
@@ -235,7 +235,7 @@ TEST_CASE("reference §5.4 step 3: a recall of a pending ticket echoes -32006 wi
   CHECK(g.delete_calls == 0);
 }
 
-TEST_CASE("reference §5.4 steps 5-7: an approved ticket runs the handler exactly once; a replay is 'approval already used'") {
+TEST_CASE("reference §5.4 steps 5-7: an approved ticket runs the handler exactly once, a replay is 'approval already used'") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -265,7 +265,7 @@ TEST_CASE("reference §5.4 steps 5-7: an approved ticket runs the handler exactl
   CHECK(g.metric(R"(t_mcp_approval_refused_total{tool="delete_tag"})") == 1);
 }
 
-TEST_CASE("reference §5.4 step 6: replay, foreign submitter and foreign origin answer identically; only the audit row differs") {
+TEST_CASE("reference §5.4 step 6: replay, foreign submitter and foreign origin answer identically, only the audit row differs") {
   gated g;
   connection owner{agent()};
   connection thief{agent("agent-2")};

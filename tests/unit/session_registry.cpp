@@ -174,7 +174,7 @@ TEST_SUITE("session_registry") {
 
   // ---- caps ---------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.5: the ninth session of a principal is refused per_principal_cap; nothing is evicted") {
+  TEST_CASE("reference §6.5: the ninth session of a principal is refused per_principal_cap, nothing is evicted") {
     fixture f;
     std::vector<std::shared_ptr<session>> held;
     for (int i = 0; i < 8; ++i) held.push_back(f.mint("alice"));
@@ -445,7 +445,7 @@ TEST_SUITE("session_registry") {
 
   // ---- terminate ------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.7: terminate ends the session once; the second DELETE is unknown") {
+  TEST_CASE("reference §6.7: terminate ends the session once, the second DELETE is unknown") {
     stream_budget budget;  // outlives every sink (declared before the registry)
     fixture f;
     const auto s = f.mint("alice");
@@ -517,7 +517,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.rows("mcp.session.open").back().time == manual_clock::initial_system + 1h);
   }
 
-  TEST_CASE("reference §11: sessions_active follows size; opens and rejects are counted by reason") {
+  TEST_CASE("reference §11: sessions_active follows size, opens and rejects are counted by reason") {
     fixture f{caps(3, 2)};
     CHECK(f.m.sessions_active.value() == 0);
     const auto a = f.mint("alice");

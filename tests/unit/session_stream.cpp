@@ -138,7 +138,7 @@ TEST_SUITE("session_stream") {
     CHECK(st.bytes == bytes);
   }
 
-  TEST_CASE("reference §7.9: a frame over the byte cap becomes a frame_too_large notification; ids stay contiguous") {
+  TEST_CASE("reference §7.9: a frame over the byte cap becomes a frame_too_large notification, ids stay contiguous") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream_options o = opts(10, 256);
@@ -227,7 +227,7 @@ TEST_SUITE("session_stream") {
     CHECK(st.bytes > 256);
   }
 
-  TEST_CASE("reference §7.9, §8: pinned finals survive eviction; the oldest unpinned non-newest frame goes") {
+  TEST_CASE("reference §7.9, §8: pinned finals survive eviction, the oldest unpinned non-newest frame goes") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream s{opts(2), m};
@@ -284,7 +284,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.final_unpinned.value() == 0);
   }
 
-  TEST_CASE("reference §8: unpin clears a slot exactly once; 0 and unknown ids are no-ops") {
+  TEST_CASE("reference §8: unpin clears a slot exactly once, 0 and unknown ids are no-ops") {
     session_stream s;
     const auto id = s.publish_final(msg(1));
     CHECK_FALSE(s.unpin(0));
@@ -298,7 +298,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.stats().frames == 1);  // unpinning does not remove the frame
   }
 
-  TEST_CASE("reference §7.9: publish reaches the live sink; publish_ring_only and publish_final do not") {
+  TEST_CASE("reference §7.9: publish reaches the live sink, publish_ring_only and publish_final do not") {
     stream_budget budget;
     session_stream s;
     auto a = attach(s, budget);
@@ -449,7 +449,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.streams_handover_pending.value() == 1);
   }
 
-  TEST_CASE("reference §8: a cursor releases no pin; finals still pinned at or below it replay first") {
+  TEST_CASE("reference §8: a cursor releases no pin, finals still pinned at or below it replay first") {
     stream_budget budget;
     session_stream s;
     s.publish_final(msg(1));
@@ -502,7 +502,7 @@ TEST_SUITE("session_stream") {
     CHECK(a.sink->dropped_total() == 0);
   }
 
-  TEST_CASE("reference §7.4 steps 7-8, §7.5: a second attach supersedes the first; a third waits for a detach") {
+  TEST_CASE("reference §7.4 steps 7-8, §7.5: a second attach supersedes the first, a third waits for a detach") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     stream_budget budget;
@@ -665,7 +665,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.publish(msg(1)) == 1);
   }
 
-  TEST_CASE("reference §6.7, §7.8: close_sinks closes live and draining sinks with the reason; the ring stays") {
+  TEST_CASE("reference §6.7, §7.8: close_sinks closes live and draining sinks with the reason, the ring stays") {
     stream_budget budget;
     session_stream s;
     s.publish(msg(1));
@@ -942,7 +942,7 @@ TEST_CASE("MCP resumability: a cursor replays only the frames of its own stream"
   }
 }
 
-TEST_CASE("MCP resumability: end_channel ends a resumed stream; a second resume supersedes the first") {
+TEST_CASE("MCP resumability: end_channel ends a resumed stream, a second resume supersedes the first") {
   stream_budget b;
   session_stream s;
   const auto a = s.open_channel();

@@ -8,6 +8,7 @@
 
 #include "support/approval_store_suite.hpp"
 #include "support/process.hpp"
+#include "support/raw_sqlite.hpp"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -45,41 +46,7 @@ namespace {
 constexpr milliseconds lifetime = std::chrono::days{7};
 const approval_time t0{milliseconds{1'700'000'000'000}};
 
-// A connection of our own, beside the store's (schema checks, locks, damage).
-class raw_db {
- public:
-  explicit raw_db(const std::string& path, int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {
-    REQUIRE(sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) == SQLITE_OK);
-  }
-  raw_db(const raw_db&) = delete;
-  raw_db& operator=(const raw_db&) = delete;
-  ~raw_db() { sqlite3_close(db_); }
-  int exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
-  // The first column of the first row as text ("" when there is no row).
-  std::string text(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
-    std::string out;
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      const auto* p = sqlite3_column_text(s, 0);
-      const auto n = static_cast<std::size_t>(sqlite3_column_bytes(s, 0));
-      if (p != nullptr) out.assign(reinterpret_cast<const char*>(p), n);
-    }
-    sqlite3_finalize(s);
-    return out;
-  }
-  std::int64_t integer(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
-    std::int64_t out = -1;
-    if (sqlite3_step(s) == SQLITE_ROW) out = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return out;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
+using test_sqlite::raw_db;
 
 // Ticket id number `n`: 32 lowercase hex characters.
 std::string tid(unsigned n) {
@@ -547,7 +514,7 @@ TEST_CASE("reference §5.6: a damaged table page is reported as corrupt (permane
   CHECK(is_permanent_store_error(c.error()));
 }
 
-TEST_CASE("reference §5.6: a moved-from store is closed (permanent); the moved-to store works") {
+TEST_CASE("reference §5.6: a moved-from store is closed (permanent), the moved-to store works") {
   const temp_dir dir;
   const auto id = tid(1);
   auto a = open_store(dir.file());
@@ -615,7 +582,7 @@ TEST_CASE("approval_store requirement 3: a failed mint changes nothing (its swee
 
 // ---- semantics the SQL must get right --------------------------------------------------------------
 
-TEST_CASE("reference §5.5: consuming an approved ticket past its lifetime expires it once; the status is persisted") {
+TEST_CASE("reference §5.5: consuming an approved ticket past its lifetime expires it once, the status is persisted") {
   const temp_dir dir;
   const auto id = tid(1);
   auto s = open_store(dir.file());
@@ -693,7 +660,7 @@ TEST_CASE("reference §5.1: an unknown id is nullopt for get and not_found for c
   }
 }
 
-TEST_CASE("reference §5.1: quotes, SQL text and Unicode round-trip exactly; empty strings stay empty") {
+TEST_CASE("reference §5.1: quotes, SQL text and Unicode round-trip exactly, empty strings stay empty") {
   const temp_dir dir;
   const auto id = tid(1);
   const std::string definition = "mcp.it's \"quoted\"; DROP TABLE mcpcore_approvals; --";

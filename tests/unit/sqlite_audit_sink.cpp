@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
+#include "support/raw_sqlite.hpp"
 
 #include <mcpcore/approval.hpp>
 #include <mcpcore/audit.hpp>
@@ -51,41 +52,7 @@ namespace {
 using audit_time = std::chrono::system_clock::time_point;
 const audit_time t0{milliseconds{1'700'000'000'000}};
 
-// A connection of our own, beside the sink's (schema checks, locks, damage).
-class raw_db {
- public:
-  explicit raw_db(const std::string& path, int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {
-    REQUIRE(sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) == SQLITE_OK);
-  }
-  raw_db(const raw_db&) = delete;
-  raw_db& operator=(const raw_db&) = delete;
-  ~raw_db() { sqlite3_close(db_); }
-  int exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
-  // The first column of the first row as text ("" when there is no row).
-  std::string text(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
-    std::string out;
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      const auto* p = sqlite3_column_text(s, 0);
-      const auto n = static_cast<std::size_t>(sqlite3_column_bytes(s, 0));
-      if (p != nullptr) out.assign(reinterpret_cast<const char*>(p), n);
-    }
-    sqlite3_finalize(s);
-    return out;
-  }
-  std::int64_t integer(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK);
-    std::int64_t out = -1;
-    if (sqlite3_step(s) == SQLITE_ROW) out = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return out;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
+using test_sqlite::raw_db;
 
 sqlite_audit_sink open_sink(const std::string& path, sqlite_audit_sink_options o = {}) {
   auto s = sqlite_audit_sink::open(path, o);
@@ -216,7 +183,7 @@ TEST_CASE("sqlite_audit_sink: audit_sink requirement 1: a result outside the voc
 
 // ---- reads --------------------------------------------------------------------------------------
 
-TEST_CASE("sqlite_audit_sink: tail: the last `limit` rows, oldest first; fewer when there are fewer; none for 0") {
+TEST_CASE("sqlite_audit_sink: tail: the last `limit` rows, oldest first, fewer when there are fewer, none for 0") {
   const temp_dir dir;
   auto s = open_sink(dir.file("audit.db"));
   const auto empty = s.tail(5);
@@ -242,7 +209,7 @@ TEST_CASE("sqlite_audit_sink: tail: the last `limit` rows, oldest first; fewer w
   CHECK(huge->size() == 10);
 }
 
-TEST_CASE("sqlite_audit_sink: query: seq counts rows; principal, action prefix, time and seq filters combine") {
+TEST_CASE("sqlite_audit_sink: query: seq counts rows, principal, action prefix, time and seq filters combine") {
   const temp_dir dir;
   auto s = open_sink(dir.file("audit.db"));
   const auto at = [](int sec) { return t0 + std::chrono::seconds{sec}; };
@@ -306,7 +273,7 @@ TEST_CASE("sqlite_audit_sink: query: seq counts rows; principal, action prefix, 
 
 // ---- retention ----------------------------------------------------------------------------------
 
-TEST_CASE("sqlite_audit_sink: retention: past max_rows each record prunes the oldest; seq is never reused") {
+TEST_CASE("sqlite_audit_sink: retention: past max_rows each record prunes the oldest, seq is never reused") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   {
@@ -378,7 +345,7 @@ TEST_CASE("sqlite_audit_sink schema: a fresh file gets version 1 in its own tabl
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
 }
 
-TEST_CASE("sqlite_audit_sink schema: reopening keeps the rows; the file's other tables are untouched") {
+TEST_CASE("sqlite_audit_sink schema: reopening keeps the rows, the file's other tables are untouched") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   {
@@ -488,7 +455,7 @@ TEST_CASE("sqlite_audit_sink schema: four processes opening a fresh file migrate
 
 // ---- sharing and durability -----------------------------------------------------------------------
 
-TEST_CASE("sqlite_audit_sink: reference §3.5: two sinks on one file interleave their rows; each sees the other's") {
+TEST_CASE("sqlite_audit_sink: reference §3.5: two sinks on one file interleave their rows, each sees the other's") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   auto a = open_sink(path);
@@ -684,7 +651,7 @@ TEST_CASE("sqlite_audit_sink: a stored result outside the vocabulary reads as co
   CHECK(is_permanent_store_error(t.error()));
 }
 
-TEST_CASE("sqlite_audit_sink: a moved-from sink records nothing, its reads are closed; the moved-to one works") {
+TEST_CASE("sqlite_audit_sink: a moved-from sink records nothing, its reads are closed, the moved-to one works") {
   const temp_dir dir;
   auto a = open_sink(dir.file("audit.db"));
   REQUIRE(a.record(row(cid(1))));

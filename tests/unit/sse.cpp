@@ -169,7 +169,7 @@ TEST_SUITE("sse") {
     CHECK(out == ":\n\n");
   }
 
-  TEST_CASE("Last-Event-ID is a strict unsigned decimal; anything else is 0 (reference §7.1 step 9)") {
+  TEST_CASE("Last-Event-ID is a strict unsigned decimal, anything else is 0 (reference §7.1 step 9)") {
     CHECK(sse::parse_last_event_id("0") == 0);
     CHECK(sse::parse_last_event_id("1") == 1);
     CHECK(sse::parse_last_event_id("42") == 42);

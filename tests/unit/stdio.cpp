@@ -221,7 +221,7 @@ TEST_CASE("MCP stdio: one request line gets one response line") {
   CHECK(h.remaining_lines().empty());
 }
 
-TEST_CASE("MCP stdio: notifications get no line; blank lines are ignored; CRLF is accepted") {
+TEST_CASE("MCP stdio: notifications get no line, blank lines are ignored, CRLF is accepted") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(notification("notifications/initialized"));
@@ -255,7 +255,7 @@ TEST_CASE("MCP stdio: a message split across writes, and several messages in one
   CHECK(h.join() == 0);
 }
 
-TEST_CASE("spec §7, reference §1.1: a line longer than max_message_bytes gets one -32600; the next line still works") {
+TEST_CASE("spec §7, reference §1.1: a line longer than max_message_bytes gets one -32600, the next line still works") {
   stdio_server ss;
   stdio_options o;
   o.max_message_bytes = 256;

@@ -466,7 +466,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- admission -----------------------------------------------------------------------------
 
-  TEST_CASE("reference §9.2: plain admits nothing; get_only reserves without a lease; streamed takes both") {
+  TEST_CASE("reference §9.2: plain admits nothing, get_only reserves without a lease, streamed takes both") {
     fixture f;
     auto s = f.mint();
     auto plain = f.admit(post_mode::plain, s, 1);
@@ -730,7 +730,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- post pump -----------------------------------------------------------------------------
 
-  TEST_CASE("reference §9.4: progress frames then the final last, with ring ids; completed only after written()") {
+  TEST_CASE("reference §9.4: progress frames then the final last, with ring ids, completed only after written()") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 11};
@@ -812,7 +812,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.pump->reason() == close_reason::completed);
   }
 
-  TEST_CASE("reference §9.8: a cancel closes the POST cancelled with execution_id and partial; the record parks") {
+  TEST_CASE("reference §9.8: a cancel closes the POST cancelled with execution_id and partial, the record parks") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 5};

@@ -32,7 +32,7 @@ std::vector<stream_lease> take(stream_budget& b, std::string_view surface, std::
 }  // namespace
 
 TEST_SUITE("stream_budget") {
-  TEST_CASE("spec §6: defaults are 128 global; surfaces are mcp_get and mcp_post") {
+  TEST_CASE("spec §6: defaults are 128 global, surfaces are mcp_get and mcp_post") {
     const stream_budget b;
     CHECK(b.options().global_cap == 128);
     CHECK(stream_budget_options{}.global_cap == 128);
@@ -217,7 +217,7 @@ TEST_SUITE("stream_budget") {
     CHECK_FALSE(static_cast<bool>(l));
   }
 
-  TEST_CASE("reference §7.10: moves transfer the slot; the moved-from lease releases nothing") {
+  TEST_CASE("reference §7.10: moves transfer the slot, the moved-from lease releases nothing") {
     stream_budget b;
     auto r = b.try_acquire(stream_surface_get, "alice", 4);
     REQUIRE(r.has_value());
@@ -306,7 +306,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.entries() == 3);
   }
 
-  TEST_CASE("reference §7.10: empty strings are keys; separators in the parts cannot collide") {
+  TEST_CASE("reference §7.10: empty strings are keys, separators in the parts cannot collide") {
     stream_budget b;
     // empty surface and/or principal are ordinary, distinct keys
     auto e1 = take(b, "", "", 1, 1);

@@ -108,7 +108,7 @@ TEST_SUITE("stream_pump") {
     p.release();
   }
 
-  TEST_CASE("reference §7.6: defaults: 3 s tick, 60 s grace, 30 s jitter, 15 s staleness; namespaced method") {
+  TEST_CASE("reference §7.6: defaults: 3 s tick, 60 s grace, 30 s jitter, 15 s staleness, namespaced method") {
     CHECK(default_pump_tick == 3000ms);
     CHECK(default_revalidation_grace == 60000ms);
     CHECK(default_revalidation_jitter_max == 30000ms);
@@ -160,7 +160,7 @@ TEST_SUITE("stream_pump") {
     CHECK(close_remediation(static_cast<close_reason>(42)).empty());
   }
 
-  TEST_CASE("reference §7.8: the close notification escapes every string; no id; retry_after_ms is null") {
+  TEST_CASE("reference §7.8: the close notification escapes every string, no id, retry_after_ms is null") {
     std::string out;
     write_close_notification(out, "m/\"x\"", close_reason::session_terminated, "c\"1\\\n");
     CHECK(out ==
@@ -228,7 +228,7 @@ TEST_SUITE("stream_pump") {
     CHECK(g.apply(credential_verdict::indeterminate, t0 + 1900ms) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: valid_stale backdates by max_staleness; cache residency and grace do not add") {
+  TEST_CASE("reference §7.7: valid_stale backdates by max_staleness, cache residency and grace do not add") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(60000ms, 15000ms), t0, 0ms};
@@ -270,7 +270,7 @@ TEST_SUITE("stream_pump") {
     CHECK(g.last_authoritative() == t0);
   }
 
-  TEST_CASE("reference §7.7: draw_jitter is uniform in [0, max]; max <= 0 gives 0") {
+  TEST_CASE("reference §7.7: draw_jitter is uniform in [0, max], max <= 0 gives 0") {
     CHECK(revalidation_grace::draw_jitter(0ms) == 0ms);
     CHECK(revalidation_grace::draw_jitter(-5ms) == 0ms);
     bool saw_zero = false;
@@ -635,7 +635,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::credential_revoked);
   }
 
-  TEST_CASE("reference §7.8: the destructor releases; an unfinished pump counts client_disconnect") {
+  TEST_CASE("reference §7.8: the destructor releases, an unfinished pump counts client_disconnect") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     fixture f;
