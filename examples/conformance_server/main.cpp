@@ -31,7 +31,6 @@
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
 #include <CLI/Validators.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -48,7 +47,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -518,55 +516,25 @@ int run(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // The endpoint's Origin allow-list names this server's own origin, which includes the port,
-  // known only once bound (--port 0). So the Asio server starts with a handler that forwards to
-  // the endpoint, and the endpoint is created right after the bind; requests that arrive in
-  // between (before the port was announced) are answered 503.
-  std::atomic<mcpcore::http_endpoint*> endpoint_ptr{nullptr};
+  // The endpoint admits its own loopback origin (allow_loopback_same_origin), whatever port the
+  // bind picks; the Asio server drives it, ticks it and shuts it down.
+  mcpcore::http_endpoint_options endpoint_options;
+  endpoint_options.session.max_sessions_per_principal = max_sessions_per_principal;
+  mcpcore::http_endpoint endpoint{*server, fixture_authenticator{std::move(tokens)}, endpoint_options};
+  endpoint.set_approvals(approval_routes);
   mcpcore::transport::asio_http_server_options http_options;
   http_options.address = "127.0.0.1";
   http_options.port = port;
-  mcpcore::transport::asio_http_server http{
-      [&endpoint_ptr](const mcpcore::http_request_view& req, mcpcore::http_completion done) {
-        if (auto* ep = endpoint_ptr.load(std::memory_order_acquire)) {
-          ep->handle(req, std::move(done));
-          return;
-        }
-        mcpcore::http_reply reply;
-        reply.head.status = 503;
-        reply.head.headers.push_back({"Retry-After", "1"});
-        done(std::move(reply));
-      },
-      http_options};
+  http_options.tick_interval = tick_interval;
+  mcpcore::transport::asio_http_server http{endpoint, http_options};
   if (auto started = http.start(); !started) {
     std::fprintf(stderr, "mcpcore-conformance-server: cannot listen on 127.0.0.1:%u: %s\n", unsigned{port},
                  started.error().message().c_str());
     return 1;
   }
   const auto bound = std::to_string(http.port());
-
-  mcpcore::http_endpoint_options endpoint_options;
-  endpoint_options.session.max_sessions_per_principal = max_sessions_per_principal;
-  endpoint_options.allowed_origins = {"http://127.0.0.1:" + bound, "http://localhost:" + bound,
-                                      "http://[::1]:" + bound};
-  mcpcore::http_endpoint endpoint{*server, fixture_authenticator{std::move(tokens)}, endpoint_options};
-  endpoint.set_executor(http.executor());
-  endpoint.set_approvals(approval_routes);
-  endpoint_ptr.store(&endpoint, std::memory_order_release);
-
-  // The maintenance tick (the Asio server runs it itself only in endpoint mode).
-  std::jthread ticker{[&endpoint](const std::stop_token& stop) {
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lock{m};
-    while (!cv.wait_for(lock, stop, tick_interval, [] { return false; }) && !stop.stop_requested()) endpoint.tick();
-  }};
-
   if (!port_file.empty() && !write_file_atomically(port_file, bound + "\n")) {
     std::fprintf(stderr, "mcpcore-conformance-server: cannot write the port file %s\n", port_file.c_str());
-    ticker.request_stop();
-    ticker.join();
-    endpoint.begin_shutdown();
     http.stop();
     return 1;
   }
@@ -576,11 +544,7 @@ int run(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "mcpcore-conformance-server: signal %d, stopping\n", signal_number);
-  ticker.request_stop();
-  ticker.join();
-  endpoint.begin_shutdown();  // initialize answers 503, streams close session_terminated
-  http.stop();                // lets them flush, closes the sockets, joins the threads
-  endpoint_ptr.store(nullptr, std::memory_order_release);
+  http.stop();  // initialize answers 503, streams close session_terminated, responses flush, threads join
   return 0;
 }
 

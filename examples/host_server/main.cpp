@@ -419,13 +419,11 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   const mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
   const sigset_t stop_signals = block_stop_signals();
 
-  // The Origin allow-list names this server's own origin, which includes the port, known only
-  // once bound (--port 0): requests that arrive before the endpoint exists are answered 503.
-  std::atomic<mcpcore::http_endpoint*> endpoint_ptr{nullptr};
   auto http_options = c.http;
   http_options.address = c.address;
   http_options.port = c.port;
   http_options.limits.max_body_bytes = c.endpoint.max_body_bytes;
+  http_options.tick_interval = c.tick;  // the Asio server ticks the endpoint (sessions, sweeps)
   if (!c.tls_cert.empty() || !c.tls_key.empty()) {
     if (c.tls_cert.empty() || c.tls_key.empty()) {
       say("--tls-cert and --tls-key go together");
@@ -433,18 +431,17 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     }
     http_options.tls = mcpcore::transport::tls_options{.cert_chain_file = c.tls_cert, .private_key_file = c.tls_key};
   }
-  mcpcore::transport::asio_http_server http{
-      [&endpoint_ptr](const mcpcore::http_request_view& req, mcpcore::http_completion done) {
-        if (auto* ep = endpoint_ptr.load(std::memory_order_acquire)) {
-          ep->handle(req, std::move(done));
-          return;
-        }
-        mcpcore::http_reply reply;
-        reply.head.status = 503;
-        reply.head.headers.push_back({"Retry-After", "1"});
-        done(std::move(reply));
-      },
-      http_options};
+  // This server's own loopback origin passes by default (allow_loopback_same_origin); the flag
+  // adds others.
+  auto endpoint_options = c.endpoint;
+  endpoint_options.allowed_origins = c.allowed_origins;
+  mcpcore::http_endpoint endpoint{srv, *tokens, endpoint_options};
+  mcpcore::transport::asio_http_server http{endpoint, http_options};
+  endpoint.set_approvals(approval_routes);
+  endpoint.set_metrics(metrics);
+  endpoint.set_audit(s.audit);
+  std::atomic<bool> ready{true};
+  endpoint.set_readiness([&ready] { return ready.load(std::memory_order_relaxed); });
   if (auto started = http.start(); !started) {
     say("cannot listen on " + c.address + ":" + std::to_string(c.port) + ": " + started.error().message());
     return 1;
@@ -452,31 +449,14 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   const std::string port = std::to_string(http.port());
   const std::string scheme = http_options.tls ? "https" : "http";
 
-  auto endpoint_options = c.endpoint;
-  endpoint_options.allowed_origins = c.allowed_origins;
-  for (const char* host : {"127.0.0.1", "localhost", "[::1]"}) {
-    std::string origin = scheme;
-    origin.append("://").append(host).append(":").append(port);
-    endpoint_options.allowed_origins.push_back(std::move(origin));
-  }
-  mcpcore::http_endpoint endpoint{srv, *tokens, endpoint_options};
-  endpoint.set_executor(http.executor());
-  endpoint.set_approvals(approval_routes);
-  endpoint.set_metrics(metrics);
-  endpoint.set_audit(s.audit);
-  std::atomic<bool> ready{true};
-  endpoint.set_readiness([&ready] { return ready.load(std::memory_order_relaxed); });
-  endpoint_ptr.store(&endpoint, std::memory_order_release);
-
-  // The maintenance tick: the endpoint's sweep, approval expiry, token file reload on change.
-  std::jthread ticker{[&endpoint, &approvals, &tokens, &c, path = s.paths.token_file](const std::stop_token& stop) {
+  // The host's own tick: approval expiry, token file reload on change.
+  std::jthread ticker{[&approvals, &tokens, &c, path = s.paths.token_file](const std::stop_token& stop) {
     std::mutex m;
     std::condition_variable_any cv;
     std::unique_lock lock{m};
     auto seen = mtime(path);
     unsigned n = 0;
     while (!cv.wait_for(lock, stop, c.tick, [] { return false; }) && !stop.stop_requested()) {
-      endpoint.tick();
       if (++n % approval_expiry_every_ticks == 0) {
         if (auto expired = approvals.expire(); !expired) say("approval expiry sweep failed: " + expired.error().message());
       }
@@ -501,15 +481,16 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     // then initialize answers 503 and every stream closes session_terminated.
     runner.shutdown();
     endpoint.begin_shutdown();
-    http.stop();                // lets them flush, closes the sockets, joins the threads
-    endpoint_ptr.store(nullptr, std::memory_order_release);
+    http.stop();  // lets them flush, closes the sockets, joins the threads
   };
   if (!c.port_file.empty() && !write_file_atomically(c.port_file, port + "\n")) {
     say("cannot write the port file " + c.port_file);
     stop_all();
     return 1;
   }
-  const std::string url = scheme + "://" + c.address + ":" + port + "/mcp";
+  // An IPv6 literal goes in brackets in a URL.
+  const std::string authority = (c.address.find(':') != std::string::npos ? "[" + c.address + "]" : c.address) + ":" + port;
+  const std::string url = scheme + "://" + authority + "/mcp";
   std::printf("mcpcore-host %s listening on %s\n", MCPCORE_VERSION_STRING, url.c_str());
   if (!first_token.empty()) {
     std::printf(
@@ -523,8 +504,8 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
                 "`mcpcore-admin token mint`).\n",
                 url.c_str(), s.paths.token_file.c_str());
   }
-  std::printf("Health: %s://%s:%s/healthz  Metrics: %s://%s:%s/metrics\n", scheme.c_str(), c.address.c_str(),
-              port.c_str(), scheme.c_str(), c.address.c_str(), port.c_str());
+  std::printf("Health: %s://%s/healthz  Metrics: %s://%s/metrics\n", scheme.c_str(), authority.c_str(), scheme.c_str(),
+              authority.c_str());
   std::printf("Approvals, audit and tokens: %s --data-dir %s pending|approve|reject|audit|token\n",
               admin_command().c_str(), c.data_dir.c_str());
   std::fflush(stdout);

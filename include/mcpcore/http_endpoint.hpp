@@ -55,8 +55,16 @@ struct http_endpoint_options {
   /// Whether a `tools/call` may answer as SSE on the POST (reference §9.1; default on).
   bool streamed_post = true;
   /// Exact `Origin` values allowed (reference §6.4): an absent Origin passes, a present one must
-  /// match one of these byte for byte; empty → every present Origin is refused (403 -32008).
+  /// match one of these byte for byte (or be this server's own loopback origin, below); otherwise
+  /// 403 -32008.
   std::vector<std::string> allowed_origins{};
+  /// Also allow the server's own origin on loopback: when the request arrived on a loopback
+  /// address and its `Host` names loopback (`localhost`, `127.0.0.1` or `[::1]`, with its port),
+  /// an `Origin` of `http://<Host>` or `https://<Host>` (ASCII case-insensitive) passes. Such a
+  /// page was served by this very listener; a DNS-rebinding page cannot send it, because its
+  /// `Host` names the attacker's domain, and a page of another local port has another origin.
+  /// Saves a host that binds an ephemeral port from listing origins it learns only after binding.
+  bool allow_loopback_same_origin = true;
   /// Exact `Host` values allowed besides the loopback names (DNS-rebinding protection, spec §6).
   /// When the request arrived on a loopback address (`http_request_view::local`), its `Host`
   /// must name loopback (`localhost`, `127.0.0.1`, `[::1]`, any port) or be listed here, else 403.

@@ -1254,6 +1254,47 @@ TEST_CASE("reference §6.4, spec §6: Origin and Host refusals are 403, before a
   }
 }
 
+TEST_CASE("spec §6: on loopback the server's own origin passes (Origin = scheme + Host), no other does") {
+  fixture f;  // no allowed_origins at all
+  auto req = post(fx::initialize(1));
+  req.local = "127.0.0.1:40123";
+  for (const char* ok : {"http://127.0.0.1:40123", "https://127.0.0.1:40123", "HTTP://127.0.0.1:40123"}) {
+    CAPTURE(ok);
+    req.set("Host", "127.0.0.1:40123");
+    req.set("Origin", ok);
+    CHECK(f.send(req).head.status == 200);
+  }
+  req.set("Host", "LocalHost:40123");
+  req.set("Origin", "http://localhost:40123");
+  CHECK(f.send(req).head.status == 200);
+  req.set("Host", "[::1]:40123");
+  req.set("Origin", "http://[::1]:40123");
+  CHECK(f.send(req).head.status == 200);
+  // Another port on the same machine is another origin; so is a prefix, a path or userinfo.
+  req.set("Host", "127.0.0.1:40123");
+  for (const char* bad : {"http://127.0.0.1:3000", "http://127.0.0.1", "http://127.0.0.1:401234", "http://127.0.0.1:40123/",
+                          "ftp://127.0.0.1:40123", "http://localhost:40123", "null"}) {
+    CAPTURE(bad);
+    req.set("Origin", bad);
+    auto r = f.send(req);
+    CHECK(r.head.status == 403);
+    CHECK(code_of(r) == -32008);
+  }
+  // Off a loopback listener there is no "own origin" (the Host is the client's word).
+  req.local = "10.0.0.5:40123";
+  req.set("Host", "10.0.0.5:40123");
+  req.set("Origin", "http://10.0.0.5:40123");
+  CHECK(f.send(req).head.status == 403);
+  SUBCASE("the option turns it off") {
+    fixture g{[](http_endpoint_options& o) { o.allow_loopback_same_origin = false; }};
+    auto r = post(fx::initialize(1));
+    r.local = "127.0.0.1:40123";
+    r.set("Host", "127.0.0.1:40123");
+    r.set("Origin", "http://127.0.0.1:40123");
+    CHECK(g.send(r).head.status == 403);
+  }
+}
+
 TEST_CASE("MCP authorization: a request without a valid credential is 401 with WWW-Authenticate: Bearer") {
   fixture f{[](http_endpoint_options& o) { o.resource_metadata_url = "https://mcp.example.test/.well-known/oauth-protected-resource"; }};
   auto req = post(fx::request(1, "ping"), {}, "wrong");

@@ -456,6 +456,7 @@ struct http_endpoint::impl {
                      http_completion& done);
   bool handle_ops(const http_request_view& req, std::string_view path, http_completion& done);
   [[nodiscard]] bool host_allowed(const http_request_view& req) const noexcept;
+  [[nodiscard]] static bool loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept;
 };
 
 namespace detail {
@@ -948,6 +949,20 @@ inline bool http_endpoint::impl::host_allowed(const http_request_view& req) cons
   return false;
 }
 
+inline bool http_endpoint::impl::loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept {
+  if (req.local.empty() || !detail::http_local_is_loopback(req.local)) return false;
+  const auto host = req.header("Host");
+  if (!host || !detail::http_host_is_loopback(*host)) return false;
+  const std::string_view h = detail::http_trim(*host);
+  for (const std::string_view scheme : {std::string_view{"http://"}, std::string_view{"https://"}}) {
+    if (origin.size() == scheme.size() + h.size() && detail::http_ieq(origin.substr(0, scheme.size()), scheme) &&
+        detail::http_ieq(origin.substr(scheme.size()), h)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_completion& done) {
   const correlation_id cid = mint_cid();
   // 1. The kill switch (reference §1.4 step 1): before anything else, deliberately bare.
@@ -977,7 +992,7 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
   if (options.sessions) {
     // 4. Origin (reference §6.4): before authentication.
     if (const auto origin = req.header("Origin")) {
-      bool ok = false;
+      bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
       for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
       if (!ok) {
         if (is_get) count_reject(stream_reject::origin);
