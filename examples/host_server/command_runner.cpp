@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The allow-list of execute_instruction and the command runner (posix_spawn, poll, process groups).
 #include "command_runner.hpp"
+#include "unique_fd.hpp"
 
 #include <mcpcore/detail/random.hpp>
 #include <mcpcore/expected.hpp>
@@ -67,34 +68,6 @@ std::string errno_text(int e) { return std::error_code{e, std::generic_category(
 
 // ---- descriptors and processes ---------------------------------------------------------------
 
-/// An owned file descriptor.
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 /// A close-on-exec pipe whose descriptors are all above 2, so that the child's dup2 onto 0-2 can
 /// never overwrite one of them (a server started with a standard descriptor closed).
 bool make_pipe(unique_fd& read_end, unique_fd& write_end) {
@@ -143,10 +116,8 @@ struct spawn_setup {
   spawn_setup& operator=(spawn_setup&&) = delete;
 };
 
-// The whole environment of a command (static storage: posix_spawn wants non-const pointers).
-char env_path[] = "PATH=/usr/bin:/bin";
-char env_lang[] = "LANG=C.UTF-8";
-char* command_env[] = {env_path, env_lang, nullptr};
+/// The whole environment of a command.
+constexpr std::array<std::string_view, 2> command_environment{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
 
 /// Starts `argv` (argv[0] an absolute path, run as is: no PATH search, no shell) in a fresh
 /// process group with the setup `command_runner` documents. Returns the errno of the failure.
@@ -181,7 +152,14 @@ mcpcore::result<child, int> spawn_child(const std::vector<std::string>& argv) {
   args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));  // NOLINT: posix_spawn's signature
   args.push_back(nullptr);
-  rc = ::posix_spawn(&c.pid, argv.front().c_str(), &s.actions, &s.attr, args.data(), command_env);
+  // posix_spawn wants non-const pointers: the environment is copied for each start.
+  std::array<std::string, command_environment.size()> env_text{};
+  std::array<char*, command_environment.size() + 1> env{};
+  for (std::size_t i = 0; i < command_environment.size(); ++i) {
+    env_text.at(i) = command_environment.at(i);
+    env.at(i) = env_text.at(i).data();
+  }
+  rc = ::posix_spawn(&c.pid, argv.front().c_str(), &s.actions, &s.attr, args.data(), env.data());
   if (rc != 0) return fail(rc);  // glibc reports exec failures here, and reaps that child
   // The child is ours and unreaped, so its pid cannot be reused before the pidfd exists.
   c.pidfd = unique_fd{static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0))};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host state probes of mcpcore-host, read from /proc, /sys, statvfs, getifaddrs and uname.
 #include "host_state.hpp"
+#include "unique_fd.hpp"
 
 #include <mcpcore/expected.hpp>
 #include <mcpcore/json_writer.hpp>
@@ -72,22 +73,6 @@ std::string cannot_read(std::string_view what, int e) {
   return s;
 }
 
-/// A file descriptor, closed on scope exit.
-class unique_fd {
- public:
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] bool ok() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
-
 /// A directory stream, closed on scope exit.
 class unique_dir {
  public:
@@ -108,7 +93,7 @@ class unique_dir {
 int read_bounded(const char* path, std::string& out, std::size_t max_bytes) {
   out.clear();
   const unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
-  if (!fd.ok()) return errno;
+  if (!fd.valid()) return errno;
   constexpr std::size_t step = 4096;
   while (out.size() < max_bytes) {
     const std::size_t old = out.size();
@@ -577,7 +562,7 @@ class ifaddrs_list {
 template <class F>
 int stream_lines(const char* path, F&& f) {
   const unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
-  if (!fd.ok()) return errno;
+  if (!fd.valid()) return errno;
   std::string buf;
   std::string chunk(stream_chunk_bytes, '\0');
   bool skipping = false;  // inside an over-long line
@@ -1182,7 +1167,7 @@ probe_result tail_log_file(const std::string& path, const log_options& options) 
   // Non-blocking, so that opening a FIFO without a writer returns at once; then only a regular
   // file is read (a device such as /dev/zero never ends).
   const unique_fd fd{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
-  if (!fd.ok()) return fail("cannot open " + path + ": " + errno_text(errno));
+  if (!fd.valid()) return fail("cannot open " + path + ": " + errno_text(errno));
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return fail("cannot read " + path + ": " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) return fail("cannot read " + path + ": not a regular file");

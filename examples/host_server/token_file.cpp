@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host's token file: creation, permission check, mint, revoke, list.
 #include "token_file.hpp"
+#include "unique_fd.hpp"
 
 #include <mcpcore/expected.hpp>
 #include <mcpcore/policy.hpp>
@@ -35,27 +36,11 @@ constexpr std::string_view file_header =
 
 std::string os_error(int err) { return std::system_category().message(err); }
 
-/// A file descriptor closed on scope exit.
-class fd_guard {
- public:
-  explicit fd_guard(int fd) noexcept : fd_(fd) {}
-  ~fd_guard() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  fd_guard(const fd_guard&) = delete;
-  fd_guard& operator=(const fd_guard&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
 /// The whole file, bounded by the authenticator's own cap; a missing file reads as "" with
 /// `missing` set.
 mcpcore::result<std::string, std::string> read_file(const std::string& path, bool& missing) {
   missing = false;
-  const fd_guard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // NOLINT(cppcoreguidelines-pro-type-vararg)
+  const unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // NOLINT(cppcoreguidelines-pro-type-vararg)
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       missing = true;
@@ -90,7 +75,7 @@ mcpcore::result<std::string, std::string> read_file(const std::string& path, boo
 mcpcore::result<void, std::string> replace_file(const std::string& path, std::string_view text) {
   const std::string tmp = path + ".new";
   ::unlink(tmp.c_str());
-  fd_guard fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
+  unique_fd fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
   if (fd.get() < 0) return fail("cannot write " + tmp + ": " + os_error(errno));
   std::size_t done = 0;
   while (done < text.size()) {
@@ -121,7 +106,7 @@ class edit_lock {
  public:
   static mcpcore::result<edit_lock, std::string> take(const std::string& path) {
     const std::string lock_path = path + ".lock";
-    fd_guard fd{::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
+    unique_fd fd{::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
     if (fd.get() < 0) return fail("cannot lock " + lock_path + ": " + os_error(errno));
     while (::flock(fd.get(), LOCK_EX) != 0) {
       if (errno != EINTR) return fail("cannot lock " + lock_path + ": " + os_error(errno));
@@ -204,7 +189,7 @@ mcpcore::result<std::string, std::string> create_first_run_token_file(const std:
   const auto line = token_authenticator::token_file_line(*token, who);
   if (!line) return fail(std::string{"cannot form the first token's line"});
   const std::string text = std::string{file_header} + *line + "\n";
-  fd_guard fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
+  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR)};  // NOLINT
   if (fd.get() < 0) return fail("cannot create the token file " + path + ": " + os_error(errno));
   const bool ok = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                   ::fsync(fd.get()) == 0 && ::close(fd.release()) == 0;
