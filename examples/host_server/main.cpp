@@ -14,7 +14,6 @@
 
 #include <mcpcore/approval.hpp>
 #include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/http.hpp>
 #include <mcpcore/http_endpoint.hpp>
 #include <mcpcore/json_writer.hpp>
 #include <mcpcore/metrics.hpp>
