@@ -146,6 +146,10 @@ struct session_metrics {
   counter pin_displaced;               ///< mcp_stream_pin_displaced_total (alert on > 0)
   counter final_unpinned;              ///< mcp_stream_final_unpinned_total
   counter attach_audit_failures;       ///< mcp_stream_attach_audit_failures_total
+  /// mcp_audit_write_failures_total: rows of the session layer (`mcp.session.*`, `mcp.bridge.*`)
+  /// the audit sink did not persist. The dispatch core counts its own rows in the same family, so
+  /// a registry shared with the server shows one series for every gap (reference §3.5).
+  counter audit_failures;
   // progress bridge (reference §10)
   gauge bridge_records_active;                                       ///< mcp_bridge_records_active
   std::array<counter, bridge_reject_count> bridge_rejects{};         ///< mcp_bridge_reject_total{reason}
@@ -231,6 +235,7 @@ session_metrics bind_session_metrics(MakeCounter&& mc, MakeGauge&& mg) {
   m.final_unpinned = plain("mcp_stream_final_unpinned_total", "Finals committed without a pin slot.");
   m.attach_audit_failures =
       plain("mcp_stream_attach_audit_failures_total", "Stream attach audit rows that were not persisted.");
+  m.audit_failures = plain("mcp_audit_write_failures_total", "audit rows that were not persisted");
   m.bridge_records_active = level("mcp_bridge_records_active", "Progress-bridge records alive.");
   for (std::size_t i = 0; i < bridge_reject_count; ++i) {
     m.bridge_rejects[i] = labelled("mcp_bridge_reject_total", "Progress-bridge reservations refused.", "reason",

@@ -395,10 +395,12 @@ struct http_endpoint::impl {
     }
   }
 
-  /// One `mcp.session.reject` row (no row without a sink; a failing sink is contained).
+  /// One `mcp.session.reject` row (no row without a sink; a failing sink is contained and
+  /// counted in `audit_failures`: audit never fails the request, reference §3.5).
   void reject_row(std::string_view reason, std::string_view session_id, std::string_view principal_id,
                   std::string_view cid, bool post_surface = false) const noexcept {
     if (!audit) return;
+    bool persisted = false;
     try {
       std::string d = "reason=";
       d += reason;
@@ -413,9 +415,11 @@ struct http_endpoint::impl {
       r.detail = d;
       r.correlation_id = cid;
       r.time = clock->system_now();
-      (void)audit->record(r);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (reference §3.5)
+      persisted = audit->record(r);
+    } catch (...) {
+      persisted = false;
     }
+    if (!persisted) m.audit_failures.inc();
   }
   void count_reject(stream_reject r) const noexcept {
     const auto i = static_cast<std::size_t>(r);

@@ -142,9 +142,12 @@ struct bridge_core {
   std::size_t total = 0;
   std::unordered_map<std::string, bridge_session_entry, bridge_string_hash, std::equal_to<>> sessions;
 
+  // One bridge row; a row the sink did not persist (false, a throw, or no memory to build it) is
+  // counted in `audit_failures` (reference §3.5).
   void write_audit(std::string_view action, std::string_view target_type, std::string_view target_id,
                    std::string_view principal, std::string_view detail_text) const noexcept {
     if (!audit) return;
+    bool persisted = false;
     try {
       audit_record row;
       row.action = action;
@@ -154,9 +157,11 @@ struct bridge_core {
       row.result = audit_result::success;
       row.detail = detail_text;
       row.time = clock->system_now();
-      (void)audit->record(row);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): an audit sink may throw; the row is lost
+      persisted = audit->record(row);
+    } catch (...) {
+      persisted = false;  // an audit sink may throw; the row is lost
     }
+    if (!persisted) metrics->audit_failures.inc();
   }
 };
 
@@ -973,7 +978,8 @@ MCPCORE_DECL result<progress_call, bridge_refusal> progress_bridge::reserve(cons
       const std::string_view sid{s->id()};
       c.write_audit("mcp.bridge.pin_displaced_for_admission", "McpSession", sid.substr(0, 8), s->principal_id(),
                     detail_text);
-    } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): the row is lost; the admission stands
+    } catch (const std::bad_alloc&) {
+      if (c.audit) m.audit_failures.inc();  // the row is lost; the admission stands
     }
   }
   return progress_call{std::move(rec)};

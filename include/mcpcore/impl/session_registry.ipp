@@ -103,10 +103,12 @@ struct session_registry::impl {
   }
 
   // One audit row; whether it was persisted. A throwing sink (or a failed allocation) is
-  // contained and reported as not persisted: audit never fails the operation (reference §3.5).
+  // contained and reported as not persisted: audit never fails the operation, and the gap is
+  // counted (`audit_failures`, reference §3.5).
   bool write_row(std::string_view action, audit_result result, std::string_view id, std::string_view principal,
                  std::string_view reason, std::string_view correlation_id) const noexcept {
     if (!audit) return true;
+    bool persisted = false;
     try {
       std::string detail;
       if (!reason.empty()) {
@@ -122,10 +124,12 @@ struct session_registry::impl {
       r.detail = detail;
       r.correlation_id = correlation_id;
       r.time = clock->system_now();
-      return audit->record(r);
+      persisted = audit->record(r);
     } catch (...) {
-      return false;
+      persisted = false;
     }
+    if (!persisted) metrics.audit_failures.inc();
+    return persisted;
   }
 
   // Closes the departed sessions' sinks and writes their close rows; called with no lock held.
