@@ -246,7 +246,8 @@ class session_stream {
   /// `pin_displaced`). The final ends its channel (`end_channel`) once committed.
   MCPCORE_DECL std::uint64_t publish_final(std::string_view message, stream_channel channel = get_channel) noexcept;
   /// Opens a POST stream: a new channel and its priming marker (an empty frame, evicted like any
-  /// other, never replayed). At `open_channels` the oldest open channel is ended first.
+  /// other, never replayed). At `open_channels` the oldest open channel is ended to make room, once
+  /// the new one is committed (an open that fails for memory ends nothing: `priming_id` 0).
   MCPCORE_DECL opened_channel open_channel() noexcept;
   /// The POST stream `channel` will carry nothing more (its call ended without a final, or the
   /// result went in the last frame): a resumed stream of it is closed `completed` after what it

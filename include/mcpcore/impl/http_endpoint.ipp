@@ -555,7 +555,12 @@ enum class http_route : std::uint8_t {
 /// One POST request carrying a JSON-RPC request: its parsed message, its session, its progress
 /// record and its one reply. Shared by the request path, the dispatch task and the SSE stream.
 struct http_post_exchange {
-  explicit http_post_exchange(http_endpoint::impl& e) noexcept : ep(e) {}
+  // Not noexcept: the document allocates (a bad_alloc here is handle's "allocation failure
+  // before done was called", never std::terminate; reference §14.2).
+  explicit http_post_exchange(http_endpoint::impl& e) : ep(e) {}
+  // A request path that left by an exception (allocation failure before the dispatch) gives its
+  // request id back too; otherwise the session would refuse the id (409) for the rest of its life.
+  ~http_post_exchange() { release_id(); }
   http_post_exchange(const http_post_exchange&) = delete;
   http_post_exchange& operator=(const http_post_exchange&) = delete;
 
@@ -850,8 +855,8 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
   }
   release_id();
   if (!reply_plain || !d) return;
+  http_reply r;
   try {
-    http_reply r;
     if (threw) {
       std::string body;
       write_post_dispatch_failure(body, id, post_dispatch_failure::dispatch_threw, cid.view(), execution_id);
@@ -861,6 +866,13 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     } else {
       r = http_json_body(200, std::move(out));
     }
+  } catch (...) {
+    // No memory for the answer: a bare 500 (no header, no body: nothing to allocate), so that the
+    // request is still answered exactly once (reference §14.2).
+    r = http_reply{};
+    r.head.status = 500;
+  }
+  try {
     http_deliver(d, std::move(r));
   } catch (...) {  // NOLINT(bugprone-empty-catch): the transport's completion threw; nothing more to do
   }
@@ -1213,7 +1225,17 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   // the SSE reply below takes it back.
   ex->done = std::move(done);
 
-  const bool taken = submit([ex] { ex->run(ex); });
+  bool taken = false;
+  try {
+    taken = submit([ex] { ex->run(ex); });
+  } catch (...) {
+    // No memory for the task itself: nothing ran. The admission is undone (the record ends
+    // without a response, releasing its charge; the lease and the id go back as this unwinds)
+    // and the allocation failure propagates before `done` was called (reference §14.2).
+    if (std::optional<progress_call>& c = ex->call) (void)c->complete_without_response();
+    ex->release_id();
+    throw;
+  }
   if (!taken) {
     // A full executor: nothing ran. The record (if any) ends without a response.
     if (std::optional<progress_call>& c = ex->call) (void)c->complete_without_response();
@@ -1316,8 +1338,16 @@ inline void http_endpoint::impl::handle_initialize(const std::shared_ptr<detail:
     http_deliver(done, detail::http_json_body(status, std::move(out)));
     return;
   }
-  http_reply r = detail::http_json_body(200, std::move(out));
-  detail::http_add(r, detail::http_session_header, s->id());
+  http_reply r;
+  try {
+    r = detail::http_json_body(200, std::move(out));
+    detail::http_add(r, detail::http_session_header, s->id());
+  } catch (...) {
+    // No memory for the answer: the client would never learn the session's id, so the session
+    // does not survive (reference §14.2); the allocation failure propagates before `done`.
+    (void)registry->terminate(s->id(), s->principal_id(), detail::http_initialize_failed_reason, cid);
+    throw;
+  }
   http_deliver(done, std::move(r));
 }
 

@@ -659,10 +659,11 @@ MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_vie
     if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
     if (r.detached && !r.base) {
       // The call has not returned yet: its result is the base of this final. Accept the terminal
-      // now (later progress is dropped) and build the final when `defer` brings the base.
+      // now (later progress is dropped) and build the final when `defer` brings the base. The
+      // members are copied first: a bad_alloc accepts nothing (reference §14.2).
+      r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
       r.terminal_accepted = true;
       r.terminal = detail::bridge_terminal::finish;
-      r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
       return true;
     }
     base = r.base;

@@ -23,7 +23,9 @@ MCPCORE_BEGIN_NAMESPACE
 // ---- stream_sink -----------------------------------------------------------------------------
 
 struct stream_sink::impl {
-  explicit impl(std::size_t queue_frames) noexcept : capacity(queue_frames == 0 ? 1 : queue_frames) {}
+  // Not noexcept: an empty std::deque allocates (reference §14.2: a sink that cannot be made is a
+  // bad_alloc before anything changed, never std::terminate).
+  explicit impl(std::size_t queue_frames) : capacity(queue_frames == 0 ? 1 : queue_frames) {}
 
   // Whether the consumer has anything to do; called with `mutex` held.
   [[nodiscard]] bool ready_locked() const noexcept { return !queue.empty() || dropped != 0 || poked || closed; }
@@ -413,17 +415,19 @@ MCPCORE_DECL opened_channel session_stream::open_channel() noexcept {
     impl& s = *impl_;
     // The channel first: whatever fails below, the stream's frames never join another stream.
     out.channel = s.next_channel++;
-    if (s.open_channels_locked() >= s.options.open_channels) {
-      const auto oldest = std::find_if(s.channels.begin(), s.channels.end(), [](const impl::channel_entry& e) { return !e.ended; });
-      to_complete = s.end_channel_locked(oldest);
-    }
     try {
       s.channels.reserve(s.channels.size() + 1);
       stream_frame marker;
       marker.channel = out.channel;
       marker.id = s.next_id;
       s.ring.push_back(std::move(marker));  // the last step that can throw
-      // Committed: no-throw from here.
+      // Committed: no-throw from here. Only a channel that opens makes room (reference §14.2: a
+      // failed open ends nobody's stream).
+      if (s.open_channels_locked() >= s.options.open_channels) {
+        const auto oldest = std::find_if(s.channels.begin(), s.channels.end(),
+                                         [](const impl::channel_entry& e) { return !e.ended; });
+        to_complete = s.end_channel_locked(oldest);
+      }
       out.priming_id = s.next_id++;
       s.bytes += impl::weight(s.ring.back());
       s.channels.push_back(impl::channel_entry{out.channel, nullptr, 0});
