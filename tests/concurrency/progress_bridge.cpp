@@ -10,6 +10,7 @@
 #include <mcpcore/session_metrics.hpp>
 #include <mcpcore/session_registry.hpp>
 #include <mcpcore/session_stream.hpp>
+#include <mcpcore/stream_admission.hpp>
 #include <mcpcore/stream_budget.hpp>
 
 #include <doctest/doctest.h>
@@ -333,5 +334,60 @@ TEST_SUITE("concurrency") {
     bridge.sweep();
     CHECK(bridge.records() == 0);
     CHECK(m.bridge_records_active.value() == 0);
+  }
+
+  // Found by the soak test (tests/soak): a session deleted while its streamed call runs. The
+  // dispatch core stops the handler and `complete_without_response` runs on the dispatch thread
+  // while the transport's strand passes the POST's pump. A pass that found the record done before
+  // its sink was closed ended the stream `completed`: no result and no close frame, read by the
+  // client as a completion (reference §14.4: never indistinguishable).
+  TEST_CASE("reference §14.4: work that ends without a response while its POST pump passes ends it cancelled") {
+    constexpr int rounds = 200;
+    int completed = 0;
+    int cancelled = 0;
+    int other = 0;
+    for (int round = 0; round < rounds; ++round) {
+      manual_clock clk;
+      metrics_registry metrics;
+      const session_metrics m = bind_session_metrics(metrics);
+      session_registry registry{session_registry_options{}, clock_ref<manual_clock>{clk}, m};
+      progress_bridge bridge{registry, progress_bridge_options{}, clock_ref<manual_clock>{clk}, m};
+      stream_budget budget;
+      auto minted = registry.mint("alice");
+      REQUIRE(minted.has_value());
+      const std::shared_ptr<session> s = *minted;
+      auto a = admit_post(post_mode::streamed, budget, bridge, s, request_id{1}, request_id{1}, m);
+      REQUIRE(a.call.has_value());
+      progress_call work = *a.call;
+      REQUIRE(work.arm(bridge_delivery::streamed) == arm_outcome::streaming);
+      REQUIRE(work.progress(1, 2));  // a frame for the pump: the transport was woken
+      post_pump pump{std::move(*a.call), std::move(a.lease), clk.steady_now(), "cid", post_pump_options{}, 0ms, m};
+      std::atomic<bool> go{false};
+      std::jthread dispatch{[&] {
+        while (!go.load()) std::this_thread::yield();
+        (void)work.complete_without_response();
+      }};
+      go = true;
+      std::string wire;
+      for (int pass = 0; !pump.finished() && pass < 1000000; ++pass) {
+        std::string out;
+        pump.pass(clk.steady_now(), out);
+        wire += out;
+        if (!out.empty()) pump.written();
+      }
+      dispatch.join();
+      REQUIRE(pump.finished());
+      switch (pump.reason()) {
+        case close_reason::cancelled:
+          ++cancelled;
+          CHECK(wire.find("\"reason\":\"cancelled\"") != std::string::npos);  // with its close frame
+          break;
+        case close_reason::completed: ++completed; break;
+        default: ++other; break;
+      }
+    }
+    CHECK(completed == 0);
+    CHECK(other == 0);
+    CHECK(cancelled == rounds);
   }
 }

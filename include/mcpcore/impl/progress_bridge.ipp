@@ -686,26 +686,35 @@ MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
   if (!s_) return false;
   state& r = *s_;
   const auto core = r.core.lock();
-  std::unique_lock<std::mutex> bridge_lock;
-  if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
-  std::unique_lock<std::mutex> lk(r.mutex);
-  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
-  r.terminal_accepted = true;
-  r.terminal = detail::bridge_terminal::no_response;
-  if (r.st == bridge_record_state::arming) return true;  // arm settles it
-  const stream_channel channel = r.channel;
-  r.st = bridge_record_state::done;
-  r.slot.reset();
-  r.messages.clear();
-  r.outbox.clear();
-  r.final_in_outbox = false;
-  detail::bridge_release_charge_locked(core.get(), r);
-  lk.unlock();
-  if (bridge_lock.owns_lock()) bridge_lock.unlock();
+  {
+    std::unique_lock<std::mutex> bridge_lock;
+    if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+    r.terminal_accepted = true;
+    r.terminal = detail::bridge_terminal::no_response;
+    if (r.st == bridge_record_state::arming) return true;  // arm settles it
+    r.slot.reset();
+    r.messages.clear();
+    r.outbox.clear();  // frames not yet written stay in the ring only
+    r.final_in_outbox = false;
+  }
   // In-call work ends without a response only when it was cancelled: a streamed POST then ends
   // `cancelled` with its close frame, whichever of the dispatch core and the bridge heard the
-  // cancel first (a close is never indistinguishable from completion, reference §14.4).
+  // cancel first (a close is never indistinguishable from completion, reference §14.4). The sink
+  // is closed before the record turns done: a pump pass that found it done with no reason
+  // recorded would end the POST `completed`, with neither a result nor a close frame.
   if (r.wake) r.wake->close(close_reason::cancelled);
+  stream_channel channel = get_channel;
+  {
+    std::unique_lock<std::mutex> bridge_lock;
+    if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    channel = r.channel;
+    // (Its releaser, or the sweep, may have settled it meanwhile.)
+    if (!r.torn_down && r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
+    detail::bridge_release_charge_locked(core.get(), r);
+  }
   if (channel != get_channel && r.sess) r.sess->stream()->end_channel(channel);  // a resumed stream ends too
   return true;
 }
