@@ -780,6 +780,39 @@ TEST_CASE("MCP resumability: a stream dropped mid-call, resumed by GET: the rest
   CHECK_FALSE(f.held_saw_stop.load());
 }
 
+// Found by fuzz_http_endpoint (corpus regress_resume_supersedes_post.bin): the live POST answer
+// and the GET resuming it both got the call's later progress and its result.
+TEST_CASE("MCP transports: a GET resuming a POST stream that is still open takes it over, no message goes to both") {
+  fixture f;
+  const auto sid = f.open_session();
+  auto r = f.send(post(fx::call_tool(25, "slow_report", {}, progress_meta("25")), sid));
+  auto reader = f.read(r);
+  REQUIRE(f.held_started.wait_arrived());
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 1; }));
+  const std::uint64_t cursor = *reader.messages().back().id;
+  // The client reconnects while the server still holds the POST's connection.
+  auto g = f.send(get(sid).set("Last-Event-ID", std::to_string(cursor)));
+  REQUIRE(g.head.status == 200);
+  auto resumed = f.read(g);
+  f.held_gate.open();
+  resumed.drive_to_end();  // the final ends the resumed stream
+  reader.drive_to_end();   // the old answer ended quietly
+  CAPTURE(resumed.wire());
+  CAPTURE(reader.wire());
+  const auto msgs = resumed.messages();
+  REQUIRE(msgs.size() == 3);
+  CHECK(is_progress(msgs[0]));
+  CHECK(is_progress(msgs[1]));
+  CHECK(is_response_for(msgs[2], "25"));
+  CHECK(*msgs[0].id > cursor);
+  CHECK(reader.messages().size() == 1);  // the progress it wrote before the resume, nothing after
+  for (const auto& e : reader.events()) {
+    CHECK_FALSE(is_close(e));  // superseded: no close notification
+    CHECK_FALSE(is_response_for(e, "25"));
+  }
+  CHECK_FALSE(f.held_saw_stop.load());
+}
+
 TEST_CASE("MCP resumability: a resume replays only the POST stream its Last-Event-ID names, then ends") {
   fixture f;
   const auto sid = f.open_session();

@@ -344,9 +344,15 @@ struct http_endpoint::impl {
   stream_budget budget;
   std::unique_ptr<session_registry> registry;
   std::unique_ptr<progress_bridge> bridge;
-  // The wake sinks of live POST SSE responses (begin_shutdown closes them `session_terminated`).
+  // The wake sinks of live POST SSE responses, with the session and ring channel they stream
+  // (begin_shutdown closes them `session_terminated`; a GET resuming the channel, `superseded`).
+  struct post_entry {
+    std::weak_ptr<stream_sink> wake;
+    const session* sess = nullptr;
+    stream_channel channel = get_channel;
+  };
   std::mutex posts_mutex;  // a leaf
-  std::unordered_map<std::uint64_t, std::weak_ptr<stream_sink>> post_sinks;  // guarded by posts_mutex
+  std::unordered_map<std::uint64_t, post_entry> post_sinks;  // guarded by posts_mutex
   std::uint64_t next_post = 0;                                                // guarded by posts_mutex
   std::atomic<bool> shut{false};
 
@@ -439,10 +445,23 @@ struct http_endpoint::impl {
     }
   }
 
-  void register_post(std::uint64_t& key, const std::shared_ptr<stream_sink>& wake) {
+  void register_post(std::uint64_t& key, const std::shared_ptr<stream_sink>& wake, const session* sess,
+                     stream_channel channel) {
     const std::lock_guard<std::mutex> lock(posts_mutex);
     key = ++next_post;
-    post_sinks.emplace(key, wake);
+    post_sinks.emplace(key, post_entry{wake, sess, channel});
+  }
+  /// The live POST SSE responses streaming `channel` of `s` (a POST's own channel, never the GET
+  /// stream's). @throws std::bad_alloc
+  std::vector<std::shared_ptr<stream_sink>> posts_on(const session& s, stream_channel channel) {
+    std::vector<std::shared_ptr<stream_sink>> out;
+    if (channel == get_channel) return out;
+    const std::lock_guard<std::mutex> lock(posts_mutex);
+    for (const auto& [key, entry] : post_sinks) {
+      if (entry.sess != &s || entry.channel != channel) continue;
+      if (auto w = entry.wake.lock()) out.push_back(std::move(w));
+    }
+    return out;
   }
   void unregister_post(std::uint64_t key) noexcept {
     const std::lock_guard<std::mutex> lock(posts_mutex);
@@ -615,14 +634,14 @@ struct http_post_exchange {
 class http_post_stream final : public http_stream {
  public:
   http_post_stream(std::shared_ptr<http_post_exchange> ex, const progress_call& call, stream_lease lease,
-                   std::uint64_t priming_id)
+                   std::uint64_t priming_id, stream_channel channel)
       : ep_(ex->ep),
         ex_(std::move(ex)),
         wake_(call.wake_sink()),
         pump_(call, std::move(lease), ep_.clock->steady_now(), std::string{ex_->cid.view()}, ep_.options.post_stream,
               revalidation_grace::draw_jitter(ep_.options.post_stream.revalidation.jitter_max), ep_.m),
         priming_id_(priming_id) {
-    if (wake_) ep_.register_post(key_, wake_);
+    if (wake_) ep_.register_post(key_, wake_, ex_->sess.get(), channel);
   }
   ~http_post_stream() override {
     if (slot_ != nullptr) {
@@ -698,10 +717,10 @@ class http_post_stream final : public http_stream {
 };
 
 inline http_reply http_post_sse_reply(const std::shared_ptr<http_post_exchange>& ex, const progress_call& call,
-                                      stream_lease lease, std::uint64_t priming_id) {
+                                      stream_lease lease, std::uint64_t priming_id, stream_channel channel) {
   http_reply r;
   http_sse_head(r, ex->cid.view());
-  r.stream = std::make_unique<http_post_stream>(ex, call, std::move(lease), priming_id);
+  r.stream = std::make_unique<http_post_stream>(ex, call, std::move(lease), priming_id, channel);
   return r;
 }
 
@@ -728,7 +747,7 @@ inline std::optional<http_reply> http_post_exchange::upgrade_locked(const std::s
   }
   std::optional<http_reply> r;
   try {
-    r.emplace(http_post_sse_reply(self, *a.call, std::move(a.lease), priming));
+    r.emplace(http_post_sse_reply(self, *a.call, std::move(a.lease), priming, ch.channel));
   } catch (...) {
     // reference §9.6: the stream could not be installed. Nothing was sent yet, so the call is
     // still answered plain; the record ends here (no frame of it was written) and later messages
@@ -1178,6 +1197,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   // Calls carrying a progress token are admitted before dispatch (reference §9.1-§9.3).
   stream_lease lease;
   std::uint64_t priming = 0;
+  stream_channel channel = get_channel;  // a streamed answer's channel in the session's ring
   std::optional<progress_call> streamed;  // armed streaming: the SSE reply goes from here
   if (options.sessions && ex->sess && msg.method == "tools/call") {
     post_mode_inputs in;
@@ -1202,6 +1222,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
         opened_channel ch;
         if (a.mode == post_mode::streamed) ch = ex->sess->stream()->open_channel();
         priming = ch.priming_id;
+        channel = ch.channel;
         const arm_outcome o =
             call.arm(a.mode == post_mode::streamed ? bridge_delivery::streamed : bridge_delivery::get_only, ch.channel);
         if (o == arm_outcome::streaming) streamed = call;
@@ -1261,7 +1282,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
     }
     std::optional<http_reply> sse;
     try {
-      sse.emplace(detail::http_post_sse_reply(ex, *streamed, std::move(lease), priming));
+      sse.emplace(detail::http_post_sse_reply(ex, *streamed, std::move(lease), priming, channel));
     } catch (...) {  // NOLINT(bugprone-empty-catch): answered below
     }
     if (sse) {
@@ -1386,6 +1407,14 @@ inline void http_endpoint::impl::handle_get(const http_request_view& req, const 
   http_reply r;
   detail::http_sse_head(r, cid.view());
   r.stream = std::make_unique<detail::http_get_stream>(*this, s, who, a.attached, std::string{cid.view()});
+  // A resumed POST stream whose POST answer is still streaming (the client reconnected before the
+  // server saw the old connection go): MCP sends a message on one stream only, so that answer ends
+  // now, quietly (`superseded`: no close frame, as after close_stream) and the call's later frames
+  // and its result reach this GET alone.
+  try {
+    for (const auto& wake : posts_on(*s, a.attached.channel)) (void)wake->close(close_reason::superseded);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the old answer then ends on its own
+  }
   http_deliver(done, std::move(r));
 }
 
@@ -1547,8 +1576,8 @@ MCPCORE_DECL void http_endpoint::begin_shutdown() noexcept {
     const std::lock_guard<std::mutex> lock(e.posts_mutex);
     try {
       posts.reserve(e.post_sinks.size());
-      for (const auto& [key, weak] : e.post_sinks) {
-        if (auto s = weak.lock()) posts.push_back(std::move(s));
+      for (const auto& [key, entry] : e.post_sinks) {
+        if (auto s = entry.wake.lock()) posts.push_back(std::move(s));
       }
     } catch (...) {  // NOLINT(bugprone-empty-catch): best effort; the bridge's shutdown still closes them
     }
