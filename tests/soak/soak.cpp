@@ -1354,23 +1354,30 @@ class client {
     // echo or a short steps call, answered JSON (no SSE accepted).
     call_record rec = new_call(chance(0.5) ? t_echo : t_steps, false);
     const std::string args = args_for(rec, 2, 2);
+    if (!plain_call(rec, args, "", "plain call")) return;
+    ++st_.final_plain;
+  }
+
+  /// A call answered with JSON (no SSE in Accept): its final from the body. False when the call
+  /// ended otherwise (refused, degraded, cancelled: `classify_head` counted it) or failed (lost).
+  bool plain_call(call_record& rec, const std::string& args, const std::string& token, std::string_view what) {
     soak::connection c{port_};
-    auto h = exchange(c, soak::post_request(port_, token_, call_body(rec.id, tool_names[rec.tool], args, ""), sid_,
+    auto h = exchange(c, soak::post_request(port_, token_, call_body(rec.id, tool_names[rec.tool], args, token), sid_,
                                             "application/json"),
-                      "plain call");
+                      what);
     if (!h) {
       ++st_.lost;
-      return;
+      return false;
     }
-    if (!classify_head(*h, rec, c)) return;
+    if (!classify_head(*h, rec, c)) return false;
     const auto body = soak::read_body(c, *h, steady::now() + patience);
     if (!body || h->status != 200) {
-      fail("plain call answered " + std::to_string(h->status));
+      fail(std::string{what} + " answered " + std::to_string(h->status));
       ++st_.lost;
-      return;
+      return false;
     }
     plain_final(rec, *body);
-    ++st_.final_plain;
+    return true;
   }
 
   void do_streamed() {
@@ -1443,22 +1450,7 @@ class client {
       streamed(rec, args, drive::drop);
     } else {
       // Plain (no token, or a token without SSE: GET-only): the base result, then by execution id.
-      soak::connection c{port_};
-      auto h = exchange(c, soak::post_request(port_, token_, call_body(rec.id, "job", args, rec.token), sid_,
-                                              "application/json"),
-                        "plain job");
-      if (!h) {
-        ++st_.lost;
-        return;
-      }
-      if (!classify_head(*h, rec, c)) return;
-      const auto body = soak::read_body(c, *h, steady::now() + patience);
-      if (!body || h->status != 200) {
-        fail("plain job answered " + std::to_string(h->status));
-        ++st_.lost;
-        return;
-      }
-      plain_final(rec, *body);
+      if (!plain_call(rec, args, rec.token, "plain job")) return;
       final_by_id(rec);
     }
     ++st_.jobs;
