@@ -18,11 +18,14 @@ MCPCORE_BEGIN_NAMESPACE
 inline constexpr std::string_view stream_surface_get = "mcp_get";
 inline constexpr std::string_view stream_surface_post = "mcp_post";
 
+/// Held-open responses across every surface by default (reference §7.10; spec §6).
+inline constexpr std::size_t default_stream_global_cap = 128;
+
 /// Caps of a `stream_budget` (spec §6, reference §7.10).
 struct stream_budget_options {
-  /// Held-open responses across every surface (reference §7.10: 128; spec §6). Only
+  /// Held-open responses across every surface (`default_stream_global_cap`). Only
   /// `stream_budget_mode::enforce_caps` acquisitions are refused at it; 0 refuses every one of them.
-  std::size_t global_cap = 128;
+  std::size_t global_cap = default_stream_global_cap;
 };
 
 /// Why `stream_budget::try_acquire` refused (the wire `reason` of a 429 `-32012`).
