@@ -415,7 +415,8 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
                const std::string& first_token) {
   auto tokens = load_tokens(s.paths.token_file);
   if (!tokens) return 1;
-  const mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
+  mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
+  approval_routes.set_audit(s.audit);  // reviews over HTTP are audited like mcpcore-admin's
   const sigset_t stop_signals = block_stop_signals();
 
   auto http_options = c.http;

@@ -4,6 +4,7 @@
 #define MCPCORE_APPROVAL_ENDPOINT_HPP
 
 #include <mcpcore/approval.hpp>
+#include <mcpcore/audit.hpp>
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/http.hpp>
 #include <mcpcore/policy.hpp>
@@ -109,10 +110,24 @@ class approval_endpoint {
   [[nodiscard]] MCPCORE_DECL std::optional<http_response> handle(const http_request_view& req,
                                                                  const principal* caller) const;
 
+  /// Every review request (`POST .../approve|reject` by an authenticated caller) writes one row
+  /// to `sink`, which must outlive the endpoint: action `approval.approve` or `approval.reject`,
+  /// target `approval` / the id, the caller, and the result: `success` (reviewed), `denied` (not
+  /// an approver, a bad body, assurance, self-review, already reviewed, expired), `not_found`
+  /// (a malformed or unknown id) or `failure` (a store fault); the detail names the refusal and
+  /// ends `via=http`. A sink that returns false or throws changes no answer (reference §3.5).
+  /// Without a sink nothing is written. Call before serving.
+  template <audit_sink S>
+  void set_audit(S& sink) {
+    set_audit(new detail::audit_model<S>(sink));
+  }
+
  private:
   MCPCORE_DECL approval_endpoint(approval_service& service, approval_endpoint_options options);
+  MCPCORE_DECL void set_audit(detail::audit_base* audit) noexcept;
   approval_service* service_;
   detail::authorizer_base* authz_ = nullptr;
+  detail::audit_base* audit_ = nullptr;
   approval_endpoint_options options_;
 };
 

@@ -7,6 +7,7 @@
 #include "archetypes.hpp"
 
 #include <mcpcore/approval.hpp>
+#include <mcpcore/audit.hpp>
 #include <mcpcore/clock.hpp>
 #include <mcpcore/json.hpp>
 #include <mcpcore/memory_approval_store.hpp>
@@ -842,6 +843,106 @@ TEST_SUITE("approval_endpoint") {
   }
 
   // ---- concurrency ------------------------------------------------------------------------------
+
+  // ---- audit (reference §3.5, §5.8) --------------------------------------------------------------
+
+  TEST_CASE("reference §3.5, §5.8: every review request writes one row: approve, reject, each refusal, a store fault") {
+    basic_fixture<faulty_store> f;
+    memory_audit_sink sink;
+    f.endpoint.set_audit(sink);
+    f.mint(id1);
+    f.mint(id2, "bob");  // bob's own request
+    struct step {
+      const principal* who;
+      std::string target;
+      std::string body;
+      int status;
+      std::string_view action;
+      audit_result result;
+      std::string_view detail;
+    };
+    const std::string long_comment(f.service.options().max_review_comment_bytes + 1, 'c');
+    const std::vector<step> steps{
+        {&mallory, url(id1, "/approve"), "", 403, "approval.approve", audit_result::denied, "refused: forbidden"},
+        {&bob, url("not-an;id=x", "/approve"), "", 404, "approval.approve", audit_result::not_found,
+         "refused: malformed_id"},
+        {&bob, url(unknown_id, "/reject"), "", 404, "approval.reject", audit_result::not_found, "refused: not_found"},
+        {&bob, url(id1, "/reject"), "[1]", 400, "approval.reject", audit_result::denied, "refused: bad_request"},
+        {&bob, url(id1, "/reject"), R"({"comment":")" + long_comment + R"("})", 400, "approval.reject",
+         audit_result::denied, "refused: comment_too_long"},
+        {&service_approver, url(id1, "/approve"), "", 403, "approval.approve", audit_result::denied,
+         "refused: approver_assurance_required:"},
+        {&bob, url(id2, "/approve"), "", 403, "approval.approve", audit_result::denied, "refused: self_review"},
+        {&bob, url(id1, "/approve"), "", 200, "approval.approve", audit_result::success, "approved"},
+        {&carol, url(id1, "/reject"), "", 409, "approval.reject", audit_result::denied, "refused: already_reviewed"},
+    };
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const step& st = steps[i];
+      CAPTURE(st.target);
+      const auto r = call(f.endpoint, "POST", st.target, st.who, st.body);
+      CHECK(r.status == st.status);
+      const auto rows = sink.entries();
+      REQUIRE(rows.size() == i + 1);  // exactly one row per request
+      const audit_entry& row = rows.back();
+      CHECK(row.action == st.action);
+      CHECK(row.target_type == "approval");
+      CHECK(row.principal_id == st.who->id);
+      CHECK(row.result == st.result);
+      CAPTURE(row.detail);
+      CHECK(row.detail.find(st.detail) != std::string::npos);
+      CHECK(row.detail.ends_with(" via=http"));
+      CHECK(row.time == f.service.now());
+      if (is_approval_id(st.target.substr(std::string_view{"/api/v1/approvals/"}.size(), 32))) {
+        CHECK(row.target_id == st.target.substr(std::string_view{"/api/v1/approvals/"}.size(), 32));
+        CHECK(row.detail.starts_with("approval_id=" + row.target_id + " "));
+      } else {
+        CHECK(row.target_id == "malformed");
+        CHECK(row.detail.starts_with("approval_id=not-an_id_x "));  // sanitised: no `;`, no `=`
+      }
+    }
+    // A store fault is a failure row; nothing was reviewed.
+    f.mint("11111111111111111111111111111111");
+    f.store.review_error = make_error_code(approval_store_errc::busy);
+    const auto r = call(f.endpoint, "POST", url("11111111111111111111111111111111", "/approve"), &bob);
+    CHECK(r.status == 503);
+    const auto rows = sink.entries();
+    REQUIRE(rows.size() == steps.size() + 1);
+    CHECK(rows.back().result == audit_result::failure);
+    CHECK(rows.back().detail.find("review failed: ") != std::string::npos);
+    // GET writes nothing: reads are not audited.
+    (void)call(f.endpoint, "GET", url(id1), &bob);
+    CHECK(sink.entries().size() == steps.size() + 1);
+  }
+
+  TEST_CASE("reference §3.5: a review whose audit sink refuses or throws answers exactly as without a sink") {
+    struct refusing {
+      bool throws = false;
+      int calls = 0;
+      bool record(const audit_record&) {
+        ++calls;
+        if (throws) throw std::runtime_error("audit store down");
+        return false;
+      }
+    };
+    static_assert(audit_sink<refusing>);
+    for (const bool throws : {false, true}) {
+      CAPTURE(throws);
+      fixture plain;
+      fixture audited;
+      refusing sink{.throws = throws};
+      audited.endpoint.set_audit(sink);
+      for (fixture* f : {&plain, &audited}) f->mint(id1);
+      for (const auto& [who, target] : std::vector<std::pair<const principal*, std::string>>{
+               {&mallory, url(id1, "/approve")}, {&bob, url(id1, "/approve")}, {&carol, url(id1, "/reject")}}) {
+        const auto a = call(plain.endpoint, "POST", target, who);
+        const auto b = call(audited.endpoint, "POST", target, who);
+        CHECK(a.status == b.status);
+        CHECK(a.body == b.body);
+      }
+      CHECK(sink.calls == 3);
+      CHECK(audited.ticket(id1).status == approval_status::approved);
+    }
+  }
 
   TEST_CASE("reference §5.5: concurrent reviews of one ticket through one endpoint: exactly one wins") {
     fixture f;

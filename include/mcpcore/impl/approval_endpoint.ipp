@@ -190,14 +190,33 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   return ticket_response(service, t);
 }
 
+// What a review request's audit row says (approval_endpoint::set_audit).
+struct review_row {
+  audit_result result = audit_result::denied;
+  std::string detail;  // without the trailing `via=http`
+};
+
+// `result` with the detail "refused: <why>".
+inline void refused(review_row& row, std::string_view why, audit_result result = audit_result::denied) {
+  row.result = result;
+  row.detail = "refused: ";
+  row.detail.append(why);
+}
+
 [[nodiscard]] MCPCORE_DECL http_response handle_review(approval_service& service, const authorizer_base& authz,
                                                        const approval_endpoint_options& options, route r,
-                                                       std::string_view body, const principal& caller) {
+                                                       std::string_view body, const principal& caller,
+                                                       review_row& row) {
   if (!is_approver(authz, caller, options.approver_securable)) {
+    refused(row, "forbidden");
     return error_response(403, "forbidden", "reviewing approvals requires the Approve permission");
   }
-  if (!is_approval_id(r.id)) return not_found();
+  if (!is_approval_id(r.id)) {
+    refused(row, "malformed_id", audit_result::not_found);
+    return not_found();
+  }
   if (body.size() > options.max_body_bytes) {
+    refused(row, "payload_too_large");
     return error_response(413, "payload_too_large", "the request body is too large");
   }
   std::string_view comment;
@@ -205,11 +224,15 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   if (!is_blank(body)) {
     const auto root = doc.parse(body);
     if (!root || !root->is_object()) {
+      refused(row, "bad_request");
       return error_response(400, "bad_request", "the request body must be empty or a JSON object");
     }
     const json::value c = root->find("comment");
     if (c.exists()) {
-      if (!c.is_string()) return error_response(400, "bad_request", "\"comment\" must be a string");
+      if (!c.is_string()) {
+        refused(row, "bad_request");
+        return error_response(400, "bad_request", "\"comment\" must be a string");
+      }
       comment = c.as_string();
     }
   }
@@ -221,26 +244,42 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   if (o.assurance != approver_assurance::ok) {
     std::string token{"approver_assurance_required:"};
     token.append(to_string(o.assurance));
+    refused(row, token);
     return error_response(403, token,
                           "approvers must be human-interactive principals with a fresh, strong authentication");
   }
   if (o.comment_too_long) {
     std::string message{"the comment is longer than "};
     message.append(std::to_string(service.options().max_review_comment_bytes)).append(" bytes");
+    refused(row, "comment_too_long");
     return error_response(400, "comment_too_long", message);
   }
-  if (o.error) return store_error_response(o.error);
+  if (o.error) {
+    row.result = audit_result::failure;
+    row.detail = "review failed: " + sanitize_audit_value(o.error.message());
+    return store_error_response(o.error);
+  }
   switch (o.status) {
     case approval_review_status::reviewed: break;
-    case approval_review_status::not_found: return not_found();
+    case approval_review_status::not_found:
+      refused(row, "not_found", audit_result::not_found);
+      return not_found();
     case approval_review_status::self_review:
+      refused(row, "self_review");
       return error_response(403, "self_review", "the reviewer must differ from the submitter");
     case approval_review_status::already_reviewed:
+      refused(row, "already_reviewed");
       return error_response(409, "already_reviewed", "already reviewed by another user");
     case approval_review_status::expired:
+      refused(row, "expired");
       return error_response(409, "expired", "the approval expired before it was reviewed");
-    default: return store_error_response(make_error_code(approval_store_errc::internal));
+    default:
+      row.result = audit_result::failure;
+      row.detail = "review failed: review status out of range";
+      return store_error_response(make_error_code(approval_store_errc::internal));
   }
+  row.result = audit_result::success;
+  row.detail = to_string(decision);
 
   // Reviewed: answer with the ticket as it now is. The review has happened, so a failed re-read
   // still answers 200, with what is known for certain.
@@ -261,7 +300,15 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
 MCPCORE_DECL approval_endpoint::approval_endpoint(approval_service& service, approval_endpoint_options options)
     : service_(&service), options_(std::move(options)) {}
 
-MCPCORE_DECL approval_endpoint::~approval_endpoint() { delete authz_; }
+MCPCORE_DECL approval_endpoint::~approval_endpoint() {
+  delete authz_;
+  delete audit_;
+}
+
+MCPCORE_DECL void approval_endpoint::set_audit(detail::audit_base* audit) noexcept {
+  delete audit_;
+  audit_ = audit;
+}
 
 MCPCORE_DECL bool approval_endpoint::matches(std::string_view target) const noexcept {
   return detail::approval_http::strip_mount(detail::approval_http::path_of(target), options_.prefix).has_value();
@@ -286,7 +333,26 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
     return resp;
   }
   if (r.kind == h::route_kind::ticket) return h::handle_get(*service_, *authz_, options_, r.id, *caller);
-  return h::handle_review(*service_, *authz_, options_, r, req.body, *caller);
+  h::review_row row;
+  http_response resp = h::handle_review(*service_, *authz_, options_, r, req.body, *caller, row);
+  if (audit_ != nullptr) {
+    // One row per review request; a sink that refuses or throws changes no answer (reference §3.5).
+    try {
+      std::string detail = "approval_id=" + sanitize_audit_value(r.id);
+      detail.append(" ").append(row.detail).append(" via=http");
+      audit_record a;
+      a.action = r.kind == h::route_kind::approve ? "approval.approve" : "approval.reject";
+      a.target_type = "approval";
+      a.target_id = is_approval_id(r.id) ? r.id : std::string_view{"malformed"};
+      a.principal_id = caller->id;
+      a.result = row.result;
+      a.detail = detail;
+      a.time = service_->now();
+      (void)audit_->record(a);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (reference §3.5)
+    }
+  }
+  return resp;
 }
 
 MCPCORE_DECL void append_ticket_json(std::string& out, const approval_ticket& t, std::string_view status_url) {
