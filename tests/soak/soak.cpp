@@ -2198,12 +2198,14 @@ TEST_CASE("soak: many clients stream, drop, resume, cancel, stall, detach, race 
                               n(st.post_end_dropped) + n(st.post_end_broken) + n(st.post_end_terminated);
   CHECK(n(st.post_end_other) == 0);
   CHECK_MESSAGE(post_ends == n(st.sse_post), "POST ends " << post_ends << " != POST SSE " << n(st.sse_post));
-  // `cancelled` closes only a POST, only for a cancel or a deleted session's stopped call, whose
-  // streams the clients read to the end: exact.
-  CHECK(v(m("mcp_stream_closes_total", "reason", "cancelled")) == n(st.post_end_cancelled));
-  // The rest as often as the clients saw it end that way, at least, and at most that plus the
-  // streams whose end they did not see (dropped ones, broken ones).
+  // Every close reason as often as the clients saw a stream end that way, at least, and at most
+  // that plus the streams whose end they did not see (dropped ones, broken ones). `cancelled` too:
+  // a stream the client dropped can still be closed `cancelled` when the call is cancelled (or
+  // its session deleted) before the server notices the drop (a 540 s run saw it once in 1,397).
   const long long unseen = n(st.drops) + n(st.post_end_broken);  // (drops: POST and GET)
+  const long long cancelled = v(m("mcp_stream_closes_total", "reason", "cancelled"));
+  CHECK(cancelled >= n(st.post_end_cancelled));
+  CHECK(cancelled <= n(st.post_end_cancelled) + unseen);
   const long long cap = v(m("mcp_stream_closes_total", "reason", "cap_expired"));
   CHECK(cap >= n(st.post_end_cap));
   CHECK(cap <= n(st.post_end_cap) + unseen);
