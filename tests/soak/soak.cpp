@@ -1492,25 +1492,8 @@ class client {
     soak::sse_reader rd{*g};
     call_record rec = new_call(t_steps, true);
     const std::string args = args_for(rec, 3, 5);
-    {
-      soak::connection c{port_};
-      auto h = exchange(c, soak::post_request(port_, token_, call_body(rec.id, "steps", args, rec.token), sid_,
-                                              "application/json"),
-                        "GET-only call");
-      if (!h) {
-        ++st_.lost;
-        return;
-      }
-      if (!classify_head(*h, rec, c)) return;
-      const auto body = soak::read_body(c, *h, steady::now() + patience);
-      if (!body || h->status != 200) {
-        ++st_.lost;
-        fail("GET-only call answered " + std::to_string(h->status));
-        return;
-      }
-      plain_final(rec, *body);
-      ++st_.final_plain;
-    }
+    if (!plain_call(rec, args, rec.token, "GET-only call")) return;
+    ++st_.final_plain;
     // Its progress is on the GET stream (live: the stream was attached before the call).
     std::uint64_t get_last = 0;
     bool seen = false;
@@ -1554,24 +1537,8 @@ class client {
     if (!g) return;
     call_record rec = new_call(t_flood, true);
     const std::string args = "{\"tag\":\"" + rec.tag + "\",\"n\":700,\"pad\":40}";
-    {
-      soak::connection c{port_};
-      auto h = exchange(c, soak::post_request(port_, token_, call_body(rec.id, "flood", args, rec.token), sid_,
-                                              "application/json"),
-                        "GET flood");
-      if (!h) {
-        ++st_.lost;
-        return;
-      }
-      if (!classify_head(*h, rec, c)) return;
-      const auto body = soak::read_body(c, *h, steady::now() + patience);
-      if (!body || h->status != 200) {
-        ++st_.lost;
-        return;
-      }
-      plain_final(rec, *body);
-      ++st_.final_plain;
-    }
+    if (!plain_call(rec, args, rec.token, "GET flood")) return;
+    ++st_.final_plain;
     ++st_.slow_stalls;
     std::this_thread::sleep_for(ms{200 + pick(2000)});
     soak::sse_reader rd{*g};
