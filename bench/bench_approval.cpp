@@ -34,11 +34,11 @@
 // a gate that did not answer the expected verdict...) and fails the benchmark with
 // SkipWithError, so a benchmark cannot time an operation that did nothing. Rates use wall time
 // (UseRealTime): an fsync is waited for, not computed, so CPU time would hide it.
-#include <mcpcore/approval.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Canonical JSON (sorted keys at every depth) of a typical tools/call arguments object.
-#include <mcpcore/canonical_json.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/canonical_json.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -9,13 +9,13 @@
 // enforced: the echo handler returns a tool_result holding a std::string, which allocates.
 // Every benchmark checks its response once before timing and fails (SkipWithError) when the
 // server does not answer as expected.
-#include <mcpcore/audit.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <benchmark/benchmark.h>
 

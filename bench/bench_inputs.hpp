@@ -3,7 +3,7 @@
 #ifndef MCPCORE_BENCH_INPUTS_HPP
 #define MCPCORE_BENCH_INPUTS_HPP
 
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <string>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Output side of the wire layer: JSON-RPC responses written with json::writer, and string
 // escaping on its three typical inputs.
-#include <mcpcore/error.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/error.hpp>
+#include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <benchmark/benchmark.h>
 

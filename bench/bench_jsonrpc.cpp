@@ -4,8 +4,8 @@
 // This executable replaces the global operator new/delete with counting versions, so that
 // BM_jsonrpc_parse_tools_call can report allocations per message in steady state and fail
 // (SkipWithError) when the common message allocates at all.
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <simdjson.h>
 

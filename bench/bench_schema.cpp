@@ -6,10 +6,10 @@
 // valid instance must not allocate (the schema's contract; `pattern` included, which the
 // validator's own matcher runs without allocating): each validation benchmark counts the
 // allocations of a fixed number of validations and fails (SkipWithError) when there are any.
-#include <mcpcore/schema.hpp>
+#include <mcpcore/dispatch/schema.hpp>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -14,10 +14,10 @@
 //
 // Every operation's result is checked (a publish that returned id 0, an attach that was refused,
 // a reservation that failed) and fails the benchmark with SkipWithError.
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <benchmark/benchmark.h>
 

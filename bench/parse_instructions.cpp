@@ -11,13 +11,13 @@
 // same server but only parses the same request N times (it prints N), so that
 // dispatch - dispatch_parse is server::handle (plus the output check) and dispatch N - dispatch 0
 // the whole call.
-#include <mcpcore/audit.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <simdjson.h>
 

@@ -18,7 +18,7 @@ function(mcpcore_add_header_checks)
     file(CONFIGURE OUTPUT "${_tu}" CONTENT "#include <${_rel}>\n#include <${_rel}>\n")
     list(APPEND _sources "${_tu}")
     set(_budget ${MCPCORE_HEADER_LINE_BUDGET})
-    if(_rel MATCHES "^mcpcore/(server|stdio|progress_bridge|stream_admission|http_endpoint|mcpcore)\\.hpp$")
+    if(_rel MATCHES "^mcpcore/(dispatch/server|transport/stdio|session/progress_bridge|session/stream_admission|transport/http_endpoint|mcpcore)\\.hpp$")
       set(_budget ${MCPCORE_DISPATCH_HEADER_LINE_BUDGET})
     endif()
     add_test(NAME header_budget.${_rel}

@@ -3,5 +3,5 @@
 #if defined(MCPCORE_HEADER_ONLY)
 #  error "src/mcpcore_sqlite.cpp is for separate compilation"
 #endif
-#include <mcpcore/impl/sqlite_approval_store.ipp>  // IWYU pragma: keep
-#include <mcpcore/impl/sqlite_audit_sink.ipp>      // IWYU pragma: keep
+#include <mcpcore/stores/impl/sqlite_approval_store.ipp>  // IWYU pragma: keep
+#include <mcpcore/stores/impl/sqlite_audit_sink.ipp>      // IWYU pragma: keep

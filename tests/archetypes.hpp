@@ -3,11 +3,11 @@
 #ifndef MCPCORE_TESTS_ARCHETYPES_HPP
 #define MCPCORE_TESTS_ARCHETYPES_HPP
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <chrono>
 #include <cstddef>

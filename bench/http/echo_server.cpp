@@ -27,13 +27,13 @@
 // and a metrics registry (also given to the endpoint, so the session metrics are counted too).
 // Every request is authenticated as the fixed principal "bench". It runs until SIGINT or SIGTERM,
 // then stops gracefully.
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/version.hpp>
 
 #include <pthread.h>

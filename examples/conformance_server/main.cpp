@@ -12,20 +12,20 @@
 // sends no credentials); a bearer token must be listed in the token file and gives its principal.
 // Prints "mcpcore conformance server listening on http://127.0.0.1:<port>/mcp" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 #include <mcpcore/version.hpp>
+#include <mcpcore/wire/http.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)

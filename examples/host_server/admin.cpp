@@ -9,13 +9,13 @@
 #include "data_dir.hpp"
 #include "token_file.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
-#include <mcpcore/sqlite_audit_sink.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)

@@ -4,10 +4,10 @@
 #include "unique_fd.hpp"
 
 #include <mcpcore/detail/random.hpp>
+#include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/schema.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <algorithm>
 #include <array>

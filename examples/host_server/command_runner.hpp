@@ -3,9 +3,9 @@
 #ifndef MCPCORE_HOST_COMMAND_RUNNER_HPP
 #define MCPCORE_HOST_COMMAND_RUNNER_HPP
 
+#include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/schema.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -4,7 +4,7 @@
 #include "unique_fd.hpp"
 
 #include <mcpcore/expected.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <arpa/inet.h>
 #include <dirent.h>

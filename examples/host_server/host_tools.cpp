@@ -6,14 +6,14 @@
 #include "host_state.hpp"
 #include "tag_store.hpp"
 
-#include <mcpcore/approval.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -4,7 +4,7 @@
 #define MCPCORE_HOST_HOST_TOOLS_HPP
 
 #include <mcpcore/fwd.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -12,20 +12,20 @@
 #include "tag_store.hpp"
 #include "token_file.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
-#include <mcpcore/sqlite_audit_sink.hpp>
-#include <mcpcore/stdio.hpp>
-#include <mcpcore/stream_pump.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 #include <mcpcore/version.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)

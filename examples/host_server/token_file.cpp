@@ -4,7 +4,7 @@
 #include "unique_fd.hpp"
 
 #include <mcpcore/expected.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
 #include <cerrno>

@@ -8,7 +8,7 @@
 #define MCPCORE_HOST_TOKEN_FILE_HPP
 
 #include <mcpcore/expected.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <cstddef>
 #include <string>

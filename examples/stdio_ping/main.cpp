@@ -5,10 +5,10 @@
 // the error.data envelope; notifications and responses get no answer (JSON-RPC 2.0); malformed
 // lines get the error the wire layer chose. Lines longer than --max-line bytes are refused
 // without being buffered. Diagnostics go to stderr, as MCP's stdio transport requires.
-#include <mcpcore/correlation_id.hpp>
-#include <mcpcore/error.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
+#include <mcpcore/wire/error.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -7,14 +7,14 @@
 //
 // Usage: mcpcore-stdio-server [--tier <readonly|operator|supervised>] [--read-only]
 // Diagnostics go to stderr; stdout carries only protocol.
-#include <mcpcore/approval.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/stdio.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/version.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <chrono>
 #include <condition_variable>

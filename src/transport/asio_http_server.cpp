@@ -7,9 +7,9 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/session_metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/buffer.hpp>

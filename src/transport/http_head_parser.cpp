@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mcpcore/detail/config.hpp>
-#include <mcpcore/http.hpp>
+#include <mcpcore/wire/http.hpp>
 #include <memory>
 #include <new>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 #include <mcpcore/detail/config.hpp>
-#include <mcpcore/http.hpp>
+#include <mcpcore/wire/http.hpp>
 #include <memory>
 #include <string>
 #include <string_view>

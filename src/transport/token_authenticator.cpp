@@ -4,8 +4,8 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -10,20 +10,20 @@
 // terminates the program.
 #include "failing_allocator.hpp"
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_admission.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_admission.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 

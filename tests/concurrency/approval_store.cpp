@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the approval stores: the at-most-once consume race (approval_store
 // requirement 1, reference §5.4 5.f, §5.9), run under TSan by the tsan preset.
-#include <mcpcore/memory_approval_store.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
 #include "support/process.hpp"
 
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <memory>
 #include <string>

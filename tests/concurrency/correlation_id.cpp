@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the wire layer (run under TSan by the tsan preset).
-#include <mcpcore/correlation_id.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <set>
 #include <string>

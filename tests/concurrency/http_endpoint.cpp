@@ -2,16 +2,16 @@
 // Concurrency test of the HTTP endpoint (run under TSan by the tsan preset; reference §6-§9, §12,
 // §14.1): clients opening sessions, calling (plain, streamed and upgraded), cancelling, dropping
 // streams, attaching GET streams and deleting sessions, while the maintenance tick runs.
-#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <atomic>
 #include <chrono>

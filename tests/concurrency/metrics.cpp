@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the metrics registry (run under TSan by the tsan preset; spec §2 metrics_sink requirement 4).
-#include <mcpcore/metrics.hpp>
+#include <mcpcore/governance/metrics.hpp>
 
 #include <doctest/doctest.h>
 

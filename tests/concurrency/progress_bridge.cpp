@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the progress bridge (run under TSan by the tsan preset; reference §8-§10,
 // §14.1, §14.3): reporters, pumps, the sweep and cancels racing on the records of one session.
-#include <mcpcore/progress_bridge.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_admission.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_admission.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency test of input-schema validation (run under TSan by the tsan preset).
-#include <mcpcore/schema.hpp>
+#include <mcpcore/dispatch/schema.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <cstddef>
 #include <optional>

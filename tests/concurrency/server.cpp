@@ -2,14 +2,14 @@
 // Concurrency tests of the dispatch core (run under TSan by the tsan preset): concurrent
 // tools/call on one server and one peer, with live kill-switch flips and cancellations
 // (spec §3-§4; reference §3.4, §14.1; MCP 2025-11-25 cancellation).
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/metrics.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/metrics.hpp>
 
 #include <algorithm>
 #include <array>

@@ -2,16 +2,16 @@
 // Exactly-once redemption through the whole tools/call pipeline (spec §5, reference §5.9): many
 // threads recall one approved ticket at the same moment and exactly one handler runs, with the
 // in-memory store and with the SQLite store (one shared store, and one connection per thread).
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <atomic>
 #include <latch>

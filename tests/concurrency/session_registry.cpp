@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the session registry (run under TSan by the tsan preset; reference §6.5-§6.8,
 // §14.1).
-#include <mcpcore/session_registry.hpp>
+#include <mcpcore/session/session_registry.hpp>
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of one session's stream state (run under TSan by the tsan preset; reference §7.4,
 // §7.5, §7.9, §8, §14.1, §14.3).
-#include <mcpcore/session_stream.hpp>
+#include <mcpcore/session/session_stream.hpp>
 
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the SQLite audit sink (audit_sink requirement 2, reference §3.5): threads
 // recording through one sink and through several sinks on one file, run under TSan by the tsan preset.
-#include <mcpcore/sqlite_audit_sink.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
 
-#include <mcpcore/audit.hpp>
+#include <mcpcore/governance/audit.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the stream budget (run under TSan by the tsan preset; reference §7.10).
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

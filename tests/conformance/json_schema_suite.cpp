@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The input-schema subset against the JSON-Schema-Test-Suite (spec §4; Debian
 // json-schema-test-suite).
-#include <mcpcore/schema.hpp>
+#include <mcpcore/dispatch/schema.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <algorithm>
 #include <cstddef>

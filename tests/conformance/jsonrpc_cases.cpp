@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Data-driven JSON-RPC 2.0 envelope cases (data/jsonrpc_cases.json) run through parse_message.
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/correlation_id.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
 
 #include <simdjson.h>
 

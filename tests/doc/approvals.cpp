@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/approvals.md's embedding snippet, compiled and run so that the documentation cannot rot.
-#include <mcpcore/approval.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <optional>
 #include <stdexcept>

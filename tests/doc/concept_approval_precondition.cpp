@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/approval_precondition.md's example, compiled and run so that the documentation
 // cannot rot.
-#include <mcpcore/approval.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <functional>
 #include <mutex>

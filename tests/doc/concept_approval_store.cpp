@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/approval_store.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/approval.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/audit_sink.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/audit.hpp>
+#include <mcpcore/governance/audit.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <cstddef>
 #include <mutex>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/authenticator.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/authenticator.hpp>
+#include <mcpcore/governance/authenticator.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <cstddef>
 #include <memory>

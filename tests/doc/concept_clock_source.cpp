@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/clock_source.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/clock.hpp>
+#include <mcpcore/governance/clock.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <atomic>
 #include <chrono>

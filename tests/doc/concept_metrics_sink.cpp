@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/metrics_sink.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/metrics.hpp>
+#include <mcpcore/governance/metrics.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/session_metrics.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/session_metrics.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/operation_source.md's example, compiled and run so that the documentation cannot
 // rot.
-#include <mcpcore/progress_bridge.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 #include "support/sse_events.hpp"
 
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/tier_policy.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <stdexcept>
 #include <string>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/tool_handler.md's example, compiled and run so that the documentation cannot rot.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <cstdint>
 #include <string>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The README's embedding snippet, compiled and run so that the documentation cannot rot.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <stdexcept>
 #include <string>

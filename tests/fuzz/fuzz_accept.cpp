@@ -8,7 +8,7 @@
 //    SP/HTAB, compare case-insensitively), and appending ", <type>" makes it true;
 //  - an unterminated quoted string lists nothing, so appending a lone '"' to a header without
 //    quotes makes it false.
-#include <mcpcore/accept.hpp>
+#include <mcpcore/wire/accept.hpp>
 
 #include "fuzz_check.hpp"
 

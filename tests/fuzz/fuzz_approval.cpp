@@ -14,11 +14,11 @@
 //    is not 32 lowercase hex it is bad_id and the store is unchanged;
 //  - the endpoint answers only statuses from its documented set, always with a JSON body, and
 //    std::nullopt exactly when `matches` is false.
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include "fuzz_check.hpp"
 

@@ -9,9 +9,9 @@
 //    text parses; canonical form is insensitive to the writer's compaction:
 //    canonical(write(parse(x))) == canonical(x);
 //  - with allow_duplicate_keys, canonicalization is still idempotent (the sort is stable).
-#include <mcpcore/canonical_json.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/canonical_json.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <simdjson.h>
 

@@ -56,22 +56,22 @@
 //    a 202 or a DELETE's 200; with sessions off no answer carries Mcp-Session-Id;
 //  - when every stream is destroyed and the endpoint shut down, the stream budget is back to 0;
 //    nothing leaks (LSan) and no sanitizer fires.
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/stream_budget.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include "fuzz_check.hpp"
 

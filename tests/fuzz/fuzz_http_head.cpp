@@ -19,7 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <mcpcore/http.hpp>
+#include <mcpcore/wire/http.hpp>
 #include <string>
 #include <string_view>
 #include <utility>

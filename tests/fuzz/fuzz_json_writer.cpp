@@ -12,8 +12,8 @@
 //  - numbers: the first bytes read as an int64, a uint64 and a double are written and read
 //    back exactly (non-finite doubles as null); integral doubles of magnitude >= 2^63 must come
 //    back too, which is why the writer spells them with an exponent.
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <simdjson.h>
 

@@ -8,9 +8,9 @@
 //    with the same kind, method and id, and its serialization is a fixed point;
 //  - a refused message yields an error response (write_error_response) that is valid JSON with
 //    the refusal's code, the echoed id (or null), and the error.data envelope.
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include "fuzz_check.hpp"
 

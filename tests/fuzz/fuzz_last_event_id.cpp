@@ -6,7 +6,7 @@
 //  - for an all-digit header, the result equals std::from_chars's value when that fits in 64
 //    bits, and 0 when it overflows;
 //  - anything else reads as 0 ("no cursor").
-#include <mcpcore/sse.hpp>
+#include <mcpcore/wire/sse.hpp>
 
 #include "fuzz_check.hpp"
 

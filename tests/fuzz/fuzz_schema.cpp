@@ -17,9 +17,9 @@
 //  - differential: for every "pattern" string of the schema and every short string of the
 //    instance, {"pattern": P} accepts the string iff std::regex (ECMAScript, classic locale)
 //    finds P in it, and a pattern the compiler accepts is one std::regex accepts.
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/schema.hpp>
+#include <mcpcore/dispatch/schema.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include "fuzz_check.hpp"
 

@@ -4,9 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/schema.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <algorithm>
 #include <array>

@@ -15,11 +15,11 @@
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
 #include <sys/stat.h>

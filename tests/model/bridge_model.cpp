@@ -7,18 +7,18 @@
 // step the library and the model must agree, and the ordering guarantees of §14.3 must hold on
 // every wire the client reads. Small random ring bounds make eviction, pin overshoot, gaps,
 // pin_slots refusals, reclaims, parks and pressure expiry common.
-#include <mcpcore/progress_bridge.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <algorithm>
 #include <array>

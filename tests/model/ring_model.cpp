@@ -7,12 +7,12 @@
 // on the ids held, the bytes, the pins, every attach verdict, channel and replay, what each sink
 // holds and whether it is closed, the fences and the leases. Small random caps make eviction, pin
 // overshoot, gaps and ended channels common.
-#include <mcpcore/session_stream.hpp>
+#include <mcpcore/session/session_stream.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <algorithm>
 #include <cstddef>

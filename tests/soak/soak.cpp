@@ -18,17 +18,17 @@
 #include "soak/soak_client.hpp"
 #include "support/exposition.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <algorithm>
 #include <array>

@@ -5,7 +5,7 @@
 #ifndef MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 #define MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 
-#include <mcpcore/approval.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 #include <doctest/doctest.h>
 

@@ -4,10 +4,10 @@
 #ifndef MCPCORE_TESTS_SUPPORT_SERVER_FIXTURE_HPP
 #define MCPCORE_TESTS_SUPPORT_SERVER_FIXTURE_HPP
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 

@@ -8,7 +8,7 @@
 #include "http_test_support.hpp"
 #include "support/process.hpp"
 
-#include <mcpcore/session_metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
 
 #include <atomic>
 #include <chrono>

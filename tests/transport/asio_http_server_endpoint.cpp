@@ -9,11 +9,11 @@
 #include "http_test_support.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 
 #include <chrono>
 #include <future>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of Accept header matching (reference §7.1 step 8; MCP 2025-11-25 transports).
-#include <mcpcore/accept.hpp>
+#include <mcpcore/wire/accept.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the approval machine (spec §5, reference §5): ticket ids, canonical arguments, the
 // store error categories, approver assurance, and approval_service's gate and review paths.
-#include <mcpcore/approval.hpp>
+#include <mcpcore/governance/approval.hpp>
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the approval HTTP endpoint: status URL, approve/reject, RBAC and assurance (spec §5; reference §5.5, §5.6, §5.8).
-#include <mcpcore/approval_endpoint.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
 
 #include <doctest/doctest.h>
 
 #include "archetypes.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/retry.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/retry.hpp>
 
 #include <atomic>
 #include <chrono>

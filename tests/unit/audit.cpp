@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the audit_sink concept, the shipped sinks and value sanitising (reference §3.5, spec §2).
-#include <mcpcore/audit.hpp>
+#include <mcpcore/governance/audit.hpp>
 
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 
 #include "archetypes.hpp"
 
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <atomic>
 #include <chrono>

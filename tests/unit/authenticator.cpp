@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the authenticator concept (spec §2), fixed_authenticator and the endpoint's type erasure.
-#include <mcpcore/authenticator.hpp>
+#include <mcpcore/governance/authenticator.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of canonical JSON: sorted keys at every depth, compact output, numbers kept as written.
-#include <mcpcore/canonical_json.hpp>
+#include <mcpcore/wire/canonical_json.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the clock_source concept, the system clock source and the manual clock (spec §2).
-#include <mcpcore/clock.hpp>
+#include <mcpcore/governance/clock.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of correlation-id formatting and minting (reference §1.6).
-#include <mcpcore/correlation_id.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the error-code table, its category and the error.data envelope (reference §1.5-§1.6).
-#include <mcpcore/error.hpp>
+#include <mcpcore/wire/error.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <set>
 #include <ostream>  // doctest prints std::error_code operands

@@ -7,7 +7,7 @@
 // Faults that need a file system of their own (a full disk, a read-only mount) run in a child
 // process with private user and mount namespaces (unshare(2)); where the kernel refuses those, the
 // case says so and is not exercised.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
@@ -15,20 +15,20 @@
 #include "support/raw_sqlite.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/authenticator.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
-#include <mcpcore/sqlite_audit_sink.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <atomic>
 #include <cerrno>

@@ -5,8 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <mcpcore/mcpcore.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
-#include <mcpcore/sqlite_audit_sink.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <type_traits>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the sans-I/O HTTP values: header lookup is ASCII case-insensitive (RFC 9110 §5.1).
-#include <mcpcore/http.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <doctest/doctest.h>
 

@@ -3,26 +3,26 @@
 // answers, the upgrade on the first in-call message, sampling, cancellation, resume, DELETE, the
 // polling hook, the operational routes and the refusals (reference §1, §6-§9, §12; spec §6;
 // MCP 2025-11-25 basic/transports).
-#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 #include "support/sse_events.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/approval_endpoint.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/server.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/stream_admission.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/stream_admission.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of json::document parsing, its limits and errors, and navigation through json::value views.
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of json::writer, json::append_escaped (escaping and UTF-8 repair) and json::is_valid_utf8.
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the JSON-RPC 2.0 envelope: ids, message parsing and refusals, response builders.
-#include <mcpcore/jsonrpc.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/correlation_id.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
 
 #include <chrono>
 #include <cstdint>

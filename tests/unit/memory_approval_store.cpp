@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the in-memory approval store: the approval_store conformance suite (reference §5),
 // its history bound and its own errors.
-#include <mcpcore/memory_approval_store.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the metrics_sink concept, the handles and the Prometheus registry (reference §11, spec §2).
-#include <mcpcore/metrics.hpp>
+#include <mcpcore/governance/metrics.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the operation catalogue, Yuzu's tier table and the authorizers (reference §3.1-3.3, §13).
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <doctest/doctest.h>
 

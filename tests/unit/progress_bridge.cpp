@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the progress bridge (reference §8, §9, §10, §12, §14.1-§14.3; spec §6): admission and
 // its refusals, pin accounting and reclaim, arm, projection, finals, cancellation, sweep, shutdown.
-#include <mcpcore/progress_bridge.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/error.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/wire/error.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the named retry floors (reference §2).
-#include <mcpcore/retry.hpp>
+#include <mcpcore/wire/retry.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the input-schema subset: compile-time lints (reference §4.2, spec §4) and validation
 // (reference §4.3).
-#include <mcpcore/schema.hpp>
+#include <mcpcore/dispatch/schema.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <locale>
 #include <optional>

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the dispatch core (spec §3-§4; reference §1.4-§1.7, §3, §4, §11, §13, §14.4;
 // MCP 2025-11-25), driven through server_builder and server::handle only.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "archetypes.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <algorithm>
 #include <atomic>

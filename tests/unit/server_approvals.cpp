@@ -2,20 +2,20 @@
 // The approval machine inside the tools/call pipeline (spec §4 step 5, §5; reference §3.4, §5,
 // §11), driven through server::handle only: what the client sees, what the audit trail and the
 // metrics record, and that a handler runs at most once per ticket.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/memory_approval_store.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -3,26 +3,26 @@
 // an HTTP transport drives them (reference §9.1-§9.8, §10, §14.3; spec §6): admission, arm, the
 // dispatch on a worker thread, the in-call message sink bridged onto the progress record, the
 // streamed-POST pump on the test thread, cancellation, detached operations and GET resume.
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 #include "support/sse_events.hpp"
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_admission.hpp>
-#include <mcpcore/stream_budget.hpp>
-#include <mcpcore/stream_pump.hpp>
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_admission.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the session registry (reference §6.5-§6.8, §12; spec §6) and of the CSPRNG helper
 // behind its ids (detail/random.hpp, internal, tested here).
-#include <mcpcore/session_registry.hpp>
+#include <mcpcore/session/session_registry.hpp>
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
 #include <mcpcore/detail/random.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of one session's stream state: the replay ring, pinned finals, attach_and_replay, takeover
 // and the sink queue (reference §7.3-§7.5, §7.9, §8, §14.1-§14.3; spec §6).
-#include <mcpcore/session_stream.hpp>
+#include <mcpcore/session/session_stream.hpp>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // Tests of the SQLite approval store: schema and migration, durability across store and process
 // restarts, exactly-once consumption across processes, fault mapping (reference §5.1-§5.6, §5.9;
 // spec §2, §5), and the shared approval_store conformance suite.
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <doctest/doctest.h>
 

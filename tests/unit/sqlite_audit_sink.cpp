@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the SQLite audit sink: rows and their fields (reference §3.5), reads, retention, schema
 // and its version, sharing a file, durability across restarts and crashes, and fault mapping.
-#include <mcpcore/sqlite_audit_sink.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/process.hpp"
 #include "support/raw_sqlite.hpp"
 
-#include <mcpcore/approval.hpp>
-#include <mcpcore/audit.hpp>
-#include <mcpcore/sqlite_approval_store.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <sqlite3.h>
 #include <sys/types.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of SSE framing and Last-Event-ID parsing (reference §7.1 step 9, §7.3; MCP 2025-11-25 transports).
-#include <mcpcore/sse.hpp>
+#include <mcpcore/wire/sse.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the stdio transport over pipe(2) pairs (spec §7; MCP 2025-11-25 stdio transport:
 // newline-delimited JSON-RPC, one message per line).
-#include <mcpcore/stdio.hpp>
+#include <mcpcore/transport/stdio.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/server_fixture.hpp"
 
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 
 #include <algorithm>
 #include <atomic>

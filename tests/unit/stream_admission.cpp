@@ -2,21 +2,21 @@
 // Tests of the sans-I/O glue around held-open responses (reference §7.1, §7.4, §9.1-§9.6, §14.3,
 // §14.4; spec §6): GET refusals and the gap rule, the streamed-POST opt-in and admission, the
 // post-dispatch 500s and the streamed-POST pump.
-#include <mcpcore/stream_admission.hpp>
+#include <mcpcore/session/stream_admission.hpp>
 
-#include <mcpcore/audit.hpp>
-#include <mcpcore/clock.hpp>
-#include <mcpcore/error.hpp>
-#include <mcpcore/json.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/progress_bridge.hpp>
-#include <mcpcore/retry.hpp>
-#include <mcpcore/session_metrics.hpp>
-#include <mcpcore/session_registry.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
-#include <mcpcore/stream_pump.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/wire/error.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
+#include <mcpcore/wire/retry.hpp>
 
 #include <doctest/doctest.h>
 

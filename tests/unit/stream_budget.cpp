@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the stream budget (reference §7.4 step 5, §7.5, §7.10; spec §6: 128 global, 4 per principal per surface).
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

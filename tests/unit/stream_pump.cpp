@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the GET stream pump (reference §7.3 frames, §7.5 takeover, §7.6 pump pass, §7.7 credential
 // grace, §7.8 close reasons and the close notification, §14.2 no-throw boundary).
-#include <mcpcore/stream_pump.hpp>
+#include <mcpcore/session/stream_pump.hpp>
 
-#include <mcpcore/clock.hpp>
-#include <mcpcore/metrics.hpp>
-#include <mcpcore/session_stream.hpp>
-#include <mcpcore/stream_budget.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
 

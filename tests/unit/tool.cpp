@@ -2,14 +2,14 @@
 // Tests of what handlers see and return: content blocks (MCP 2025-11-25 ContentBlock), tool,
 // resource and prompt results, log levels, untrusted prompt arguments (reference §13.5), the
 // client-request error category and the call context.
-#include <mcpcore/tool.hpp>
+#include <mcpcore/dispatch/tool.hpp>
 
 #include <doctest/doctest.h>
 
-#include <mcpcore/json.hpp>
-#include <mcpcore/json_writer.hpp>
-#include <mcpcore/jsonrpc.hpp>
-#include <mcpcore/policy.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -10,33 +10,33 @@
 #  error "compile the library with MCPCORE_SEPARATE_COMPILATION defined"
 #endif
 
-#include <mcpcore/impl/accept.ipp>
-#include <mcpcore/impl/approval.ipp>
-#include <mcpcore/impl/approval_endpoint.ipp>
-#include <mcpcore/impl/audit.ipp>
-#include <mcpcore/impl/canonical_json.ipp>
-#include <mcpcore/impl/correlation_id.ipp>
-#include <mcpcore/impl/error.ipp>
-#include <mcpcore/impl/http.ipp>
-#include <mcpcore/impl/http_endpoint.ipp>
-#include <mcpcore/impl/json.ipp>
-#include <mcpcore/impl/json_writer.ipp>
-#include <mcpcore/impl/jsonrpc.ipp>
-#include <mcpcore/impl/memory_approval_store.ipp>
-#include <mcpcore/impl/metrics.ipp>
-#include <mcpcore/impl/policy.ipp>
-#include <mcpcore/impl/progress_bridge.ipp>
+#include <mcpcore/dispatch/impl/schema.ipp>
+#include <mcpcore/dispatch/impl/server.ipp>
+#include <mcpcore/dispatch/impl/tool.ipp>
+#include <mcpcore/governance/impl/approval.ipp>
+#include <mcpcore/governance/impl/approval_endpoint.ipp>
+#include <mcpcore/governance/impl/audit.ipp>
+#include <mcpcore/governance/impl/metrics.ipp>
+#include <mcpcore/governance/impl/policy.ipp>
 #include <mcpcore/impl/random.ipp>
-#include <mcpcore/impl/schema.ipp>
-#include <mcpcore/impl/server.ipp>
-#include <mcpcore/impl/session_metrics.ipp>
-#include <mcpcore/impl/session_registry.ipp>
-#include <mcpcore/impl/session_stream.ipp>
-#include <mcpcore/impl/sse.ipp>
-#include <mcpcore/impl/stdio.ipp>
-#include <mcpcore/impl/stream_admission.ipp>
-#include <mcpcore/impl/stream_budget.ipp>
-#include <mcpcore/impl/stream_pump.ipp>
-#include <mcpcore/impl/tool.ipp>
+#include <mcpcore/session/impl/progress_bridge.ipp>
+#include <mcpcore/session/impl/session_metrics.ipp>
+#include <mcpcore/session/impl/session_registry.ipp>
+#include <mcpcore/session/impl/session_stream.ipp>
+#include <mcpcore/session/impl/stream_admission.ipp>
+#include <mcpcore/session/impl/stream_budget.ipp>
+#include <mcpcore/session/impl/stream_pump.ipp>
+#include <mcpcore/stores/impl/memory_approval_store.ipp>
+#include <mcpcore/transport/impl/http_endpoint.ipp>
+#include <mcpcore/transport/impl/stdio.ipp>
+#include <mcpcore/wire/impl/accept.ipp>
+#include <mcpcore/wire/impl/canonical_json.ipp>
+#include <mcpcore/wire/impl/correlation_id.ipp>
+#include <mcpcore/wire/impl/error.ipp>
+#include <mcpcore/wire/impl/http.ipp>
+#include <mcpcore/wire/impl/json.ipp>
+#include <mcpcore/wire/impl/json_writer.ipp>
+#include <mcpcore/wire/impl/jsonrpc.ipp>
+#include <mcpcore/wire/impl/sse.ipp>
 
 #endif  // MCPCORE_IMPL_SRC_HPP

@@ -5,8 +5,8 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/http_endpoint.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -4,11 +4,11 @@
 #define MCPCORE_TRANSPORT_TOKEN_AUTHENTICATOR_HPP
 
 #include <mcpcore/detail/config.hpp>
-#include <mcpcore/authenticator.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/http.hpp>
-#include <mcpcore/policy.hpp>
-#include <mcpcore/stream_pump.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/wire/http.hpp>
 
 #include <cstddef>
 #include <memory>

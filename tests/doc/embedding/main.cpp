@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The README's embedding example: a whole program serving one tool over Streamable HTTP, built by
 // CI (tests/CMakeLists.txt) so that the documented code always compiles.
-#include <mcpcore/http_endpoint.hpp>
-#include <mcpcore/server.hpp>
+#include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
 #include <string>

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tool input schemas: a closed JSON Schema subset, compiled once and validated per call (reference
+// §4).
+#ifndef MCPCORE_SCHEMA_HPP
+#define MCPCORE_SCHEMA_HPP
+
+#include <mcpcore/detail/config.hpp>
+#include <mcpcore/expected.hpp>
+#include <mcpcore/wire/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+namespace schema {
+
+/// Default depth cap of a strict schema: how many `properties`, `items` and
+/// `additionalProperties` steps may separate a subschema from the root (reference §4.2). A `$ref`
+/// is not a step. A strict schema that recurses through `$ref` is bounded at validation time:
+/// a value nested deeper than the cap is a violation.
+inline constexpr std::uint32_t default_max_depth = 8;
+
+/// Default longest string, in bytes, that a `pattern` keyword matches. A longer string is refused
+/// with the violation "string too long to match pattern" (matching costs time proportional to the
+/// string's length times the pattern's size; the cap keeps one validation bounded).
+inline constexpr std::size_t default_max_pattern_subject_bytes = 8192;
+
+/// How `compiled_schema::compile` reads a schema.
+struct compile_options {
+  /// true: the registration lints of reference §4.2 (mandatory single `type`, keyword/type
+  /// coupling, required-only `anyOf`/`oneOf`, declared `required` names, no
+  /// `additionalProperties: true`, depth cap, min <= max); this is what server registration uses.
+  /// false: plain JSON Schema semantics of the same keywords (optional or array `type`, keywords
+  /// apply only to instances of their own type, boolean schemas, any `anyOf`/`oneOf`
+  /// alternatives); used to check the subset against the JSON-Schema-Test-Suite.
+  bool strict = true;
+  /// Depth cap in strict mode (see `default_max_depth`); ignored when `strict` is false.
+  std::uint32_t max_depth = default_max_depth;
+  /// Longest string a `pattern` keyword matches (see `default_max_pattern_subject_bytes`).
+  std::size_t max_pattern_subject_bytes = default_max_pattern_subject_bytes;
+};
+
+/// One reason a schema does not compile.
+struct compile_error {
+  /// JSON pointer into the schema ("" is the schema's root, "/properties/a~1b/type" a keyword).
+  std::string path;
+  /// What is wrong, in server-authored words (may quote the schema's own keywords and values).
+  std::string message;
+};
+
+/// Why an instance does not satisfy a schema.
+struct violation {
+  /// JSON pointer into the instance ("" is the root, "/a/b/0"). Property names the schema
+  /// declares appear escaped (~0, ~1); a name that came from the caller (one matched by
+  /// `additionalProperties`) is written "*", never echoed.
+  std::string path;
+  /// What is wrong. Server-authored: it may quote declared property names and schema constants,
+  /// never a string or value the caller supplied.
+  std::string reason;
+};
+
+/// A compiled input schema (see docs/schema.md for the subset, the lints and the order of checks).
+///
+/// The schema is copied into the compiled form: neither the text nor the document a schema was
+/// given as needs to outlive the compilation.
+///
+/// @par Thread safety
+/// A compiled schema is immutable: any number of threads may call `validate` and the other const
+/// members concurrently. Moving and assigning need exclusive access.
+class compiled_schema {
+ public:
+  /// An empty schema: it checks nothing (`validate` always returns nullopt) and declares nothing
+  /// (`root_is_closed` and `root_declares` are false). A moved-from schema is empty too.
+  compiled_schema() noexcept = default;
+  MCPCORE_DECL compiled_schema(compiled_schema&& other) noexcept;
+  MCPCORE_DECL compiled_schema& operator=(compiled_schema&& other) noexcept;
+  MCPCORE_DECL ~compiled_schema();
+  compiled_schema(const compiled_schema&) = delete;
+  compiled_schema& operator=(const compiled_schema&) = delete;
+
+  /// Compiles a schema given as JSON text (parsed with `json::parse_options{}`'s limits).
+  ///
+  /// Collects every offence rather than stopping at the first, sorted by path then message, so
+  /// that registration can list them all.
+  [[nodiscard]] MCPCORE_DECL static result<compiled_schema, std::vector<compile_error>> compile(
+      std::string_view schema_json, const compile_options& options = {});
+
+  /// Compiles a schema given as a parsed value (any document; the value is copied).
+  [[nodiscard]] MCPCORE_DECL static result<compiled_schema, std::vector<compile_error>> compile(
+      json::value schema, const compile_options& options = {});
+
+  /// The first violation of `instance`, in the deterministic order of reference §4.3, or nullopt
+  /// when it is valid. An absent instance (`exists()` false) is a violation at the root.
+  ///
+  /// Recursion follows the instance, whose nesting its parser bounds. Validating a valid
+  /// instance allocates nothing, except for a `pattern` the built-in matcher leaves to std::regex
+  /// (lookahead, POSIX bracket classes and a few rarer forms: docs/schema.md, "Patterns").
+  [[nodiscard]] MCPCORE_DECL std::optional<violation> validate(json::value instance) const;
+
+  /// Whether the root schema (after `$ref` resolution) declares `additionalProperties: false`.
+  /// Registration needs it: an approval-gated tool with a closed schema must declare
+  /// `approval_id` (reference §3.3).
+  [[nodiscard]] MCPCORE_DECL bool root_is_closed() const noexcept;
+
+  /// Whether the root schema (after `$ref` resolution) declares `property` in `properties`.
+  [[nodiscard]] MCPCORE_DECL bool root_declares(std::string_view property) const noexcept;
+
+ private:
+  struct impl;
+  // Owned; a raw pointer keeps <memory>, <regex> and the compiled tables out of the header.
+  impl* impl_ = nullptr;
+};
+
+}  // namespace schema
+MCPCORE_END_NAMESPACE
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  include <mcpcore/dispatch/impl/schema.ipp>
+#endif
+
+#endif  // MCPCORE_SCHEMA_HPP

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dispatch core: a server built from host tables and plug-ins, answering every MCP server
+// method for one parsed message at a time (spec §2-§4).
+#ifndef MCPCORE_SERVER_HPP
+#define MCPCORE_SERVER_HPP
+
+#include <mcpcore/detail/config.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/expected.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+
+/// The protocol revisions `initialize` accepts, newest first (spec §3). An unknown requested
+/// revision is answered with the first (no error).
+inline constexpr std::string_view supported_protocol_versions[] = {"2025-11-25", "2025-06-18",
+                                                                    "2025-03-26"};
+/// Whether `v` is one of `supported_protocol_versions`.
+[[nodiscard]] constexpr bool is_supported_protocol_version(std::string_view v) noexcept {
+  for (auto s : supported_protocol_versions) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+/// `serverInfo` and `instructions` of the `initialize` result.
+struct server_info {
+  std::string name;
+  std::string version;
+  /// Optional display name.
+  std::string title{};
+  /// Optional orientation text for the model (`instructions`); omitted when empty.
+  std::string instructions{};
+};
+
+/// Default number of items per page of every list method.
+inline constexpr std::size_t default_page_size = 100;
+/// Default cap on the server-to-client requests one peer may have outstanding.
+inline constexpr std::size_t default_max_pending_client_requests = 64;
+/// Default cap on the resource URIs one peer may subscribe to.
+inline constexpr std::size_t default_max_subscriptions_per_peer = 1024;
+/// Longest caller-supplied name echoed in an error message ("Unknown tool: <name>"); longer
+/// names are cut (at a UTF-8 boundary) and marked with "...".
+inline constexpr std::size_t max_echoed_name_bytes = 128;
+
+/// Behaviour switches of the dispatch core; every default is documented in docs/configuration.md.
+struct server_options {
+  /// Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
+  std::size_t page_size = default_page_size;
+  /// Yuzu answers an unknown tool with -32601; MCP's convention (the default) is -32602.
+  bool unknown_tool_is_method_not_found = false;
+  /// The level below which `call_context::log` drops messages until the client sets one.
+  log_level default_log_level = log_level::info;
+  /// Upper bound on any server-to-client request's wait, whatever the handler asks.
+  std::chrono::milliseconds max_client_request_timeout = default_client_request_timeout;
+  /// Outstanding server-to-client requests per peer.
+  std::size_t max_pending_client_requests = default_max_pending_client_requests;
+  /// Resource subscriptions per peer; one more is refused with -32602 "Subscription limit reached".
+  std::size_t max_subscriptions_per_peer = default_max_subscriptions_per_peer;
+  /// Tiers the registration check asks the tier policy about, to find approval-gated tools
+  /// (reference §3.3). The default is Yuzu's tier set, matching the default policy.
+  std::vector<std::string> policy_tiers{"", "readonly", "operator", "supervised"};
+};
+
+/// Live kill switches (reference §3.4), read on every request; flip them from any thread.
+class kill_switches {
+ public:
+  /// Every request answers -32005 "MCP is disabled on this server" (no error.data).
+  void set_disabled(bool on) noexcept { disabled_.store(on, std::memory_order_relaxed); }
+  /// Every tool whose operation is not `read` answers -32004 "MCP is in read-only mode".
+  void set_read_only(bool on) noexcept { read_only_.store(on, std::memory_order_relaxed); }
+  [[nodiscard]] bool disabled() const noexcept { return disabled_.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool read_only() const noexcept { return read_only_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> disabled_{false};
+  std::atomic<bool> read_only_{false};
+};
+
+/// How a tool affects the world; the single source of its annotations (reference §13).
+enum class tool_effect : std::uint8_t { read_only, additive, destructive };
+
+/// The transport's channel for messages sent during a call (progress, log messages,
+/// server-to-client requests) and for notifications outside calls.
+///
+/// Semantic requirements: (1) `send` delivers one complete JSON-RPC message, in call order,
+/// before the call's response; (2) it is thread-safe; (3) it returns false when the message
+/// cannot be delivered (closed connection) and never throws.
+class message_sink {
+ public:
+  virtual ~message_sink() = default;
+  virtual bool send(std::string_view message) noexcept = 0;
+  /// Ends the call's SSE response early, quietly, for the client to resume with GET +
+  /// `Last-Event-ID` after `retry` (0: the transport's default) (SEP-1699 polling; see
+  /// `call_context::close_stream`). Returns whether it did; the default cannot.
+  virtual bool close_stream(std::chrono::milliseconds retry) noexcept {
+    (void)retry;
+    return false;
+  }
+};
+
+/// What the client declared in `initialize.capabilities` that the server may use.
+struct client_capabilities {
+  bool sampling = false;
+  bool elicitation = false;
+  bool roots = false;
+};
+
+/// The state one client connection (stdio) or session (HTTP) keeps between messages:
+/// negotiated revision, client capabilities, log level, resource subscriptions, the calls in
+/// flight (for cancellation) and the server-to-client requests awaiting an answer.
+///
+/// A peer is optional: without one, `server::handle` serves stateless requests (no
+/// cancellation, no requests to the client).
+///
+/// @par Thread safety
+/// All members are thread-safe.
+class peer {
+ public:
+  MCPCORE_DECL peer();
+  MCPCORE_DECL ~peer();
+  peer(const peer&) = delete;
+  peer& operator=(const peer&) = delete;
+
+  /// The revision `initialize` negotiated; empty before it.
+  [[nodiscard]] MCPCORE_DECL std::string protocol_version() const;
+  /// Whether `notifications/initialized` arrived.
+  [[nodiscard]] MCPCORE_DECL bool initialized() const noexcept;
+  [[nodiscard]] MCPCORE_DECL client_capabilities capabilities() const noexcept;
+  /// The level set by `logging/setLevel`, if any.
+  [[nodiscard]] MCPCORE_DECL std::optional<log_level> level() const noexcept;
+  [[nodiscard]] MCPCORE_DECL bool subscribed(std::string_view uri) const;
+  /// Calls in flight.
+  [[nodiscard]] MCPCORE_DECL std::size_t active_calls() const noexcept;
+  /// Cancels every call in flight and fails every outstanding client request with `closed`;
+  /// later client requests fail at once. Idempotent.
+  MCPCORE_DECL void close() noexcept;
+  /// Fails the outstanding client requests with `closed` (no answer can arrive any more: the
+  /// input ended) while letting the calls in flight finish.
+  MCPCORE_DECL void input_closed() noexcept;
+
+  struct impl;
+  /// Library use.
+  [[nodiscard]] impl& state() noexcept { return *impl_; }
+
+ private:
+  impl* impl_;
+};
+
+/// Where a message came from and where in-call messages go.
+struct dispatch_context {
+  /// The authenticated caller.
+  const principal& caller;
+  /// The connection's state; null serves the request statelessly.
+  peer* client = nullptr;
+  /// Channel for in-call messages; null drops progress and log messages and fails client
+  /// requests with `no_channel`.
+  message_sink* sink = nullptr;
+  /// The transport's own stop signal (shutdown, a closed stream); linked to every call's stop
+  /// token.
+  std::stop_token stop{};
+  /// The progress-bridge record of this call (session transports, for a request carrying a
+  /// progress token); lets a tool `detach` work beyond the call. Null: no record.
+  progress_call* progress = nullptr;
+};
+
+/// Name/value pairs matched out of a resource template (percent-decoded).
+class uri_variables {
+ public:
+  [[nodiscard]] std::optional<std::string_view> find(std::string_view name) const noexcept {
+    for (const auto& [k, v] : vars_) {
+      if (k == name) return std::string_view{v};
+    }
+    return std::nullopt;
+  }
+  /// Library use.
+  std::vector<std::pair<std::string, std::string>>& items() noexcept { return vars_; }
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& items() const noexcept {
+    return vars_;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+/// The arguments of a `prompts/get` (string values; closed-enum arguments already normalised).
+class prompt_arguments {
+ public:
+  [[nodiscard]] std::optional<std::string_view> find(std::string_view name) const noexcept {
+    for (const auto& [k, v] : args_) {
+      if (k == name) return std::string_view{v};
+    }
+    return std::nullopt;
+  }
+  /// Library use.
+  std::vector<std::pair<std::string, std::string>>& items() noexcept { return args_; }
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& items() const noexcept {
+    return args_;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> args_;
+};
+
+/// A tool handler: plain function, lambda or function object; called concurrently.
+using tool_handler = std::function<tool_result(call_context&, const arguments&)>;
+/// A resource handler; `std::nullopt` means "no such resource" (-32002).
+using resource_handler =
+    std::function<std::optional<resource_result>(call_context&, std::string_view uri, const uri_variables&)>;
+/// A prompt handler.
+using prompt_handler = std::function<prompt_result(call_context&, const prompt_arguments&)>;
+/// Completion candidates for a partially typed argument value, given the other arguments
+/// already chosen. At most 100 values are sent; the rest are reported as `hasMore`.
+using completer = std::function<std::vector<std::string>(std::string_view value, const prompt_arguments& context)>;
+
+/// A callable usable as a tool handler: `h(ctx, args)` returns something convertible to
+/// `tool_result`.
+///
+/// Semantic requirements: (1) it may be called concurrently from several threads; (2) it should
+/// honour `ctx.stop_token()`; (3) an exception it throws becomes -32603 and is contained.
+template <class H>
+concept tool_handler_callable = std::copy_constructible<H> && requires(H& h, call_context& ctx, const arguments& args) {
+  // the call and its result
+  { h(ctx, args) } -> std::convertible_to<tool_result>;
+};
+/// A callable usable as a resource handler: `h(ctx, uri, vars)` returns an optional
+/// `resource_result` (`std::nullopt` = not found).
+template <class H>
+concept resource_handler_callable =
+    std::copy_constructible<H> && requires(H& h, call_context& ctx, std::string_view uri, const uri_variables& v) {
+      { h(ctx, uri, v) } -> std::convertible_to<std::optional<resource_result>>;
+    };
+/// A callable usable as a prompt handler: `h(ctx, args)` returns a `prompt_result`.
+template <class H>
+concept prompt_handler_callable =
+    std::copy_constructible<H> && requires(H& h, call_context& ctx, const prompt_arguments& args) {
+      { h(ctx, args) } -> std::convertible_to<prompt_result>;
+    };
+/// A callable usable as a completer: `c(value, context)` returns the candidate values.
+template <class C>
+concept completer_callable = std::copy_constructible<C> && requires(C& c, std::string_view value,
+                                                                    const prompt_arguments& context) {
+  { c(value, context) } -> std::convertible_to<std::vector<std::string>>;
+};
+
+/// A tool's pre-consume precondition, owned by its declaration (see
+/// `approval_precondition_callable`).
+using approval_precondition =
+    std::function<std::optional<std::string>(const approval_ticket&, const principal&, json::value)>;
+
+namespace detail {
+/// Tools whose handler is the library's own (the approver tools of reference §5.8).
+enum class builtin_tool : std::uint8_t { none, approve_request, reject_request };
+struct tool_def {
+  std::string name, title, description;
+  std::string input_schema{R"({"type":"object","additionalProperties":false})"};
+  std::string output_schema;
+  std::string securable, operation_name;  // operation_name: as given, checked at build
+  std::optional<operation> op;
+  std::optional<tool_effect> effect;
+  bool idempotent = false;
+  tool_handler handler;
+  approval_precondition precondition;
+  builtin_tool builtin = builtin_tool::none;
+};
+struct resource_def {
+  std::string uri, name, title, description, mime_type;
+  bool is_template = false;
+  resource_handler handler;
+  std::vector<std::pair<std::string, completer>> completers;
+};
+struct prompt_argument_def {
+  std::string name, description;
+  bool required = false;
+  std::vector<std::string> enum_values;  // closed set; first is the fallback
+  completer complete;
+};
+struct prompt_def {
+  std::string name, title, description;
+  std::vector<prompt_argument_def> arguments;
+  prompt_handler handler;
+};
+
+// Type erasure of the plug-ins: one virtual call per gate.
+struct policy_base {
+  virtual ~policy_base() = default;
+  virtual tier_decision decide(std::string_view tier, std::string_view securable, operation op) const noexcept = 0;
+};
+template <class P>
+struct policy_model final : policy_base {
+  explicit policy_model(P p) : p_(std::move(p)) {}
+  tier_decision decide(std::string_view t, std::string_view s, operation op) const noexcept override {
+    return p_.decide(t, s, op);
+  }
+  P p_;
+};
+// authorizer_base / authorizer_model: policy.hpp; clock_base / clock_model: clock.hpp;
+// audit_base / audit_model: audit.hpp.
+/// Metric handles are resolved at build time through this callback pair.
+struct metrics_binding {
+  std::function<counter(std::string_view, std::string_view, std::span<const metric_label>)> make_counter;
+  std::function<gauge(std::string_view, std::string_view, std::span<const metric_label>)> make_gauge;
+};
+struct builder_state;
+}  // namespace detail
+
+class server;
+
+/// Declares one tool (fluent; returned by `server_builder::tool`).
+class tool_builder {
+ public:
+  explicit tool_builder(detail::tool_def& d) noexcept : d_(&d) {}
+  tool_builder& title(std::string t) { d_->title = std::move(t); return *this; }
+  tool_builder& description(std::string t) { d_->description = std::move(t); return *this; }
+  /// The input schema, served verbatim and compiled under the closed subset (docs/schema.md).
+  /// Default: `{"type":"object","additionalProperties":false}` (a tool without arguments).
+  tool_builder& input_schema(std::string json) { d_->input_schema = std::move(json); return *this; }
+  /// The output schema (an object schema), served verbatim; results must be structured.
+  tool_builder& output_schema(std::string json) { d_->output_schema = std::move(json); return *this; }
+  /// The security row: the securable the tool touches and the operation it performs.
+  tool_builder& security(std::string securable, operation op) {
+    d_->securable = std::move(securable);
+    d_->op = op;
+    d_->operation_name.clear();
+    return *this;
+  }
+  /// The security row with the operation by catalogue name ("Read", "Write", ...), for hosts
+  /// that keep their rows as text; a name outside the catalogue refuses the build.
+  tool_builder& security(std::string securable, std::string operation_name) {
+    d_->securable = std::move(securable);
+    d_->op = parse_operation(operation_name);
+    d_->operation_name = std::move(operation_name);
+    return *this;
+  }
+  /// The classification the annotations are generated from (reference §13): `read_only` →
+  /// readOnlyHint; `destructive` → destructiveHint; `idempotent` → idempotentHint; openWorldHint
+  /// is false. An unclassified tool gets readOnly=false, destructive=true, idempotent=false and a
+  /// build warning.
+  tool_builder& effect(tool_effect e, bool idempotent) {
+    d_->effect = e;
+    d_->idempotent = idempotent;
+    return *this;
+  }
+  template <tool_handler_callable H>
+  tool_builder& handler(H h) {
+    d_->handler = tool_handler{std::move(h)};
+    return *this;
+  }
+  /// A pre-consume precondition for this approval-gated tool (reference §5.4 5.e): checked on a
+  /// recall after every ticket check, just before the ticket is consumed; a refusal leaves the
+  /// ticket unconsumed and answers a generic -32003 (the reason goes to the audit row only).
+  template <approval_precondition_callable P>
+  tool_builder& approval_precondition(P p) {
+    d_->precondition = mcpcore::approval_precondition{std::move(p)};
+    return *this;
+  }
+
+ private:
+  detail::tool_def* d_;
+};
+
+/// Declares one resource or resource template.
+class resource_builder {
+ public:
+  explicit resource_builder(detail::resource_def& d) noexcept : d_(&d) {}
+  resource_builder& name(std::string n) { d_->name = std::move(n); return *this; }
+  resource_builder& title(std::string t) { d_->title = std::move(t); return *this; }
+  resource_builder& description(std::string t) { d_->description = std::move(t); return *this; }
+  resource_builder& mime_type(std::string m) { d_->mime_type = std::move(m); return *this; }
+  template <resource_handler_callable H>
+  resource_builder& handler(H h) {
+    d_->handler = resource_handler{std::move(h)};
+    return *this;
+  }
+  /// Completion for a template variable (completion/complete with ref/resource).
+  template <completer_callable C>
+  resource_builder& complete(std::string variable, C c) {
+    d_->completers.emplace_back(std::move(variable), completer{std::move(c)});
+    return *this;
+  }
+
+ private:
+  detail::resource_def* d_;
+};
+
+/// Declares one prompt.
+class prompt_builder {
+ public:
+  explicit prompt_builder(detail::prompt_def& d) noexcept : d_(&d) {}
+  prompt_builder& title(std::string t) { d_->title = std::move(t); return *this; }
+  prompt_builder& description(std::string t) { d_->description = std::move(t); return *this; }
+  /// A free-text argument; its value reaches the model only through
+  /// `append_untrusted_argument` if the handler follows reference §13.5.
+  prompt_builder& argument(std::string name, std::string description, bool required) {
+    d_->arguments.push_back({std::move(name), std::move(description), required, {}, {}});
+    return *this;
+  }
+  /// A free-text argument with a completer for completion/complete.
+  template <completer_callable C>
+  prompt_builder& argument(std::string name, std::string description, bool required, C complete) {
+    d_->arguments.push_back({std::move(name), std::move(description), required, {}, completer{std::move(complete)}});
+    return *this;
+  }
+  /// A closed-enum argument: the value is matched case-insensitively (surrounding blanks
+  /// ignored) against `values` and replaced by the canonical spelling; anything else becomes
+  /// `values.front()`, so caller text never reaches the model (reference §13.5). Completion
+  /// offers the values that start with the typed prefix.
+  prompt_builder& enum_argument(std::string name, std::string description, std::vector<std::string> values,
+                                bool required = false) {
+    d_->arguments.push_back({std::move(name), std::move(description), required, std::move(values), {}});
+    return *this;
+  }
+  template <prompt_handler_callable H>
+  prompt_builder& handler(H h) {
+    d_->handler = prompt_handler{std::move(h)};
+    return *this;
+  }
+
+ private:
+  detail::prompt_def* d_;
+};
+
+/// The registration offences that refused a build, each one sentence naming its subject,
+/// sorted (reference §3.3).
+struct build_error {
+  std::vector<std::string> offences;
+  /// All offences joined by "; ".
+  [[nodiscard]] MCPCORE_DECL std::string message() const;
+};
+
+/// Collects tables and plug-ins, then validates them and builds an immutable `server`.
+///
+/// Plug-ins default to Yuzu's tier policy, an allow-all authorizer, no audit, no metrics and
+/// the system clock. Sinks are held by reference and must outlive the server.
+class server_builder {
+ public:
+  MCPCORE_DECL explicit server_builder(server_info info, server_options options = {});
+  MCPCORE_DECL ~server_builder();
+  server_builder(const server_builder&) = delete;
+  server_builder& operator=(const server_builder&) = delete;
+  MCPCORE_DECL server_builder(server_builder&&) noexcept;
+  MCPCORE_DECL server_builder& operator=(server_builder&&) noexcept;
+
+  /// Declares a tool (names: 1-128 characters of A-Z a-z 0-9 _ - .).
+  MCPCORE_DECL tool_builder tool(std::string name);
+  /// Declares a resource with a fixed URI.
+  MCPCORE_DECL resource_builder resource(std::string uri);
+  /// Declares a resource template (RFC 6570 level 1: literal text and `{name}` variables; a
+  /// variable matches one or more characters other than `/`, `?` and `#`, percent-decoded).
+  MCPCORE_DECL resource_builder resource_template(std::string uri_template);
+  /// Declares a prompt.
+  MCPCORE_DECL prompt_builder prompt(std::string name);
+  /// Closes the securable catalogue: a tool naming another securable refuses the build.
+  MCPCORE_DECL server_builder& securables(std::vector<std::string> names);
+
+  template <mcpcore::tier_policy P>
+  server_builder& policy(P p) {
+    set_policy(new detail::policy_model<P>(std::move(p)));
+    return *this;
+  }
+  template <mcpcore::authorizer A>
+  server_builder& authorizer(A a) {
+    set_authorizer(new detail::authorizer_model<A>(std::move(a)));
+    return *this;
+  }
+  /// @pre `sink` outlives the server.
+  template <mcpcore::audit_sink S>
+  server_builder& audit(S& sink) {
+    set_audit(new detail::audit_model<S>(sink));
+    return *this;
+  }
+  /// @pre `sink` outlives the server. Every series the server uses is created (pre-seeded) at build.
+  template <mcpcore::metrics_sink M>
+  server_builder& metrics(M& sink) {
+    detail::metrics_binding b;
+    b.make_counter = [&sink](std::string_view n, std::string_view h, std::span<const metric_label> l) {
+      return sink.make_counter(n, h, l);
+    };
+    b.make_gauge = [&sink](std::string_view n, std::string_view h, std::span<const metric_label> l) {
+      return sink.make_gauge(n, h, l);
+    };
+    set_metrics(std::move(b));
+    return *this;
+  }
+  /// Routes approval-gated tools through the ticket-then-recall machine of `service` (spec §5).
+  /// Without it, an approval-gated call answers -32004 with no ticket (reference §5.7).
+  /// @pre `service` outlives the server; its clock should be the server's.
+  MCPCORE_DECL server_builder& approvals(approval_service& service);
+  /// Declares the approver tools `approve_request` and `reject_request` (reference §5.8), with
+  /// the security row (`securable`, Approve): the tier policy and RBAC see `Approve` on
+  /// `securable`. They answer `-32003 approver_assurance_required:<reason>` unless the caller
+  /// is a human-interactive, assured principal; reviewer must differ from submitter. Needs
+  /// `approvals()`.
+  MCPCORE_DECL server_builder& approval_tools(std::string securable = "Approval");
+  template <mcpcore::clock_source C>
+  server_builder& clock(C c) {
+    set_clock(new detail::clock_model<C>(std::move(c)));
+    return *this;
+  }
+
+  /// Validates every registration (reference §3.3, spec §4) and builds the server; on any
+  /// offence nothing is built and every offence is listed. Either way the builder is left
+  /// without tables and plug-ins (they moved into the server); it keeps its `server_info` and
+  /// `server_options`.
+  [[nodiscard]] MCPCORE_DECL result<server, build_error> build();
+
+ private:
+  MCPCORE_DECL void set_policy(detail::policy_base* p);
+  MCPCORE_DECL void set_authorizer(detail::authorizer_base* a);
+  MCPCORE_DECL void set_audit(detail::audit_base* a);
+  MCPCORE_DECL void set_metrics(detail::metrics_binding b);
+  MCPCORE_DECL void set_clock(detail::clock_base* c);
+  detail::builder_state* s_;
+};
+
+/// An immutable, thread-safe MCP server: tables, compiled schemas, plug-ins and pre-rendered
+/// list pages. Every transport drives the same object through `handle`.
+class server {
+ public:
+  MCPCORE_DECL server(server&& other) noexcept;
+  MCPCORE_DECL server& operator=(server&& other) noexcept;
+  MCPCORE_DECL ~server();
+
+  /// Handles one parsed message from the client.
+  ///
+  /// Requests: appends the JSON-RPC response to `out` and returns true, except when the call
+  /// was cancelled while it ran (MCP: no response is sent), which returns false.
+  /// Notifications (`initialized`, `cancelled`, `progress`, `roots/list_changed`, unknown ones)
+  /// and client responses (routed to the waiting call; unmatched ones are counted and dropped)
+  /// return false and write nothing.
+  ///
+  /// Any number of threads may call `handle` concurrently.
+  MCPCORE_DECL bool handle(const message& msg, const dispatch_context& ctx, std::string& out);
+
+  /// The live kill switches.
+  [[nodiscard]] MCPCORE_DECL kill_switches& switches() noexcept;
+  /// From now on `initialize` answers -32015 (spec §3).
+  MCPCORE_DECL void begin_shutdown() noexcept;
+  /// Non-fatal registration findings (for example unclassified tools).
+  [[nodiscard]] MCPCORE_DECL const std::vector<std::string>& warnings() const noexcept;
+  [[nodiscard]] MCPCORE_DECL const server_info& info() const noexcept;
+  /// Whether `uri` names a registered resource or matches a template.
+  [[nodiscard]] MCPCORE_DECL bool has_resource(std::string_view uri) const;
+
+  struct impl;
+
+ private:
+  friend class server_builder;
+  explicit server(impl* p) noexcept : impl_(p) {}
+  impl* impl_;
+};
+
+/// Writes `notifications/resources/updated` for `uri` to `sink` if `client` subscribed to it.
+MCPCORE_DECL bool notify_resource_updated(peer& client, message_sink& sink, std::string_view uri);
+
+MCPCORE_END_NAMESPACE
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  include <mcpcore/dispatch/impl/server.ipp>
+#endif
+
+#endif  // MCPCORE_SERVER_HPP

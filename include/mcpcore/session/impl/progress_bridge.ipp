@@ -1,0 +1,1216 @@
+// SPDX-License-Identifier: Apache-2.0
+// The progress bridge: records keyed by (session, exact id) under the bridge lock, each with its own
+// lock and projection claim; frames projected on the reporting thread (reference §8-§10, §12, §14.1).
+#ifndef MCPCORE_IMPL_PROGRESS_BRIDGE_IPP
+#define MCPCORE_IMPL_PROGRESS_BRIDGE_IPP
+
+#include <mcpcore/session/progress_bridge.hpp>
+
+#include <mcpcore/session/session_registry.hpp>
+
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/wire/correlation_id.hpp>
+#include <mcpcore/wire/error.hpp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/json_writer.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <utility>
+
+MCPCORE_BEGIN_NAMESPACE
+
+namespace detail {
+
+/// In-call messages (`progress_call::message`) a record queues while it cannot project them (arming,
+/// or a projection in flight); one more is dropped and counted `frames_dropped`.
+inline constexpr std::size_t bridge_pending_messages = 64;
+
+/// Text of the fallback final (reference §10.4).
+inline constexpr std::string_view bridge_fallback_text =
+    "The work finished but its result is unavailable here; fetch it by execution id.";
+inline constexpr std::string_view bridge_fallback_detail =
+    "terminal counts are unavailable; fetch the result by execution id";
+/// Remediation of the -32014 frame synthesized for a parked record expired before its terminal.
+inline constexpr std::string_view bridge_unavailable_remediation =
+    "the work never reported a result here; fetch it by execution id";
+
+struct bridge_core;
+
+/// The latest progress snapshot of a record (reference §10.2: latest wins).
+struct bridge_snapshot {
+  double progress = 0;
+  std::optional<double> total;
+  std::string message;
+};
+
+enum class bridge_terminal : std::uint8_t {
+  none,         ///< no terminal yet
+  response,     ///< `complete`
+  finish,       ///< `finish`
+  no_response,  ///< `complete_without_response`
+};
+
+}  // namespace detail
+
+// The record. Immutable members are set at reserve; the rest is guarded by `mutex`. A charge, the
+// teardown flag and the bridge's maps are only changed with the bridge lock held too (bridge lock,
+// then record lock: reference §14.1).
+struct progress_call::state {
+  state(std::weak_ptr<detail::bridge_core> c, std::shared_ptr<const session_metrics> m, std::shared_ptr<session> s,
+        request_id i, request_id t, bool str, std::chrono::steady_clock::time_point now)
+      : core(std::move(c)),
+        metrics(std::move(m)),
+        sess(std::move(s)),
+        id(std::move(i)),
+        token(std::move(t)),
+        streamed(str),
+        created(now),
+        wake(str ? std::make_shared<stream_sink>() : nullptr) {}
+
+  const std::weak_ptr<detail::bridge_core> core;
+  const std::shared_ptr<const session_metrics> metrics;
+  const std::shared_ptr<session> sess;
+  const request_id id;
+  const request_id token;
+  const bool streamed;
+  const std::chrono::steady_clock::time_point created;
+  const std::shared_ptr<stream_sink> wake;  // streamed reservations only
+
+  mutable std::mutex mutex;
+  // Guarded by `mutex`.
+  bridge_record_state st = bridge_record_state::arming;
+  stream_channel channel = get_channel;  // the POST stream its frames belong to (set by a streamed arm)
+  std::uint64_t park_order = 0;
+  bool charge_held = false;
+  bool cancel_intent = false;
+  bool projecting = false;  // the projection claim
+  std::optional<detail::bridge_snapshot> slot;
+  std::deque<std::string> messages;
+  std::optional<double> watermark;
+  bool terminal_accepted = false;  // sticky
+  detail::bridge_terminal terminal = detail::bridge_terminal::none;
+  std::optional<std::string> final_pending;  // latched, not yet projected
+  bool final_settled = false;                // the ladder ran
+  std::uint64_t final_id = 0;                // committed ring id of the final (pinned at commit)
+  bool final_written = false;
+  std::string execution_id;
+  std::optional<std::string> base;
+  std::deque<stream_frame> outbox;  // streaming: committed frames the pump has not taken
+  bool final_in_outbox = false;
+  bool cap_drain_done = false;
+  bool torn_down = false;
+  bool detached = false;  // the work continues after the call (`detach`)
+  // A `finish` that arrived before `defer` (the worker beat the handler's return): the terminal is
+  // accepted, its final is built when the base arrives.
+  std::optional<std::pair<std::string, std::string>> finish_awaiting_base;  // status, extra members
+};
+
+namespace detail {
+
+struct bridge_string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+struct bridge_session_entry {
+  std::unordered_map<request_id, std::shared_ptr<progress_call::state>> calls;
+  std::size_t charges = 0;  // streamed charges outstanding (reference §8)
+};
+
+struct bridge_core {
+  // Takes `c` as the first thing that can fail after it: a throw deletes the clock exactly once.
+  bridge_core(session_registry& r, progress_bridge_options o, std::unique_ptr<clock_base>&& c, session_metrics m)
+      : registry(r), options(o), clock(std::move(c)), metrics(std::make_shared<const session_metrics>(m)) {}
+
+  session_registry& registry;
+  const progress_bridge_options options;
+  const std::unique_ptr<clock_base> clock;
+  const std::shared_ptr<const session_metrics> metrics;
+  std::unique_ptr<audit_base> audit;  // set before the bridge is shared
+
+  mutable std::mutex mutex;  // the bridge lock
+  // Guarded by `mutex`.
+  bool shutdown = false;
+  std::uint64_t park_counter = 0;
+  std::size_t total = 0;
+  std::unordered_map<std::string, bridge_session_entry, bridge_string_hash, std::equal_to<>> sessions;
+
+  // One bridge row; a row the sink did not persist (false, a throw, or no memory to build it) is
+  // counted in `audit_failures` (reference §3.5).
+  void write_audit(std::string_view action, std::string_view target_type, std::string_view target_id,
+                   std::string_view principal, std::string_view detail_text) const noexcept {
+    if (!audit) return;
+    bool persisted = false;
+    try {
+      audit_record row;
+      row.action = action;
+      row.target_type = target_type;
+      row.target_id = target_id;
+      row.principal_id = principal;
+      row.result = audit_result::success;
+      row.detail = detail_text;
+      row.time = clock->system_now();
+      persisted = audit->record(row);
+    } catch (...) {
+      persisted = false;  // an audit sink may throw; the row is lost
+    }
+    if (!persisted) metrics->audit_failures.inc();
+  }
+};
+
+template <class E>
+[[nodiscard]] constexpr std::size_t bridge_index(E e) noexcept {
+  return static_cast<std::size_t>(e);
+}
+
+// Releases the record's streamed charge exactly once. Requires the bridge lock (when `core` is
+// alive) and the record lock.
+inline void bridge_release_charge_locked(bridge_core* core, progress_call::state& r) noexcept {
+  if (!r.charge_held) return;
+  r.charge_held = false;
+  if (core == nullptr) return;
+  const auto it = core->sessions.find(std::string_view{r.sess->id()});
+  if (it == core->sessions.end()) return;
+  if (it->second.charges > 0) --it->second.charges;
+  if (it->second.charges == 0 && it->second.calls.empty()) core->sessions.erase(it);
+}
+
+// Erases the record from the bridge's map. Requires the bridge lock and the record lock.
+inline void bridge_erase_locked(bridge_core& core, progress_call::state& r) noexcept {
+  const auto it = core.sessions.find(std::string_view{r.sess->id()});
+  if (it == core.sessions.end()) return;
+  const auto call = it->second.calls.find(r.id);
+  if (call != it->second.calls.end() && call->second.get() == &r) {
+    it->second.calls.erase(call);
+    --core.total;
+    core.metrics->bridge_records_active.add(-1);
+  }
+  if (it->second.charges == 0 && it->second.calls.empty()) core.sessions.erase(it);
+}
+
+// Teardown (reference §10.5): later reports are no-ops, the entry goes, the charge is released once.
+// Requires the bridge lock and the record lock.
+inline void bridge_teardown_locked(bridge_core& core, progress_call::state& r) noexcept {
+  r.torn_down = true;
+  if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
+  r.slot.reset();
+  r.messages.clear();
+  r.final_pending.reset();
+  r.outbox.clear();
+  r.final_in_outbox = false;
+  bridge_release_charge_locked(&core, r);
+  bridge_erase_locked(core, r);
+}
+
+inline std::string bridge_progress_frame(const request_id& token, const bridge_snapshot& snap,
+                                         std::string_view execution_id) {
+  std::string out;
+  json::writer w{out};
+  w.begin_object().member("jsonrpc", "2.0").member("method", "notifications/progress").key("params").begin_object();
+  w.key("progressToken");
+  write_id(w, token.view());
+  w.key("progress").value(snap.progress);
+  if (snap.total) w.key("total").value(*snap.total);
+  if (!snap.message.empty()) w.member("message", std::string_view{snap.message});
+  if (!execution_id.empty()) {
+    w.key("_meta").begin_object().member(execution_id_meta_key, execution_id).end_object();
+  }
+  w.end_object().end_object();
+  return out;
+}
+
+inline std::string bridge_fallback_final(const request_id& id, std::string_view execution_id) {
+  std::string out;
+  write_result_response(out, id.view(), [&](json::writer& w) {
+    w.begin_object().key("content").begin_array();
+    w.begin_object().member("type", "text").member("text", bridge_fallback_text).end_object();
+    w.end_array();
+    if (!execution_id.empty()) w.member("execution_id", execution_id);
+    w.member("status", "unknown").member("detail", bridge_fallback_detail).end_object();
+  });
+  return out;
+}
+
+inline std::string bridge_unavailable_final(const request_id& id, std::string_view execution_id,
+                                            std::chrono::system_clock::time_point now) {
+  const correlation_id cid = next_correlation_id(now);
+  error_data data;
+  data.correlation_id = cid.view();
+  data.remediation = bridge_unavailable_remediation;
+  data.execution_id = execution_id.empty() ? std::optional<std::string_view>{} : std::optional{execution_id};
+  std::string out;
+  write_error_response(out, std::optional<request_id_view>{id.view()}, errc::terminal_unavailable, {}, data);
+  return out;
+}
+
+// The final of deferred work (reference §10.4): `base` (a JSON-RPC success) with `status`,
+// `execution_id` (unless present) and the members of `extras` (a JSON object; anything else is
+// ignored) added to its result object. Without a usable base, a minimal success for `id`.
+inline std::string bridge_finish_final(const std::optional<std::string>& base, const request_id& id,
+                                       std::string_view status, std::string_view extras,
+                                       std::string_view execution_id) {
+  if (status.empty()) status = "unknown";
+  json::document extras_doc;
+  json::value extra;
+  if (!extras.empty()) {
+    auto parsed = extras_doc.parse(extras);
+    if (parsed.has_value() && parsed->is_object()) extra = *parsed;
+  }
+  const auto overridden = [&](std::string_view key) {
+    return key == "status" || (extra.exists() && extra.find(key).exists());
+  };
+  // The added members, after the kept ones.
+  const auto add_members = [&](json::writer& w, bool has_execution_id) {
+    w.member("status", status);
+    if (!has_execution_id && !execution_id.empty() && !(extra.exists() && extra.find("execution_id").exists())) {
+      w.member("execution_id", execution_id);
+    }
+    for (const auto& m : extra.members()) {
+      if (m.key == "status") continue;
+      w.key(m.key).value(m.value());
+    }
+  };
+
+  json::document base_doc;
+  json::value root;
+  if (base) {
+    auto parsed = base_doc.parse(*base);
+    if (parsed.has_value() && parsed->is_object() && (*parsed)["result"].is_object()) root = *parsed;
+  }
+  std::string out;
+  if (!root.exists()) {
+    write_result_response(out, id.view(), [&](json::writer& w) {
+      std::string text = "finished: ";
+      text.append(status);
+      w.begin_object().key("content").begin_array();
+      w.begin_object().member("type", "text").member("text", std::string_view{text}).end_object();
+      w.end_array();
+      add_members(w, false);
+      w.end_object();
+    });
+    return out;
+  }
+  json::writer w{out};
+  w.begin_object();
+  for (const auto& top : root.members()) {
+    if (top.key != "result") {
+      w.key(top.key).value(top.value());
+      continue;
+    }
+    const json::value result = top.value();
+    w.key("result").begin_object();
+    for (const auto& m : result.members()) {
+      if (overridden(m.key)) continue;
+      w.key(m.key).value(m.value());
+    }
+    add_members(w, result.find("execution_id").exists() && !overridden("execution_id"));
+    w.end_object();
+  }
+  w.end_object();
+  return out;
+}
+
+// What a projection left for after the record lock is released.
+struct bridge_projection {
+  std::size_t committed = 0;  // progress and message frames committed
+  bool poke = false;          // frames went to the outbox: wake the pump
+};
+
+// The projection loop (reference §10.3, §14.1). Requires the record lock held through `lk` and
+// the claim free; returns with the lock held and the claim released. Stream calls happen with no
+// lock held; the final's settlement relocks bridge then record (charge release).
+inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>& lk,
+                           const std::shared_ptr<bridge_core>& core, bridge_projection& out) noexcept {
+  enum class item : std::uint8_t { message, progress, final };
+  const session_metrics& m = *r.metrics;
+  r.projecting = true;
+  for (;;) {
+    if (r.torn_down) break;
+    const bridge_record_state mode = r.st;
+    const stream_channel channel = r.channel;
+    if (mode == bridge_record_state::arming) break;  // latched until arm
+    if (mode == bridge_record_state::done || mode == bridge_record_state::aborted) {
+      r.slot.reset();
+      r.messages.clear();
+      r.final_pending.reset();
+      break;
+    }
+    item what = item::message;
+    std::string text;
+    double progress = 0;
+    std::string execution_id;
+    if (!r.messages.empty()) {
+      text = std::move(r.messages.front());
+      r.messages.pop_front();
+    } else if (r.slot) {
+      bridge_snapshot snap = std::move(*r.slot);
+      r.slot.reset();
+      if (r.watermark && !(snap.progress > *r.watermark)) {
+        m.progress_suppressed.inc();
+        continue;
+      }
+      what = item::progress;
+      progress = snap.progress;
+      try {
+        text = bridge_progress_frame(r.token, snap, r.execution_id);
+      } catch (const std::bad_alloc&) {
+        m.progress_suppressed.inc();
+        continue;
+      }
+    } else if (r.final_pending) {
+      what = item::final;
+      text = std::move(*r.final_pending);
+      r.final_pending.reset();
+      try {
+        execution_id = r.execution_id;
+      } catch (const std::bad_alloc&) {
+        execution_id.clear();  // the fallback then goes without it
+      }
+    } else {
+      break;
+    }
+    lk.unlock();
+
+    // ---- no lock held ----
+    session_stream& stream = *r.sess->stream();
+    std::uint64_t id = 0;
+    bool poisoned = false;
+    if (what != item::final) {
+      id = mode == bridge_record_state::get_only ? stream.publish(text) : stream.publish_ring_only(text, channel);
+    } else if (mode != bridge_record_state::get_only) {
+      // The ladder (reference §10.4): real final, fallback final, poison.
+      id = stream.publish_final(text, channel);
+      if (id == 0) {
+        m.terminal_publish_failures.inc();
+        try {
+          text = bridge_fallback_final(r.id, execution_id);
+          id = stream.publish_final(text, channel);
+        } catch (const std::bad_alloc&) {
+          id = 0;
+        }
+        if (id == 0) {
+          m.terminal_publish_failures.inc();
+          stream.poison();
+          poisoned = true;
+          // A POST pump waiting for the final would otherwise wait for its cap.
+          if (mode == bridge_record_state::streaming && r.wake) r.wake->close(close_reason::internal_error);
+        }
+      }
+    }
+
+    std::unique_lock<std::mutex> bridge_lock;
+    if (what == item::final && core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+    lk.lock();
+    // ---- record lock (and, for a final, the bridge lock) held ----
+    const bool deliver = !r.torn_down && r.st == bridge_record_state::streaming && id != 0;
+    if (what == item::final) {
+      r.final_settled = true;
+      r.final_id = id;
+      if (deliver) {
+        try {
+          r.outbox.push_back(stream_frame{id, std::move(text)});
+          r.final_in_outbox = true;
+          out.poke = true;
+        } catch (const std::bad_alloc&) {
+          m.frames_dropped.inc();  // stays pinned in the ring for a resume
+        }
+      }
+      if (!r.torn_down && r.st != bridge_record_state::aborted &&
+          (r.st == bridge_record_state::get_only || poisoned)) {
+        r.st = bridge_record_state::done;
+      }
+      bridge_release_charge_locked(core.get(), r);  // the final settled: pinned, pinless or poisoned
+      if (bridge_lock.owns_lock()) bridge_lock.unlock();
+      continue;
+    }
+    if (id == 0) continue;
+    ++out.committed;
+    if (what == item::progress) r.watermark = progress;
+    if (deliver) {
+      try {
+        r.outbox.push_back(stream_frame{id, std::move(text)});
+        out.poke = true;
+      } catch (const std::bad_alloc&) {
+        m.frames_dropped.inc();  // committed: replayable from the ring
+      }
+    }
+  }
+  r.projecting = false;
+}
+
+// Projects when nothing else holds the claim, then wakes the pump outside every lock.
+inline std::size_t bridge_project_and_release(progress_call::state& r, std::unique_lock<std::mutex>& lk,
+                                              const std::shared_ptr<bridge_core>& core) noexcept {
+  bridge_projection p;
+  if (!r.projecting) bridge_project(r, lk, core, p);
+  lk.unlock();
+  if (p.poke && r.wake) r.wake->poke();
+  return p.committed;
+}
+
+}  // namespace detail
+
+MCPCORE_DECL std::string_view to_string(bridge_record_state s) noexcept {
+  switch (s) {
+    case bridge_record_state::arming: return "arming";
+    case bridge_record_state::streaming: return "streaming";
+    case bridge_record_state::get_only: return "get_only";
+    case bridge_record_state::ring_only: return "ring_only";
+    case bridge_record_state::done: return "done";
+    case bridge_record_state::aborted: return "aborted";
+  }
+  return {};
+}
+
+// ---- progress_call ---------------------------------------------------------------------------
+
+MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery, stream_channel channel) {
+  if (!s_) return arm_outcome::not_armed;
+  state& r = *s_;
+  // A channel the record does not stream on carries nothing: a resume of it ends after what it
+  // holds. Ended outside every lock (that may wake a resumed stream).
+  const auto end_unused = [&r, channel] {
+    if (channel != get_channel && r.sess) r.sess->stream()->end_channel(channel);
+  };
+  const session_metrics& m = *r.metrics;
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> bridge_lock;
+  if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+  std::unique_lock<std::mutex> lk(r.mutex);
+  const bool not_armed = !core || r.torn_down || r.st == bridge_record_state::aborted;
+  if (not_armed || r.st != bridge_record_state::arming) {
+    m.bridge_degrades[detail::bridge_index(not_armed ? bridge_degrade::arm_not_armed
+                                                     : bridge_degrade::arm_already_armed)]
+        .inc();
+    lk.unlock();
+    if (bridge_lock.owns_lock()) bridge_lock.unlock();
+    end_unused();
+    return not_armed ? arm_outcome::not_armed : arm_outcome::already_armed;
+  }
+  arm_outcome outcome = arm_outcome::get_only;
+  if (r.cancel_intent) {
+    // reference §9.8: a cancel consumed by arm degrades a streamed intent to a plain answer.
+    r.st = bridge_record_state::get_only;
+    detail::bridge_release_charge_locked(core.get(), r);
+    outcome = arm_outcome::cancelled;
+    m.bridge_degrades[detail::bridge_index(bridge_degrade::arm_cancelled)].inc();
+  } else if (delivery == bridge_delivery::streamed && r.streamed) {
+    r.st = bridge_record_state::streaming;
+    r.channel = channel;
+    outcome = arm_outcome::streaming;
+  } else {
+    r.st = bridge_record_state::get_only;
+    detail::bridge_release_charge_locked(core.get(), r);
+  }
+  bool poke = false;
+  if (r.terminal == detail::bridge_terminal::no_response) {
+    // The work already ended without a response: nothing to project.
+    r.st = bridge_record_state::done;
+    r.slot.reset();
+    r.messages.clear();
+    detail::bridge_release_charge_locked(core.get(), r);
+    poke = true;
+  }
+  const bool ended = outcome != arm_outcome::streaming || r.st == bridge_record_state::done;
+  bridge_lock.unlock();
+  (void)detail::bridge_project_and_release(r, lk, core);
+  if (poke && r.wake) r.wake->poke();
+  if (ended) end_unused();
+  return outcome;
+}
+
+MCPCORE_DECL void progress_call::abandon() noexcept {
+  if (!s_) return;
+  state& r = *s_;
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> bridge_lock;
+  if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+  const std::lock_guard<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.st != bridge_record_state::arming) return;
+  r.st = bridge_record_state::aborted;
+  r.cancel_intent = false;
+  if (core) {
+    detail::bridge_teardown_locked(*core, r);
+  } else {
+    r.torn_down = true;
+    r.charge_held = false;
+  }
+}
+
+MCPCORE_DECL void progress_call::set_execution_id(std::string execution_id) {
+  if (!s_) return;
+  const std::lock_guard<std::mutex> lk(s_->mutex);
+  if (s_->torn_down) return;
+  s_->execution_id = std::move(execution_id);
+}
+
+MCPCORE_DECL std::string progress_call::execution_id() const {
+  if (!s_) return {};
+  const std::lock_guard<std::mutex> lk(s_->mutex);
+  return s_->execution_id;
+}
+
+MCPCORE_DECL bool progress_call::progress(double progress, std::optional<double> total, std::string_view message) {
+  if (!s_) return false;
+  state& r = *s_;
+  const session_metrics& m = *r.metrics;
+  // reference §10.3: no meaningful denominator (strict clients reject total 0) or no number at all.
+  if (!std::isfinite(progress) || (total && (!std::isfinite(*total) || *total <= 0))) {
+    m.progress_suppressed.inc();
+    return false;
+  }
+  if (total && progress > *total) progress = *total;  // clamp
+  detail::bridge_snapshot snap;
+  snap.progress = progress;
+  snap.total = total;
+  snap.message.assign(message);  // allocation before any state changes
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::done ||
+      r.st == bridge_record_state::aborted) {
+    return false;  // the final is always last
+  }
+  if (r.watermark && !(progress > *r.watermark)) {
+    m.progress_suppressed.inc();
+    return false;
+  }
+  if (r.slot) m.progress_suppressed.inc();  // an untaken snapshot is superseded (latest wins)
+  r.slot = std::move(snap);
+  if (r.projecting || r.st == bridge_record_state::arming) return false;  // latched for later
+  return detail::bridge_project_and_release(r, lk, core) > 0;
+}
+
+MCPCORE_DECL bool progress_call::message(std::string_view jsonrpc_message) {
+  if (!s_) return false;
+  state& r = *s_;
+  std::string text{jsonrpc_message};
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::done ||
+      r.st == bridge_record_state::aborted) {
+    return false;
+  }
+  if (r.messages.size() >= detail::bridge_pending_messages) {
+    r.metrics->frames_dropped.inc();
+    return false;
+  }
+  r.messages.push_back(std::move(text));
+  if (r.projecting || r.st == bridge_record_state::arming) return false;
+  return detail::bridge_project_and_release(r, lk, core) > 0;
+}
+
+MCPCORE_DECL bool progress_call::complete(std::string response) {
+  if (!s_) return false;
+  state& r = *s_;
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+  r.terminal_accepted = true;
+  r.terminal = detail::bridge_terminal::response;
+  r.final_pending = std::move(response);
+  if (r.projecting || r.st == bridge_record_state::arming) return true;
+  (void)detail::bridge_project_and_release(r, lk, core);
+  return true;
+}
+
+MCPCORE_DECL void progress_call::defer(std::string base_response) {
+  if (!s_) return;
+  state& r = *s_;
+  std::optional<std::pair<std::string, std::string>> early;
+  std::string execution_id;
+  {
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.base) return;
+    if (!r.finish_awaiting_base) {
+      if (r.terminal_accepted) return;
+      r.base = std::move(base_response);
+      return;
+    }
+    early = r.finish_awaiting_base;
+    execution_id = r.execution_id;
+  }
+  // The work finished before its call returned: the final is the base with the terminal's members.
+  std::optional<std::string> base{std::move(base_response)};
+  std::string text = detail::bridge_finish_final(base, r.id, early->first, early->second, execution_id);
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || !r.finish_awaiting_base || r.st == bridge_record_state::aborted) return;
+  r.finish_awaiting_base.reset();
+  r.base = std::move(base);
+  r.final_pending = std::move(text);
+  if (r.projecting || r.st == bridge_record_state::arming) return;
+  (void)detail::bridge_project_and_release(r, lk, core);
+}
+
+MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_view extra_members) {
+  if (!s_) return false;
+  state& r = *s_;
+  std::optional<std::string> base;
+  std::string execution_id;
+  {
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+    if (r.detached && !r.base) {
+      // The call has not returned yet: its result is the base of this final. Accept the terminal
+      // now (later progress is dropped) and build the final when `defer` brings the base. The
+      // members are copied first: a bad_alloc accepts nothing (reference §14.2).
+      r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
+      r.terminal_accepted = true;
+      r.terminal = detail::bridge_terminal::finish;
+      return true;
+    }
+    base = r.base;
+    execution_id = r.execution_id;
+  }
+  // Built before anything is latched: a throw leaves the record as it was.
+  std::string text = detail::bridge_finish_final(base, r.id, status, extra_members, execution_id);
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+  r.terminal_accepted = true;
+  r.terminal = detail::bridge_terminal::finish;
+  r.final_pending = std::move(text);
+  if (r.projecting || r.st == bridge_record_state::arming) return true;
+  (void)detail::bridge_project_and_release(r, lk, core);
+  return true;
+}
+
+MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
+  if (!s_) return false;
+  state& r = *s_;
+  const auto core = r.core.lock();
+  {
+    std::unique_lock<std::mutex> bridge_lock;
+    if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+    r.terminal_accepted = true;
+    r.terminal = detail::bridge_terminal::no_response;
+    if (r.st == bridge_record_state::arming) return true;  // arm settles it
+    r.slot.reset();
+    r.messages.clear();
+    r.outbox.clear();  // frames not yet written stay in the ring only
+    r.final_in_outbox = false;
+  }
+  // In-call work ends without a response only when it was cancelled: a streamed POST then ends
+  // `cancelled` with its close frame, whichever of the dispatch core and the bridge heard the
+  // cancel first (a close is never indistinguishable from completion, reference §14.4). The sink
+  // is closed before the record turns done: a pump pass that found it done with no reason
+  // recorded would end the POST `completed`, with neither a result nor a close frame.
+  if (r.wake) r.wake->close(close_reason::cancelled);
+  stream_channel channel = get_channel;
+  {
+    std::unique_lock<std::mutex> bridge_lock;
+    if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    channel = r.channel;
+    // (Its releaser, or the sweep, may have settled it meanwhile.)
+    if (!r.torn_down && r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
+    detail::bridge_release_charge_locked(core.get(), r);
+  }
+  if (channel != get_channel && r.sess) r.sess->stream()->end_channel(channel);  // a resumed stream ends too
+  return true;
+}
+
+MCPCORE_DECL void progress_call::take(post_batch& out, bool cap_expired) {
+  out.frames.clear();
+  out.final_included = false;
+  out.cap_settled = false;
+  if (!s_) {
+    out.cap_settled = cap_expired;
+    return;
+  }
+  state& r = *s_;
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.st != bridge_record_state::streaming) {
+    // Nothing for a POST: parked, done or gone. A pump past its cap ends.
+    out.cap_settled = cap_expired;
+    return;
+  }
+  if (cap_expired) {
+    // reference §9.4: a terminal latched in the same instant wins over the cap.
+    const bool terminal_wins =
+        r.final_in_outbox || r.final_pending.has_value() ||
+        (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response && !r.final_settled);
+    if (!terminal_wins) {
+      if (!r.cap_drain_done) {
+        r.cap_drain_done = true;  // one drain pass, so the tail of progress precedes the close
+        if (!r.projecting) {
+          detail::bridge_projection p;  // the caller is the pump itself: nothing to wake
+          detail::bridge_project(r, lk, core, p);
+        }
+      } else {
+        out.cap_settled = true;
+      }
+    }
+  }
+  out.frames.reserve(r.outbox.size());  // the one allocation, before anything is taken
+  for (auto& f : r.outbox) out.frames.push_back(std::move(f));
+  r.outbox.clear();
+  out.final_included = std::exchange(r.final_in_outbox, false);
+}
+
+MCPCORE_DECL void progress_call::on_final_written() noexcept {
+  if (!s_) return;
+  state& r = *s_;
+  const auto core = r.core.lock();
+  std::unique_lock<std::mutex> bridge_lock;
+  if (core) bridge_lock = std::unique_lock<std::mutex>(core->mutex);
+  const std::lock_guard<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.final_written) return;
+  r.final_written = true;
+  if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
+  detail::bridge_release_charge_locked(core.get(), r);
+  // Route (a) (reference §8); lock order bridge → record → stream.
+  if (r.final_id != 0) (void)r.sess->stream()->unpin(r.final_id);
+}
+
+MCPCORE_DECL void progress_call::on_post_closed() noexcept {
+  if (!s_) return;
+  state& r = *s_;
+  const auto core = r.core.lock();
+  if (!core) return;
+  std::unique_lock<std::mutex> bridge_lock(core->mutex);
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.final_written) return;
+  if (r.terminal == detail::bridge_terminal::no_response &&
+      (r.st == bridge_record_state::arming || r.st == bridge_record_state::streaming)) {
+    // The work ended without a response (it was cancelled) before anything could park: nothing will
+    // ever be published for it, so it settles now instead of holding a pin slot (reference §8).
+    r.st = bridge_record_state::done;
+    r.slot.reset();
+    r.messages.clear();
+    r.outbox.clear();
+    r.final_in_outbox = false;
+    detail::bridge_release_charge_locked(core.get(), r);
+    return;
+  }
+  if (r.st == bridge_record_state::streaming || (r.st == bridge_record_state::arming && r.streamed)) {
+    // reference §9.4 releaser / §9.6: park ring-only for a GET resume; a final already committed stays
+    // pinned, a later one is published pinned.
+    r.st = bridge_record_state::ring_only;
+    r.park_order = ++core->park_counter;
+    r.outbox.clear();
+    r.final_in_outbox = false;
+    bridge_lock.unlock();
+    (void)detail::bridge_project_and_release(r, lk, core);
+  }
+}
+
+MCPCORE_DECL void progress_call::mark_detached() noexcept {
+  if (!s_) return;
+  const std::lock_guard<std::mutex> lk(s_->mutex);
+  s_->detached = true;
+}
+
+MCPCORE_DECL bool progress_call::detached() const noexcept {
+  if (!s_) return false;
+  const std::lock_guard<std::mutex> lk(s_->mutex);
+  return s_->detached;
+}
+
+MCPCORE_DECL operation_handle detach(call_context& ctx, std::string execution_id) {
+  progress_call* call = ctx.bridge_call();
+  if (call == nullptr) return operation_handle{std::nullopt, std::move(execution_id)};
+  call->set_execution_id(execution_id);
+  call->mark_detached();
+  return operation_handle{*call, std::move(execution_id)};
+}
+
+MCPCORE_DECL std::shared_ptr<stream_sink> progress_call::wake_sink() const noexcept {
+  return s_ ? s_->wake : nullptr;
+}
+
+MCPCORE_DECL bridge_record_state progress_call::state_now() const noexcept {
+  if (!s_) return bridge_record_state::aborted;
+  const std::lock_guard<std::mutex> lk(s_->mutex);
+  return s_->st;
+}
+
+MCPCORE_DECL const request_id& progress_call::id() const noexcept {
+  static const request_id none{0};
+  return s_ ? s_->id : none;
+}
+
+// ---- progress_bridge -------------------------------------------------------------------------
+
+struct progress_bridge::impl {
+  std::shared_ptr<detail::bridge_core> core;
+};
+
+MCPCORE_DECL progress_bridge::progress_bridge(session_registry& registry, progress_bridge_options options,
+                                              detail::clock_base* clock, session_metrics metrics)
+    : impl_(nullptr) {
+  std::unique_ptr<detail::clock_base> owned{clock};
+  auto core = std::make_shared<detail::bridge_core>(registry, options, std::move(owned), metrics);
+  impl_ = new impl{std::move(core)};
+}
+
+MCPCORE_DECL progress_bridge::~progress_bridge() {
+  shutdown();
+  delete impl_;
+}
+
+MCPCORE_DECL void progress_bridge::set_audit(detail::audit_base* audit) {
+  impl_->core->audit.reset(audit);
+}
+
+MCPCORE_DECL result<progress_call, bridge_refusal> progress_bridge::reserve(const std::shared_ptr<session>& s,
+                                                                             const request_id& id,
+                                                                             const request_id& progress_token,
+                                                                             bool streamed) {
+  detail::bridge_core& c = *impl_->core;
+  const session_metrics& m = *c.metrics;
+  const auto refuse = [&](bridge_reject reason, bool held_by_charges = false) {
+    m.bridge_rejects[detail::bridge_index(reason)].inc();
+    return fail(bridge_refusal{reason, held_by_charges});
+  };
+  // Allocation before the lock and before anything is committed.
+  std::shared_ptr<progress_call::state> rec;
+  if (s) {
+    rec = std::make_shared<progress_call::state>(impl_->core, c.metrics, s, id, progress_token, streamed,
+                                                 c.clock->steady_now());
+  }
+  std::uint64_t displaced = 0;
+  bool orphan = false;
+  bool audit_displaced = false;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.shutdown) return refuse(bridge_reject::shutdown);
+    if (!c.options.enabled) return refuse(bridge_reject::disabled);
+    if (!s || !s->stream() || !c.registry.exists(s->id(), s->principal_id())) {
+      return refuse(bridge_reject::unknown_session);
+    }
+    auto entry = c.sessions.find(std::string_view{s->id()});
+    if (entry != c.sessions.end() && entry->second.calls.contains(id)) {
+      return refuse(bridge_reject::duplicate_request_id);
+    }
+    if (c.total >= c.options.max_records) return refuse(bridge_reject::global_cap);
+
+    std::shared_ptr<progress_call::state> victim;
+    if (streamed) {
+      const std::size_t charges = entry != c.sessions.end() ? entry->second.charges : 0;
+      const session_stream_stats stats = s->stream()->stats();
+      std::size_t pins = 0;
+      for (const auto pin : stats.pins) pins += pin != 0 ? 1 : 0;
+      if (pins + charges >= max_pinned_finals) {
+        // reference §8 (#2740): select a displaceable pin; the unpin waits for the commit.
+        bool declined = false;
+        std::vector<std::uint64_t> referenced;
+        std::uint64_t best_park = 0;
+        if (entry != c.sessions.end()) {
+          for (const auto& [key, r] : entry->second.calls) {
+            const std::lock_guard<std::mutex> rl(r->mutex);
+            if (r->projecting) {
+              declined = true;
+              break;
+            }
+            if (r->final_id != 0) referenced.push_back(r->final_id);
+            if (r->st == bridge_record_state::ring_only && r->final_id != 0 && !r->final_written &&
+                !r->torn_down && s->stream()->pinned(r->final_id) &&
+                (best_park == 0 || r->park_order < best_park)) {
+              best_park = r->park_order;
+              victim = r;
+            }
+          }
+        }
+        if (!declined) {
+          std::array<std::uint64_t, max_pinned_finals> sorted = stats.pins;
+          std::sort(sorted.begin(), sorted.end());
+          for (const auto pin : sorted) {
+            if (pin != 0 && std::find(referenced.begin(), referenced.end(), pin) == referenced.end()) {
+              displaced = pin;
+              orphan = true;
+              break;
+            }
+          }
+          if (displaced != 0) {
+            victim.reset();
+          } else if (victim) {
+            displaced = victim->final_id;  // read under its lock above; only changes under both locks
+          }
+        } else {
+          victim.reset();
+        }
+        if (displaced == 0) {
+          const bool held = charges > 0;
+          (held ? m.pin_slots_reject_charges : m.pin_slots_reject_pins).inc();
+          return refuse(bridge_reject::pin_slots, held);
+        }
+      }
+    }
+
+    // Commit.
+    if (entry == c.sessions.end()) entry = c.sessions.try_emplace(s->id()).first;
+    try {
+      entry->second.calls.emplace(id, rec);
+    } catch (...) {
+      if (entry->second.calls.empty() && entry->second.charges == 0) c.sessions.erase(entry);
+      throw;
+    }
+    ++c.total;
+    m.bridge_records_active.add(1);
+    if (streamed) {
+      const std::lock_guard<std::mutex> rl(rec->mutex);
+      rec->charge_held = true;
+      ++entry->second.charges;
+    }
+    if (displaced != 0) {
+      if (s->stream()->unpin(displaced)) {
+        m.pin_displaced_for_admission.inc();
+        audit_displaced = true;
+        if (victim) {
+          const std::lock_guard<std::mutex> rl(victim->mutex);
+          if (!victim->torn_down && victim->st == bridge_record_state::ring_only) {
+            victim->st = bridge_record_state::done;
+          }
+        }
+      } else {
+        m.pin_release_raced.inc();
+      }
+    }
+  }
+  if (audit_displaced) {
+    try {
+      std::string detail_text = "event_id=";
+      char digits[24];
+      const auto r = std::to_chars(digits, digits + sizeof digits, displaced);
+      detail_text.append(digits, r.ptr);
+      detail_text.append(orphan ? " orphan=true" : " orphan=false");
+      const std::string_view sid{s->id()};
+      c.write_audit("mcp.bridge.pin_displaced_for_admission", "McpSession", sid.substr(0, 8), s->principal_id(),
+                    detail_text);
+    } catch (const std::bad_alloc&) {
+      if (c.audit) m.audit_failures.inc();  // the row is lost; the admission stands
+    }
+  }
+  return progress_call{std::move(rec)};
+}
+
+MCPCORE_DECL cancel_outcome progress_bridge::cancel(std::string_view session_id, const request_id& id) noexcept {
+  detail::bridge_core& c = *impl_->core;
+  const session_metrics& m = *c.metrics;
+  cancel_outcome outcome = cancel_outcome::noop;
+  std::shared_ptr<stream_sink> to_close;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    const auto entry = c.sessions.find(session_id);
+    if (entry != c.sessions.end()) {
+      const auto call = entry->second.calls.find(id);
+      if (call != entry->second.calls.end()) {
+        progress_call::state& r = *call->second;
+        const std::lock_guard<std::mutex> rl(r.mutex);
+        if (!r.torn_down) {
+          if (r.st == bridge_record_state::arming && !r.cancel_intent) {
+            r.cancel_intent = true;
+            outcome = cancel_outcome::accepted;
+          } else if (r.st == bridge_record_state::streaming && r.wake && !r.terminal_accepted) {
+            to_close = r.wake;
+          }
+        }
+      }
+    }
+  }
+  // Outside every lock (the sink's waker runs in close); the closed flag's transition makes the
+  // detach exactly-once.
+  if (to_close && to_close->close(close_reason::cancelled)) outcome = cancel_outcome::detached;
+  m.cancels[detail::bridge_index(outcome)].inc();
+  return outcome;
+}
+
+MCPCORE_DECL void progress_bridge::sweep() noexcept {
+  detail::bridge_core& c = *impl_->core;
+  const session_metrics& m = *c.metrics;
+  std::vector<std::shared_ptr<session_stream>> to_poison;
+  try {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.shutdown) return;
+    const auto now = c.clock->steady_now();
+    std::vector<std::shared_ptr<progress_call::state>> all;
+    all.reserve(c.total);
+    for (const auto& [sid, entry] : c.sessions) {
+      for (const auto& [key, r] : entry.calls) all.push_back(r);
+    }
+    // Session liveness, checked once per session and without touching it (reference §10.1).
+    std::unordered_map<std::string_view, bool> alive;
+    const auto session_alive = [&](const progress_call::state& r) {
+      const auto it = alive.find(std::string_view{r.sess->id()});
+      if (it != alive.end()) return it->second;
+      const bool a = c.registry.exists(r.sess->id(), r.sess->principal_id());
+      alive.emplace(std::string_view{r.sess->id()}, a);
+      return a;
+    };
+    const auto teardown = [&](progress_call::state& r) { detail::bridge_teardown_locked(c, r); };
+
+    // (1) done; (2) stale arming; (3) stranded streaming; (4) dead sessions; (5) pin-ack.
+    for (const auto& p : all) {
+      progress_call::state& r = *p;
+      const std::lock_guard<std::mutex> rl(r.mutex);
+      if (r.torn_down) continue;
+      if (r.st == bridge_record_state::done || r.st == bridge_record_state::aborted) {
+        teardown(r);
+        continue;
+      }
+      if (r.st == bridge_record_state::arming) {
+        if (now - r.created > c.options.arming_reap_after) teardown(r);
+        continue;
+      }
+      if (r.st == bridge_record_state::streaming &&
+          (now - r.created > c.options.streaming_park_after || !session_alive(r))) {
+        // reference §9.7: parked, never reaped.
+        r.st = bridge_record_state::ring_only;
+        r.park_order = ++c.park_counter;
+        r.outbox.clear();
+        r.final_in_outbox = false;
+        m.streaming_backstop.inc();
+      }
+      if ((r.st == bridge_record_state::get_only || r.st == bridge_record_state::ring_only) && !session_alive(r)) {
+        teardown(r);
+        continue;
+      }
+      if (r.st == bridge_record_state::ring_only && r.final_id != 0 && !r.sess->stream()->pinned(r.final_id)) {
+        // Acknowledged by a resume (or displaced): delivered as far as the bridge can tell.
+        r.st = bridge_record_state::done;
+        teardown(r);
+      }
+    }
+
+    // (6) Pressure (reference §10.5): the oldest parked records above the threshold expire.
+    std::vector<std::pair<std::uint64_t, std::shared_ptr<progress_call::state>>> parked;
+    for (const auto& p : all) {
+      const std::lock_guard<std::mutex> rl(p->mutex);
+      if (!p->torn_down && p->st == bridge_record_state::ring_only) parked.emplace_back(p->park_order, p);
+    }
+    std::size_t count = parked.size();
+    if (count > c.options.parked_pressure_threshold) {
+      std::sort(parked.begin(), parked.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::size_t budget = count;
+      for (const auto& [order, p] : parked) {
+        if (count <= c.options.parked_pressure_threshold || budget == 0) break;
+        --budget;
+        progress_call::state& r = *p;
+        const std::lock_guard<std::mutex> rl(r.mutex);
+        if (r.torn_down || r.st != bridge_record_state::ring_only) continue;
+        if (r.projecting || r.final_pending) continue;  // deferred
+        expire_disposition d = expire_disposition::synthesize_unavailable;
+        if (r.final_id != 0) {
+          d = expire_disposition::none;
+        } else if (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response) {
+          d = expire_disposition::fallback_final;
+        }
+        if (d != expire_disposition::none) {
+          // Publishing ring-only wakes nobody: allowed under bridge → record → stream.
+          std::uint64_t fid = 0;
+          try {
+            const std::string text = d == expire_disposition::fallback_final
+                                         ? detail::bridge_fallback_final(r.id, r.execution_id)
+                                         : detail::bridge_unavailable_final(r.id, r.execution_id,
+                                                                            c.clock->system_now());
+            fid = r.sess->stream()->publish_final(text, r.channel);
+          } catch (const std::bad_alloc&) {
+            fid = 0;
+          }
+          if (fid == 0) {
+            m.terminal_publish_failures.inc();
+            to_poison.push_back(r.sess->stream());
+          }
+          r.final_id = fid;
+          r.final_settled = true;
+        }
+        m.forced_expires[detail::bridge_index(d)].inc();
+        teardown(r);
+        --count;
+      }
+      if (count > c.options.parked_pressure_threshold) m.pressure_budget_exhausted.inc();
+    }
+  } catch (...) {
+    m.bridge_sweep_failures.inc();
+  }
+  for (const auto& st : to_poison) st->poison();  // closes a live sink: outside every lock
+}
+
+MCPCORE_DECL void progress_bridge::shutdown() noexcept {
+  detail::bridge_core& c = *impl_->core;
+  std::size_t reaped = 0;
+  std::vector<std::shared_ptr<session_stream>> to_poison;
+  std::vector<std::shared_ptr<stream_sink>> to_close;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.shutdown) return;
+    c.shutdown = true;
+    for (auto& [sid, entry] : c.sessions) {
+      for (auto& [key, p] : entry.calls) {
+        progress_call::state& r = *p;
+        const std::lock_guard<std::mutex> rl(r.mutex);
+        ++reaped;
+        const bool resolved = r.final_id != 0 || r.final_written || r.st == bridge_record_state::done ||
+                              r.st == bridge_record_state::aborted;
+        if (!resolved) {
+          try {
+            to_poison.push_back(r.sess->stream());
+            if (r.st == bridge_record_state::streaming && r.wake) to_close.push_back(r.wake);
+          } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): best effort (reference §12)
+          }
+        }
+        r.torn_down = true;
+        if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
+        r.charge_held = false;
+        r.slot.reset();
+        r.messages.clear();
+        r.final_pending.reset();
+        r.outbox.clear();
+        r.final_in_outbox = false;
+      }
+    }
+    c.sessions.clear();
+    c.total = 0;
+    c.metrics->bridge_records_active.add(-static_cast<std::int64_t>(reaped));
+  }
+  for (const auto& st : to_poison) st->poison();
+  for (const auto& sink : to_close) (void)sink->close(close_reason::internal_error);
+  // One aggregate row (reference §12), formatted without allocating.
+  char text[32] = "count=";
+  const auto r = std::to_chars(text + 6, text + sizeof text, reaped);
+  c.write_audit("mcp.bridge.shutdown_reap", "McpBridge", {}, {},
+                std::string_view{text, static_cast<std::size_t>(r.ptr - text)});
+}
+
+MCPCORE_DECL std::size_t progress_bridge::records() const {
+  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
+  return impl_->core->total;
+}
+
+MCPCORE_DECL std::size_t progress_bridge::parked() const {
+  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
+  std::size_t n = 0;
+  for (const auto& [sid, entry] : impl_->core->sessions) {
+    for (const auto& [key, r] : entry.calls) {
+      const std::lock_guard<std::mutex> rl(r->mutex);
+      if (r->st == bridge_record_state::ring_only) ++n;
+    }
+  }
+  return n;
+}
+
+MCPCORE_DECL std::size_t progress_bridge::charges(std::string_view session_id) const {
+  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
+  const auto it = impl_->core->sessions.find(session_id);
+  return it != impl_->core->sessions.end() ? it->second.charges : 0;
+}
+
+MCPCORE_DECL const progress_bridge_options& progress_bridge::options() const noexcept {
+  return impl_->core->options;
+}
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_PROGRESS_BRIDGE_IPP

@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: Apache-2.0
+// The SQLite approval store: schema migration, cached statements, transactions, error mapping.
+#ifndef MCPCORE_IMPL_SQLITE_APPROVAL_STORE_IPP
+#define MCPCORE_IMPL_SQLITE_APPROVAL_STORE_IPP
+
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+MCPCORE_BEGIN_NAMESPACE
+namespace detail::sqlite_store {
+
+// --- error mapping ----------------------------------------------------------------------------
+
+// The store error for an SQLite result code (primary or extended); see the table in the header.
+inline approval_store_errc map_error(int rc) noexcept {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_PROTOCOL:  // a race on the WAL locks that outlasted SQLite's own retries
+      return approval_store_errc::busy;
+    case SQLITE_IOERR: return approval_store_errc::io_error;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return approval_store_errc::corrupt;
+    case SQLITE_READONLY: return approval_store_errc::read_only;
+    case SQLITE_FULL: return approval_store_errc::full;
+    case SQLITE_CANTOPEN: return approval_store_errc::closed;
+    default: return approval_store_errc::internal;
+  }
+}
+inline std::error_code sqlite_error(int rc) noexcept { return make_error_code(map_error(rc)); }
+
+// --- schema -----------------------------------------------------------------------------------
+
+// One migration: the SQL that takes a database from `version - 1` to `version`, ending with
+// `PRAGMA user_version = <version>`. The pending steps run in order inside one BEGIN IMMEDIATE
+// transaction, so a database is always at a version this list names. To change the schema,
+// append a step and raise sqlite_approval_store::schema_version; never edit a published step.
+struct migration_step {
+  int version;
+  const char* sql;
+};
+inline constexpr std::array<migration_step, 1> migrations{{
+    {1,
+     "CREATE TABLE mcpcore_approvals ("
+     " id TEXT NOT NULL PRIMARY KEY,"
+     " definition_id TEXT NOT NULL,"
+     " status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'expired')),"
+     " origin TEXT NOT NULL,"
+     " submitted_by TEXT NOT NULL,"
+     " submitted_at INTEGER NOT NULL,"  // ms since the epoch, UTC
+     " reviewed_by TEXT NOT NULL DEFAULT '',"
+     " reviewed_at INTEGER,"  // NULL until reviewed
+     " review_comment TEXT NOT NULL DEFAULT '',"
+     " scope TEXT NOT NULL,"
+     " consumed_at INTEGER,"  // NULL until consumed
+     " consumed_by TEXT NOT NULL DEFAULT '',"
+     " expired_at INTEGER"  // NULL unless expired
+     ");"
+     // Partial indexes hold the live tickets only, so history does not slow the hot paths.
+     // Dedup lookup: pending, same definition and submitter (scope and origin filtered).
+     "CREATE INDEX mcpcore_approvals_dedup ON mcpcore_approvals (definition_id, submitted_by, submitted_at)"
+     " WHERE status = 'pending';"
+     // Per-submitter pending count.
+     "CREATE INDEX mcpcore_approvals_submitter ON mcpcore_approvals (submitted_by) WHERE status = 'pending';"
+     // Global pending count, pending sweep and the oldest-first pending list.
+     "CREATE INDEX mcpcore_approvals_pending ON mcpcore_approvals (submitted_at, id) WHERE status = 'pending';"
+     // Approved-unconsumed sweep.
+     "CREATE INDEX mcpcore_approvals_redeemable ON mcpcore_approvals (reviewed_at)"
+     " WHERE status = 'approved' AND consumed_at IS NULL;"
+     "PRAGMA user_version = 1;"},
+}};
+static_assert(migrations.back().version == sqlite_approval_store::schema_version,
+              "the last migration step must produce schema_version");
+
+// --- cached statements ------------------------------------------------------------------------
+
+#define MCPCORE_SQLITE_TICKET_COLUMNS                                                                  \
+  "id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at, review_comment, " \
+  "scope, consumed_at, consumed_by, expired_at"
+
+enum stmt : std::size_t {
+  begin_immediate,
+  commit,
+  rollback,
+  sweep_pending,   // ?1 now, ?2 cutoff
+  sweep_approved,  // ?1 now, ?2 cutoff
+  find_dedup,      // ?1 definition_id, ?2 submitted_by, ?3 scope, ?4 origin
+  count_submitter, // ?1 submitted_by
+  count_pending,
+  insert_ticket,   // ?1 id, ?2 definition_id, ?3 origin, ?4 submitted_by, ?5 submitted_at, ?6 scope
+  select_ticket,   // ?1 id
+  consume_cas,     // ?1 now, ?2 consumer, ?3 id, ?4 origin, ?5 consumer, ?6 cutoff
+  consume_probe,   // ?1 id
+  expire_approved, // ?1 now, ?2 id, ?3 cutoff
+  review_probe,    // ?1 id
+  expire_pending,  // ?1 now, ?2 id, ?3 cutoff
+  review_update,   // ?1 status, ?2 reviewer, ?3 now, ?4 comment, ?5 id
+  select_pending,  // ?1 limit
+  stmt_count,
+};
+inline constexpr std::array<const char*, stmt_count> stmt_sql{{
+    "BEGIN IMMEDIATE",
+    "COMMIT",
+    "ROLLBACK",
+    "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
+    " WHERE status = 'pending' AND submitted_at <= ?2",
+    "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
+    " WHERE status = 'approved' AND consumed_at IS NULL AND reviewed_at <= ?2",
+    "SELECT id FROM mcpcore_approvals WHERE status = 'pending' AND definition_id = ?1 AND submitted_by = ?2"
+    " AND scope = ?3 AND origin = ?4 ORDER BY submitted_at DESC, rowid DESC LIMIT 1",
+    "SELECT count(*) FROM mcpcore_approvals WHERE status = 'pending' AND submitted_by = ?1",
+    "SELECT count(*) FROM mcpcore_approvals WHERE status = 'pending'",
+    "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
+    " VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6)",
+    "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS " FROM mcpcore_approvals WHERE id = ?1",
+    // The compare-and-set: the only statement that consumes a ticket.
+    "UPDATE mcpcore_approvals SET consumed_at = ?1, consumed_by = ?2"
+    " WHERE id = ?3 AND status = 'approved' AND consumed_at IS NULL AND origin = ?4 AND submitted_by = ?5"
+    " AND reviewed_at > ?6",
+    "SELECT origin, submitted_by, status, consumed_at IS NOT NULL, reviewed_at FROM mcpcore_approvals WHERE id = ?1",
+    "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
+    " WHERE id = ?2 AND status = 'approved' AND consumed_at IS NULL AND reviewed_at <= ?3",
+    "SELECT status, submitted_by, submitted_at FROM mcpcore_approvals WHERE id = ?1",
+    "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
+    " WHERE id = ?2 AND status = 'pending' AND submitted_at <= ?3",
+    "UPDATE mcpcore_approvals SET status = ?1, reviewed_by = ?2, reviewed_at = ?3, review_comment = ?4"
+    " WHERE id = ?5 AND status = 'pending'",
+    "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS
+    " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT ?1",
+}};
+#undef MCPCORE_SQLITE_TICKET_COLUMNS
+
+// One use of a cached statement: binds, steps, and on destruction resets it and drops the
+// bindings (text is bound without a copy, so it must not outlive the bound views).
+class statement {
+ public:
+  explicit statement(sqlite3_stmt* s) noexcept : s_(s) {}
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+  ~statement() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  statement& bind(int i, std::string_view v) noexcept {
+    // A null pointer would bind SQL NULL: an empty view binds the empty string.
+    const char* p = v.data() != nullptr ? v.data() : "";
+    keep(sqlite3_bind_text64(s_, i, p, static_cast<sqlite3_uint64>(v.size()), SQLITE_STATIC, SQLITE_UTF8));
+    return *this;
+  }
+  statement& bind(int i, std::int64_t v) noexcept {
+    keep(sqlite3_bind_int64(s_, i, static_cast<sqlite3_int64>(v)));
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error (a failed bind is reported here).
+  int step() noexcept { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(s_); }
+  [[nodiscard]] sqlite3_stmt* get() const noexcept { return s_; }
+
+ private:
+  void keep(int rc) noexcept {
+    if (rc_ == SQLITE_OK) rc_ = rc;
+  }
+  sqlite3_stmt* s_;
+  int rc_ = SQLITE_OK;
+};
+
+inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
+inline approval_time from_ms(std::int64_t ms) noexcept { return approval_time{std::chrono::milliseconds{ms}}; }
+// now - lifetime, saturated: the instant at or before which a ticket's lifetime has run out.
+inline std::int64_t cutoff(approval_time now, std::chrono::milliseconds lifetime) noexcept {
+  const auto n = to_ms(now);
+  const auto l = static_cast<std::int64_t>(lifetime.count());
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(n, l, &r)) {
+    return l > 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max();
+  }
+  return r;
+}
+
+inline std::string column_string(sqlite3_stmt* s, int i) {
+  const auto* p = sqlite3_column_text(s, i);  // before sqlite3_column_bytes (the documented order)
+  const int n = sqlite3_column_bytes(s, i);
+  if (p == nullptr || n <= 0) return {};
+  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)};
+}
+inline std::string_view column_view(sqlite3_stmt* s, int i) noexcept {
+  const auto* p = sqlite3_column_text(s, i);
+  const int n = sqlite3_column_bytes(s, i);
+  if (p == nullptr || n <= 0) return {};
+  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)};
+}
+inline std::int64_t column_int(sqlite3_stmt* s, int i) noexcept {
+  return static_cast<std::int64_t>(sqlite3_column_int64(s, i));
+}
+inline std::optional<approval_time> column_time(sqlite3_stmt* s, int i) noexcept {
+  if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
+  return from_ms(column_int(s, i));
+}
+
+// A row of MCPCORE_SQLITE_TICKET_COLUMNS; `corrupt` when the status is not one of ours.
+inline result<approval_ticket> read_ticket(sqlite3_stmt* s) {
+  approval_ticket t;
+  const auto status = parse_approval_status(column_view(s, 2));
+  if (!status) return fail(approval_store_errc::corrupt);
+  t.id = column_string(s, 0);
+  t.definition_id = column_string(s, 1);
+  t.status = *status;
+  t.origin = column_string(s, 3);
+  t.submitted_by = column_string(s, 4);
+  t.submitted_at = from_ms(column_int(s, 5));
+  t.reviewed_by = column_string(s, 6);
+  t.reviewed_at = column_time(s, 7).value_or(approval_time{});
+  t.review_comment = column_string(s, 8);
+  t.scope = column_string(s, 9);
+  t.consumed_at = column_time(s, 10);
+  t.consumed_by = column_string(s, 11);
+  t.expired_at = column_time(s, 12);
+  return t;
+}
+
+// Runs `sql` (one or more statements, no results wanted).
+inline int exec(sqlite3* db, const char* sql) noexcept { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
+
+// The single integer (or text) that a one-row statement such as a PRAGMA returns.
+inline int query_int(sqlite3* db, const char* sql, std::int64_t& out) noexcept {
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+      out = column_int(s, 0);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_INTERNAL;
+    }
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+inline int query_text(sqlite3* db, const char* sql, std::string& out) {
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+      out = column_string(s, 0);
+      rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+      rc = SQLITE_INTERNAL;
+    }
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
+// Brings the schema to schema_version: a no-op (and no write lock) when it is already there.
+inline int migrate(sqlite3* db, approval_store_errc& too_new) noexcept {
+  std::int64_t version = 0;
+  if (const int rc = query_int(db, "PRAGMA user_version", version); rc != SQLITE_OK) return rc;
+  if (version > sqlite_approval_store::schema_version) {
+    too_new = approval_store_errc::schema_too_new;
+    return SQLITE_ERROR;
+  }
+  if (version == sqlite_approval_store::schema_version) return SQLITE_OK;
+  // Another process may be migrating the same file: take the write lock, then look again.
+  if (const int rc = exec(db, "BEGIN IMMEDIATE"); rc != SQLITE_OK) return rc;
+  int rc = query_int(db, "PRAGMA user_version", version);
+  if (rc == SQLITE_OK && version > sqlite_approval_store::schema_version) {
+    too_new = approval_store_errc::schema_too_new;
+    rc = SQLITE_ERROR;
+  }
+  for (const auto& step : migrations) {
+    if (rc != SQLITE_OK) break;
+    if (step.version <= version) continue;
+    rc = exec(db, step.sql);
+  }
+  if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
+  if (rc != SQLITE_OK && sqlite3_get_autocommit(db) == 0) exec(db, "ROLLBACK");
+  return rc;
+}
+
+}  // namespace detail::sqlite_store
+
+struct sqlite_approval_store::impl {
+  std::mutex mutex_;  // one connection, one transaction at a time
+  sqlite3* db_ = nullptr;
+  std::array<sqlite3_stmt*, detail::sqlite_store::stmt_count> stmts_{};
+  bool read_only_ = false;
+
+  impl() = default;
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+  ~impl() {
+    for (auto* s : stmts_) sqlite3_finalize(s);
+    sqlite3_close_v2(db_);
+  }
+
+  detail::sqlite_store::statement use(detail::sqlite_store::stmt which) noexcept {
+    return detail::sqlite_store::statement{stmts_[which]};
+  }
+  // Runs a statement that returns no rows.
+  int run(detail::sqlite_store::statement&& s) noexcept {
+    const int rc = s.step();
+    return rc == SQLITE_DONE ? SQLITE_OK : (rc == SQLITE_ROW ? SQLITE_INTERNAL : rc);
+  }
+  // Runs a statement that returns one integer.
+  int scalar(detail::sqlite_store::statement&& s, std::int64_t& out) noexcept {
+    const int rc = s.step();
+    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_INTERNAL : rc;
+    out = detail::sqlite_store::column_int(s.get(), 0);
+    return SQLITE_OK;
+  }
+  std::int64_t changes() const noexcept { return static_cast<std::int64_t>(sqlite3_changes(db_)); }
+
+  // BEGIN IMMEDIATE ... COMMIT; rolled back on destruction unless committed.
+  class transaction {
+   public:
+    explicit transaction(impl& s) noexcept : s_(s) { rc_ = s_.run(s_.use(detail::sqlite_store::begin_immediate)); }
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+    ~transaction() {
+      // Some errors (full, I/O, out of memory) end the transaction themselves.
+      if (rc_ == SQLITE_OK && !committed_ && sqlite3_get_autocommit(s_.db_) == 0) {
+        (void)s_.run(s_.use(detail::sqlite_store::rollback));
+      }
+    }
+    [[nodiscard]] int begun() const noexcept { return rc_; }
+    int commit() noexcept {
+      const int rc = s_.run(s_.use(detail::sqlite_store::commit));
+      committed_ = rc == SQLITE_OK;
+      return rc;
+    }
+
+   private:
+    impl& s_;
+    int rc_;
+    bool committed_ = false;
+  };
+
+  int sweep(std::int64_t now, std::int64_t cut, std::int64_t& expired) noexcept {
+    using namespace detail::sqlite_store;
+    if (const int rc = run(std::move(use(sweep_pending).bind(1, now).bind(2, cut))); rc != SQLITE_OK) return rc;
+    expired = changes();
+    if (const int rc = run(std::move(use(sweep_approved).bind(1, now).bind(2, cut))); rc != SQLITE_OK) return rc;
+    expired += changes();
+    return SQLITE_OK;
+  }
+
+  result<approval_mint_result> mint(const approval_mint_request& m) {
+    using namespace detail::sqlite_store;
+    if (read_only_) return fail(approval_store_errc::read_only);
+    const std::int64_t now = to_ms(m.now);
+    transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return fail(sqlite_error(tx.begun()));
+    std::int64_t expired = 0;
+    if (const int rc = sweep(now, cutoff(m.now, m.lifetime), expired); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    approval_mint_result out;
+    {
+      auto s = use(find_dedup);
+      s.bind(1, m.definition_id).bind(2, m.submitted_by).bind(3, m.scope).bind(4, m.origin);
+      const int rc = s.step();
+      if (rc == SQLITE_ROW) {
+        out.status = approval_mint_status::deduped;
+        out.id = column_string(s.get(), 0);
+      } else if (rc != SQLITE_DONE) {
+        return fail(sqlite_error(rc));
+      }
+    }
+    if (out.status != approval_mint_status::deduped) {
+      std::int64_t mine = 0;
+      std::int64_t all = 0;
+      if (const int rc = scalar(std::move(use(count_submitter).bind(1, m.submitted_by)), mine); rc != SQLITE_OK) {
+        return fail(sqlite_error(rc));
+      }
+      if (const int rc = scalar(use(count_pending), all); rc != SQLITE_OK) return fail(sqlite_error(rc));
+      if (static_cast<std::uint64_t>(mine) >= m.per_submitter_cap) {
+        out.status = approval_mint_status::submitter_cap;
+      } else if (static_cast<std::uint64_t>(all) >= m.global_cap) {
+        out.status = approval_mint_status::global_cap;
+      } else {
+        auto s = use(insert_ticket);
+        s.bind(1, m.id).bind(2, m.definition_id).bind(3, m.origin).bind(4, m.submitted_by);
+        s.bind(5, now).bind(6, m.scope);
+        if (const int rc = run(std::move(s)); rc != SQLITE_OK) return fail(sqlite_error(rc));
+        out.status = approval_mint_status::created;
+        out.id = std::string(m.id);
+      }
+    }
+    // The sweep is committed with every outcome, as the request documents.
+    if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    return out;
+  }
+
+  result<std::optional<approval_ticket>> get(std::string_view id) {
+    using namespace detail::sqlite_store;
+    auto s = use(select_ticket);
+    s.bind(1, id);
+    const int rc = s.step();
+    if (rc == SQLITE_DONE) return std::optional<approval_ticket>{};
+    if (rc != SQLITE_ROW) return fail(sqlite_error(rc));
+    auto t = read_ticket(s.get());
+    if (!t) return fail(t.error());
+    return std::optional<approval_ticket>{std::move(*t)};
+  }
+
+  result<approval_consume_status> consume(const approval_consume_request& c) {
+    using namespace detail::sqlite_store;
+    if (read_only_) return fail(approval_store_errc::read_only);
+    const std::int64_t now = to_ms(c.now);
+    const std::int64_t cut = cutoff(c.now, c.lifetime);
+    // The CAS and, when it does not match, the classification share one write transaction: no
+    // other connection can change the ticket in between, so the reported reason is the true one.
+    transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return fail(sqlite_error(tx.begun()));
+    {
+      auto s = use(consume_cas);
+      s.bind(1, now).bind(2, c.consumer).bind(3, c.id).bind(4, c.origin).bind(5, c.consumer).bind(6, cut);
+      if (const int rc = run(std::move(s)); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    }
+    if (changes() == 1) {
+      if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));  // rolled back: not won
+      return approval_consume_status::consumed;
+    }
+    // Lost (or never eligible): say why, in the documented order.
+    bool stale = false;
+    {
+      auto s = use(consume_probe);
+      s.bind(1, c.id);
+      const int rc = s.step();
+      if (rc == SQLITE_DONE) return approval_consume_status::not_found;
+      if (rc != SQLITE_ROW) return fail(sqlite_error(rc));
+      auto* r = s.get();
+      if (column_view(r, 0) != c.origin) return approval_consume_status::foreign_origin;
+      if (column_view(r, 1) != c.consumer) return approval_consume_status::foreign_submitter;
+      if (column_view(r, 2) != to_string(approval_status::approved) || column_int(r, 3) != 0) {
+        return approval_consume_status::not_consumable;
+      }
+      stale = sqlite3_column_type(r, 4) == SQLITE_NULL || column_int(r, 4) <= cut;
+    }
+    // Approved, unconsumed, ours, yet the CAS did not match: only the lifetime can be the cause.
+    if (!stale) return fail(approval_store_errc::internal);
+    if (const int rc = run(std::move(use(expire_approved).bind(1, now).bind(2, c.id).bind(3, cut))); rc != SQLITE_OK) {
+      return fail(sqlite_error(rc));
+    }
+    if (changes() != 1) return fail(approval_store_errc::internal);
+    if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    return approval_consume_status::expired;
+  }
+
+  result<approval_review_status> review(const approval_review_request& r) {
+    using namespace detail::sqlite_store;
+    if (r.decision != approval_status::approved && r.decision != approval_status::rejected) {
+      return fail(approval_store_errc::internal);  // a caller bug, not a store state
+    }
+    if (read_only_) return fail(approval_store_errc::read_only);
+    const std::int64_t now = to_ms(r.now);
+    const std::int64_t cut = cutoff(r.now, r.lifetime);
+    transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return fail(sqlite_error(tx.begun()));
+    bool stale = false;
+    {
+      auto s = use(review_probe);
+      s.bind(1, r.id);
+      const int rc = s.step();
+      if (rc == SQLITE_DONE) return approval_review_status::not_found;
+      if (rc != SQLITE_ROW) return fail(sqlite_error(rc));
+      auto* row = s.get();
+      if (column_view(row, 0) != to_string(approval_status::pending)) return approval_review_status::already_reviewed;
+      stale = column_int(row, 2) <= cut;
+      if (!stale && column_view(row, 1) == r.reviewer) return approval_review_status::self_review;
+    }
+    if (stale) {
+      if (const int rc = run(std::move(use(expire_pending).bind(1, now).bind(2, r.id).bind(3, cut)));
+          rc != SQLITE_OK) {
+        return fail(sqlite_error(rc));
+      }
+    } else {
+      auto s = use(review_update);
+      s.bind(1, to_string(r.decision)).bind(2, r.reviewer).bind(3, now).bind(4, r.comment).bind(5, r.id);
+      if (const int rc = run(std::move(s)); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    }
+    // The probe ran in this write transaction, so the conditional update must match.
+    if (changes() != 1) return fail(approval_store_errc::internal);
+    if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    return stale ? approval_review_status::expired : approval_review_status::reviewed;
+  }
+
+  result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime) {
+    using namespace detail::sqlite_store;
+    if (read_only_) return fail(approval_store_errc::read_only);
+    transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return fail(sqlite_error(tx.begun()));
+    std::int64_t expired = 0;
+    if (const int rc = sweep(to_ms(now), cutoff(now, lifetime), expired); rc != SQLITE_OK) {
+      return fail(sqlite_error(rc));
+    }
+    if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    return static_cast<std::size_t>(expired);
+  }
+
+  result<std::vector<approval_ticket>> pending(std::size_t limit) {
+    using namespace detail::sqlite_store;
+    std::vector<approval_ticket> out;
+    if (limit == 0) return out;
+    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    auto s = use(select_pending);
+    s.bind(1, static_cast<std::int64_t>(limit < max ? limit : max));
+    for (;;) {
+      const int rc = s.step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return fail(sqlite_error(rc));
+      auto t = read_ticket(s.get());
+      if (!t) return fail(t.error());
+      out.push_back(std::move(*t));
+    }
+    return out;
+  }
+};
+
+namespace detail::sqlite_store {
+// Runs `f(impl)` under the store's mutex; a moved-from store is `closed`, and nothing escapes
+// as an exception (out of memory is reported as the transient `std::errc::not_enough_memory`).
+template <class R, class Impl, class F>
+R locked_call(Impl* p, F&& f) noexcept {
+  if (p == nullptr) return fail(approval_store_errc::closed);
+  try {
+    std::lock_guard<std::mutex> lock(p->mutex_);
+    return std::forward<F>(f)(*p);
+  } catch (const std::bad_alloc&) {
+    return fail(std::make_error_code(std::errc::not_enough_memory));
+  } catch (...) {
+    return fail(approval_store_errc::internal);
+  }
+}
+}  // namespace detail::sqlite_store
+
+namespace detail::sqlite_store {
+// Pause between attempts of an open refused by a concurrent opener.
+inline constexpr std::chrono::milliseconds open_retry_interval{5};
+}  // namespace detail::sqlite_store
+
+MCPCORE_DECL result<sqlite_approval_store> sqlite_approval_store::open(const std::string& path,
+                                                                      sqlite_approval_store_options options) {
+  using namespace detail::sqlite_store;
+  const auto attempt = [&]() -> result<sqlite_approval_store> {
+    sqlite_approval_store store(new impl);  // closes the connection on every early return
+    impl* p = store.impl_;
+    const int flags = SQLITE_OPEN_NOMUTEX |
+                      (options.read_only ? SQLITE_OPEN_READONLY
+                                         : (SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0)));
+    if (const int rc = sqlite3_open_v2(path.c_str(), &p->db_, flags, nullptr); rc != SQLITE_OK) {
+      return fail(p->db_ == nullptr ? make_error_code(approval_store_errc::internal) : sqlite_error(rc));
+    }
+    sqlite3_extended_result_codes(p->db_, 1);
+    const auto timeout = options.busy_timeout.count();
+    constexpr auto max_timeout = std::numeric_limits<int>::max();
+    sqlite3_busy_timeout(p->db_, timeout <= 0 ? 0 : (timeout >= max_timeout ? max_timeout : static_cast<int>(timeout)));
+    // Reading the header first also turns a file that is not a database into `corrupt` here.
+    std::int64_t version = 0;
+    if (const int rc = query_int(p->db_, "PRAGMA user_version", version); rc != SQLITE_OK) {
+      return fail(sqlite_error(rc));
+    }
+    if (version > schema_version) return fail(approval_store_errc::schema_too_new);
+    p->read_only_ = options.read_only || sqlite3_db_readonly(p->db_, "main") == 1;
+    if (p->read_only_) {
+      // Nothing may be written, so the schema must already be there.
+      if (version < schema_version) return fail(approval_store_errc::read_only);
+    } else {
+      // Answers the mode now in effect: a file system without shared memory keeps a rollback
+      // journal, which is slower for readers but just as safe.
+      std::string mode;
+      if (const int rc = query_text(p->db_, "PRAGMA journal_mode = WAL", mode); rc != SQLITE_OK) {
+        return fail(sqlite_error(rc));
+      }
+      approval_store_errc too_new{};
+      if (const int rc = migrate(p->db_, too_new); rc != SQLITE_OK) {
+        return fail(too_new == approval_store_errc::schema_too_new ? make_error_code(too_new) : sqlite_error(rc));
+      }
+    }
+    if (const int rc = exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    for (std::size_t i = 0; i < stmt_count; ++i) {
+      const int rc = sqlite3_prepare_v3(p->db_, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &p->stmts_[i], nullptr);
+      if (rc != SQLITE_OK) return fail(sqlite_error(rc));
+    }
+    return store;
+  };
+  // Opening a fresh file from several processes at once can fail with SQLITE_BUSY without the
+  // busy handler ever running (switching to WAL, or a reader upgrading to writer, is refused
+  // immediately to avoid deadlock), so the whole open is retried within the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
+  try {
+    for (;;) {
+      auto r = attempt();
+      if (r || r.error() != make_error_code(approval_store_errc::busy) ||
+          std::chrono::steady_clock::now() >= deadline) {
+        return r;
+      }
+      std::this_thread::sleep_for(open_retry_interval);
+    }
+  } catch (const std::bad_alloc&) {
+    return fail(std::make_error_code(std::errc::not_enough_memory));
+  }
+}
+
+MCPCORE_DECL sqlite_approval_store::sqlite_approval_store(sqlite_approval_store&& other) noexcept
+    : impl_(std::exchange(other.impl_, nullptr)) {}
+
+MCPCORE_DECL sqlite_approval_store& sqlite_approval_store::operator=(sqlite_approval_store&& other) noexcept {
+  if (this != &other) {
+    delete impl_;
+    impl_ = std::exchange(other.impl_, nullptr);
+  }
+  return *this;
+}
+
+MCPCORE_DECL sqlite_approval_store::~sqlite_approval_store() { delete impl_; }
+
+MCPCORE_DECL result<approval_mint_result> sqlite_approval_store::mint(const approval_mint_request& m) {
+  return detail::sqlite_store::locked_call<result<approval_mint_result>>(impl_, [&](impl& s) { return s.mint(m); });
+}
+
+MCPCORE_DECL result<std::optional<approval_ticket>> sqlite_approval_store::get(std::string_view id) {
+  return detail::sqlite_store::locked_call<result<std::optional<approval_ticket>>>(impl_,
+                                                                                   [&](impl& s) { return s.get(id); });
+}
+
+MCPCORE_DECL result<approval_consume_status> sqlite_approval_store::consume(const approval_consume_request& c) {
+  return detail::sqlite_store::locked_call<result<approval_consume_status>>(impl_,
+                                                                            [&](impl& s) { return s.consume(c); });
+}
+
+MCPCORE_DECL result<approval_review_status> sqlite_approval_store::review(const approval_review_request& r) {
+  return detail::sqlite_store::locked_call<result<approval_review_status>>(impl_, [&](impl& s) { return s.review(r); });
+}
+
+MCPCORE_DECL result<std::size_t> sqlite_approval_store::expire(approval_time now, std::chrono::milliseconds lifetime) {
+  return detail::sqlite_store::locked_call<result<std::size_t>>(impl_,
+                                                                [&](impl& s) { return s.expire(now, lifetime); });
+}
+
+MCPCORE_DECL result<std::vector<approval_ticket>> sqlite_approval_store::pending(std::size_t limit) {
+  return detail::sqlite_store::locked_call<result<std::vector<approval_ticket>>>(
+      impl_, [&](impl& s) { return s.pending(limit); });
+}
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_SQLITE_APPROVAL_STORE_IPP

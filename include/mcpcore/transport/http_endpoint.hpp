@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+// MCP Streamable HTTP as a sans-I/O endpoint: a parsed request in, a complete or streaming
+// response out. The Asio server drives it; so can any host's own HTTP server.
+#ifndef MCPCORE_HTTP_ENDPOINT_HPP
+#define MCPCORE_HTTP_ENDPOINT_HPP
+
+#include <mcpcore/detail/config.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/authenticator.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/session_registry.hpp>
+#include <mcpcore/session/stream_admission.hpp>
+#include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/wire/http.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+
+class server;
+class metrics_registry;
+
+/// Largest request body accepted on the MCP path, in bytes (reference §1.1: 4 MiB → 413).
+inline constexpr std::size_t default_max_request_body = std::size_t{4} << 20U;
+/// The `retry:` field of the priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699).
+inline constexpr std::chrono::milliseconds default_sse_retry{1000};
+
+/// What the endpoint serves and how.
+struct http_endpoint_options {
+  /// The MCP path (reference §1.1). Compared byte for byte with the target's path.
+  std::string path = "/mcp/v1/";
+  /// Further paths that serve MCP exactly like `path` (the conformance suite and most clients
+  /// use `/mcp`).
+  std::vector<std::string> aliases = {"/mcp"};
+  /// Largest body on the MCP paths (413 beyond, checked before parsing).
+  std::size_t max_body_bytes = default_max_request_body;
+  /// Sessions and streaming (reference §6.1). Off: no `Mcp-Session-Id`, no Origin, protocol or
+  /// session checks on POST, GET and DELETE answer 405, notifications still 202.
+  bool sessions = true;
+  /// With sessions on, what a POST other than `initialize` without `Mcp-Session-Id` gets. False
+  /// (the default; reference §6.1: sessions are optional): it is served statelessly, with no
+  /// `peer` (no cancellation, no in-call messages, no requests to the client). True: 400 -32600
+  /// `missing_session_header` (MCP 2025-11-25 basic/transports: "SHOULD respond 400").
+  bool require_session = false;
+  /// Whether a `tools/call` may answer as SSE on the POST (reference §9.1; default on).
+  bool streamed_post = true;
+  /// Exact `Origin` values allowed (reference §6.4): an absent Origin passes, a present one must
+  /// match one of these byte for byte (or be this server's own loopback origin, below); otherwise
+  /// 403 -32008.
+  std::vector<std::string> allowed_origins{};
+  /// Also allow the server's own origin on loopback: when the request arrived on a loopback
+  /// address and its `Host` names loopback (`localhost`, `127.0.0.1` or `[::1]`, with its port),
+  /// an `Origin` of `http://<Host>` or `https://<Host>` (ASCII case-insensitive) passes. Such a
+  /// page was served by this very listener; a DNS-rebinding page cannot send it, because its
+  /// `Host` names the attacker's domain, and a page of another local port has another origin.
+  /// Saves a host that binds an ephemeral port from listing origins it learns only after binding.
+  bool allow_loopback_same_origin = true;
+  /// Exact `Host` values allowed besides the loopback names (DNS-rebinding protection, spec §6).
+  /// When the request arrived on a loopback address (`http_request_view::local`), its `Host`
+  /// must name loopback (`localhost`, `127.0.0.1`, `[::1]`, any port) or be listed here, else 403.
+  std::vector<std::string> allowed_hosts{};
+  /// Validate `Host` on requests that arrived on a loopback address (default on).
+  bool validate_loopback_host = true;
+  /// The `retry:` of the priming event.
+  std::chrono::milliseconds sse_retry = default_sse_retry;
+  /// `resource_metadata` of the `WWW-Authenticate: Bearer` challenge on a 401 (MCP
+  /// authorization, RFC 9728); empty → none.
+  std::string resource_metadata_url{};
+  session_registry_options session{};
+  progress_bridge_options bridge{};
+  stream_budget_options budget{};
+  get_pump_options get_stream{};
+  post_pump_options post_stream{};
+  /// Operational routes (empty path → not served): Prometheus text exposition of the metrics
+  /// registry set with `set_metrics`, liveness, readiness (sessions never gate readiness).
+  std::string metrics_path = "/metrics";
+  std::string healthz_path = "/healthz";
+  std::string readyz_path = "/readyz";
+};
+
+/// A held-open response body (`text/event-stream`): the transport pulls bytes until it ends.
+///
+///     stream->on_ready([conn] { conn->post_pull(); });   // once, before the first pull
+///     loop (on the connection's strand):
+///       std::string out; stream->pull(clock::now(), out);
+///       write(out) → stream->written() or stream->write_failed();
+///       if (stream->finished()) { end the body; destroy the stream; }
+///       else wait for the waker or stream->wait_time(now), whichever is first
+///
+/// Destroying the stream releases it (a stream that was not finished closes
+/// `client_disconnect`: its work goes on and its result stays resumable on GET).
+///
+/// @par Thread safety
+/// One stream belongs to one thread (or strand) at a time, except `close`, which any thread may
+/// call. The waker is called from any thread, under no mcpcore lock; it must not block and must
+/// not call `pull`.
+class http_stream {
+ public:
+  virtual ~http_stream() = default;
+  /// Registers the function called when `pull` may have new bytes.
+  virtual void on_ready(std::function<void()> waker) = 0;
+  /// Appends the bytes to write now (possibly none).
+  virtual void pull(std::chrono::steady_clock::time_point now, std::string& out) noexcept = 0;
+  /// How long the transport may wait for the waker before pulling anyway (ticks, heartbeats,
+  /// deadlines); 0 when a pull is due.
+  [[nodiscard]] virtual std::chrono::milliseconds wait_time(std::chrono::steady_clock::time_point now) const noexcept = 0;
+  /// The bytes of the last pull reached the socket.
+  virtual void written() noexcept = 0;
+  /// The bytes of the last pull could not be written (the peer left, the write timed out).
+  virtual void write_failed() noexcept = 0;
+  /// Whether the body is complete: nothing more will be pulled.
+  [[nodiscard]] virtual bool finished() const noexcept = 0;
+  /// Ends the stream for `reason` (shutdown: `session_terminated`); the next pull writes the
+  /// close notification where the reason has one.
+  virtual void close(close_reason reason) noexcept = 0;
+
+ protected:
+  http_stream() = default;
+  http_stream(const http_stream&) = default;
+  http_stream& operator=(const http_stream&) = default;
+};
+
+/// An answer: the head, then either `head.body` (complete) or the stream's bytes.
+struct http_reply {
+  /// Status and headers; the body of a complete response. The transport adds framing
+  /// (`Content-Length` or chunked) and its own headers (`Date`, `Connection`).
+  http_response head;
+  /// Null for a complete response.
+  std::unique_ptr<http_stream> stream;
+};
+
+/// Called exactly once per request with its reply.
+using http_completion = std::function<void(http_reply)>;
+/// Runs dispatch work off the I/O threads: takes a task, returns false (running nothing) when
+/// it cannot take more (the request is then answered -32603 with `retry::dispatch_queue_full`).
+using http_executor = std::function<bool(std::function<void()>)>;
+
+/// MCP Streamable HTTP (MCP 2025-11-25 basic/transports; reference §1, §6-§9, §12; spec §6)
+/// over a `server`, sans-I/O.
+///
+/// Routes: POST / GET / DELETE on `path` and each alias (others: 405 with `Allow`); the approval
+/// routes when `set_approvals` was called; the operational routes. Anything else: 404.
+///
+/// @par Processing order (reference §1.4, §6.7, §7.1)
+/// kill switch (-32005, no `data`) → Host (403) → Origin (403 -32008) → `MCP-Protocol-Version`
+/// (400 -32009) → authentication (401 + `WWW-Authenticate: Bearer`) → body limits and content
+/// type (413, 415) → parse (-32700 / -32600) → session (404 -32007; 400 -32600 without one where
+/// one is required) → notification or client response (202, empty) → dispatch.
+///
+/// @par Answers
+/// A request answers `application/json`, or `text/event-stream` when the client accepts it and
+/// the call produces a message before its result (progress for a progress token, a log message,
+/// a request to the client): then a priming event (`id` + empty data + `retry:`), the messages,
+/// the result last, and the end of the body. Calls carrying a progress token are admitted before
+/// dispatch (reference §9.2); a call that upgrades later and is refused sends its messages to the
+/// session's GET stream instead. `notifications/cancelled` ends the cancelled request's stream
+/// promptly, without a result. GET opens the session's stream (resume with `Last-Event-ID`;
+/// a gap terminates the session, 404 -32007). DELETE ends the session (200) or 404.
+///
+/// @par Thread safety
+/// `handle`, `tick` and `begin_shutdown` may be called concurrently from any threads. The
+/// `set_*` members must be called before the first `handle`.
+class http_endpoint {
+ public:
+  /// An endpoint over `srv` (which must outlive it), authenticating with `authn`, on the system
+  /// clock.
+  template <authenticator A>
+  http_endpoint(server& srv, A authn, http_endpoint_options options = {})
+      : http_endpoint(srv, new detail::authenticator_model<A>(std::move(authn)), std::move(options),
+                      new detail::clock_model<system_clock_source>(system_clock_source{})) {}
+  /// The same on `clock` (tests use `clock_ref<manual_clock>`); session expiry, the bridge's
+  /// sweep and audit times read it, while pumps take `now` from the transport.
+  template <authenticator A, clock_source C>
+  http_endpoint(server& srv, A authn, http_endpoint_options options, C clock)
+      : http_endpoint(srv, new detail::authenticator_model<A>(std::move(authn)), std::move(options),
+                      new detail::clock_model<C>(std::move(clock))) {}
+  MCPCORE_DECL ~http_endpoint();
+  http_endpoint(const http_endpoint&) = delete;
+  http_endpoint& operator=(const http_endpoint&) = delete;
+
+  /// Dispatch work runs on `exec` (default: inline, on the thread that calls `handle`).
+  MCPCORE_DECL void set_executor(http_executor exec);
+  /// Session, stream and bridge metrics go to `registry`, which `/metrics` exposes.
+  /// @pre `registry` outlives the endpoint.
+  MCPCORE_DECL void set_metrics(metrics_registry& registry);
+  /// Audit rows of the session layer (`mcp.session.*`, stream rejects) go to `sink`.
+  template <audit_sink S>
+  void set_audit(S& sink) {
+    set_audit(new detail::audit_model<S>(sink));
+  }
+  /// Serves the approval routes through `approvals` (which must outlive the endpoint).
+  MCPCORE_DECL void set_approvals(const approval_endpoint& approvals);
+  /// `/readyz` answers 200 while `ready()` is true, else 503 (default: always ready).
+  MCPCORE_DECL void set_readiness(std::function<bool()> ready);
+
+  /// Handles one request; `done` is called exactly once with the reply: before `handle` returns
+  /// for every answer that needs no dispatch, otherwise from the executor (possibly while the
+  /// call still runs, when its response became a stream). Never throws except on allocation
+  /// failure before `done` was called.
+  MCPCORE_DECL void handle(const http_request_view& req, http_completion done);
+  /// Whether `target`'s path is served here (MCP, approval or operational route).
+  [[nodiscard]] MCPCORE_DECL bool matches(std::string_view target) const noexcept;
+
+  /// The maintenance tick (call every `session.stream.tick`-ish interval, default 3 s): idle
+  /// session collection and the bridge's sweep; no-throw, failures are counted.
+  MCPCORE_DECL void tick() noexcept;
+  /// Graceful shutdown (reference §12): `initialize` answers -32015 / 503 from now on, every live
+  /// stream closes `session_terminated`, the bridge stops admitting. Idempotent.
+  MCPCORE_DECL void begin_shutdown() noexcept;
+
+  /// The endpoint's sessions (for diagnostics and tests). Sessions the endpoint mints carry its
+  /// per-session state as `session::attachment()`; a session minted here directly must carry no
+  /// attachment (it is then served without a `peer`). Replaced by `set_metrics`.
+  [[nodiscard]] MCPCORE_DECL session_registry& sessions() noexcept;
+  /// The endpoint's progress bridge. Replaced by `set_metrics`.
+  [[nodiscard]] MCPCORE_DECL progress_bridge& bridge() noexcept;
+  /// The stream budget every held-open response of the endpoint counts against.
+  [[nodiscard]] MCPCORE_DECL stream_budget& budget() noexcept;
+  /// The options given at construction.
+  [[nodiscard]] MCPCORE_DECL const http_endpoint_options& options() const noexcept;
+
+  struct impl;
+
+ private:
+  MCPCORE_DECL http_endpoint(server& srv, detail::authenticator_base* authn, http_endpoint_options options,
+                             detail::clock_base* clock);
+  MCPCORE_DECL void set_audit(detail::audit_base* audit);
+  impl* impl_;
+};
+
+MCPCORE_END_NAMESPACE
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  include <mcpcore/transport/impl/http_endpoint.ipp>
+#endif
+
+#endif  // MCPCORE_HTTP_ENDPOINT_HPP

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stdio transport: newline-delimited JSON-RPC on a pair of file descriptors (spec §7).
+#ifndef MCPCORE_STDIO_HPP
+#define MCPCORE_STDIO_HPP
+
+#include <mcpcore/detail/config.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+MCPCORE_BEGIN_NAMESPACE
+
+/// Default cap on one message (one line), in bytes; the HTTP body cap of reference §1.1.
+inline constexpr std::size_t default_stdio_max_message_bytes = std::size_t{4} << 20;
+/// Default number of threads running calls (so that a slow tool never blocks cancellation,
+/// client responses or other calls).
+inline constexpr std::size_t default_stdio_workers = 4;
+/// Default cap on requests waiting for a worker; beyond it a request is answered at once with
+/// -32603 and `retry_after_ms` = `retry::dispatch_queue_full`.
+inline constexpr std::size_t default_stdio_max_queued = 256;
+/// Default time the calls in flight get to finish after the input ends, before they are
+/// cancelled.
+inline constexpr std::chrono::milliseconds default_stdio_drain_timeout{5000};
+
+/// Limits of the stdio transport (docs/configuration.md).
+struct stdio_options {
+  std::size_t max_message_bytes = default_stdio_max_message_bytes;
+  std::size_t workers = default_stdio_workers;
+  std::size_t max_queued = default_stdio_max_queued;
+  std::chrono::milliseconds drain_timeout = default_stdio_drain_timeout;
+  /// Nesting limit of a message (the other JSON limits follow `max_message_bytes`).
+  std::uint32_t max_depth = json::default_max_depth;
+};
+
+/// Serves one client over newline-delimited JSON-RPC (MCP's stdio transport, POSIX).
+///
+/// One reader thread parses each line. Client responses and notifications (cancellation among
+/// them) are handled at once on the reader; requests run on a fixed pool of workers, so a
+/// long call never delays a cancellation or the answer a call is waiting for. Messages a call
+/// sends (progress, logging, requests to the client) are written before its result; writes are
+/// serialized, one line each. A line longer than `max_message_bytes` is skipped and answered
+/// with -32600. Diagnostics belong on stderr: the transport writes nothing but protocol to
+/// the output.
+///
+/// A `notifications/cancelled` for a request still waiting in the queue removes it: it never
+/// runs and is never answered.
+///
+/// Writing to a pipe whose reader has gone raises SIGPIPE, which terminates a process that does
+/// not handle it; a host serving stdio should ignore SIGPIPE (the example does), so that a write
+/// fails with EPIPE and the transport stops writing instead.
+///
+/// Shutdown: at the end of the input the transport fails every request to the client (no
+/// answer can come), lets calls in flight finish for `drain_timeout`, cancels the rest and
+/// returns. `stop()` cancels everything at once.
+class stdio_transport {
+ public:
+  /// @pre `s` outlives the transport.
+  MCPCORE_DECL stdio_transport(server& s, principal caller, stdio_options options = {});
+  MCPCORE_DECL ~stdio_transport();
+  stdio_transport(const stdio_transport&) = delete;
+  stdio_transport& operator=(const stdio_transport&) = delete;
+
+  /// Serves until the input ends or `stop()` is called. Returns 0 after a clean end of input
+  /// or a stop, 1 when reading failed.
+  MCPCORE_DECL int run(int in_fd = 0, int out_fd = 1);
+  /// Makes `run` return promptly, cancelling calls in flight. Thread-safe.
+  MCPCORE_DECL void stop() noexcept;
+  /// Sends `notifications/resources/updated` if the client subscribed to `uri`. Thread-safe;
+  /// valid while `run` executes.
+  MCPCORE_DECL bool notify_resource_updated(std::string_view uri);
+  /// The connection's peer state.
+  [[nodiscard]] MCPCORE_DECL peer& client() noexcept;
+
+  struct impl;
+
+ private:
+  impl* impl_;
+};
+
+MCPCORE_END_NAMESPACE
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  include <mcpcore/transport/impl/stdio.ipp>
+#endif
+
+#endif  // MCPCORE_STDIO_HPP

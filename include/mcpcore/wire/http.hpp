@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sans-I/O HTTP values: what a host's HTTP server hands to mcpcore endpoints and gets back.
+#ifndef MCPCORE_HTTP_HPP
+#define MCPCORE_HTTP_HPP
+
+#include <mcpcore/detail/config.hpp>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+
+/// One response header. mcpcore writes names in their canonical capitalisation
+/// (`Content-Type`) and never writes CR, LF or NUL into a name or a value.
+struct http_header {
+  std::string name;   ///< field name (RFC 9110 §5.1: a token; compared case-insensitively)
+  std::string value;  ///< field value, without surrounding whitespace
+};
+
+/// A request as the host's HTTP server parsed it (method, target, header fields and the complete
+/// body, after the host applied its own transport limits).
+///
+/// A plain aggregate of views: what they refer to must stay valid for the duration of the call
+/// it is passed to; mcpcore keeps no reference afterwards.
+struct http_request_view {
+  std::string_view method;  ///< "GET", "POST", ... (case-sensitive, RFC 9110 §9.1)
+  /// Origin-form request target (RFC 9112 §3.2.1): the absolute path, then optionally `?` and
+  /// the query, exactly as received (not percent-decoded, dot segments not removed).
+  std::string_view target;
+  std::string_view body;  ///< the request content, already de-chunked; empty when there is none
+  /// The header fields as received, in order (names in any case; a repeated field appears once
+  /// per line). Empty when the host does not pass them (the approval endpoint needs none).
+  std::span<const http_header> headers{};
+  /// The peer's address as the host formats it (`127.0.0.1:53122`); for audit rows only.
+  std::string_view remote{};
+  /// The local address the request arrived on (`127.0.0.1:8765`, `[::1]:8765`); an endpoint
+  /// validates `Host` against DNS rebinding when it is a loopback address. Empty: unknown.
+  std::string_view local{};
+
+  /// The value of the first field named `name` (ASCII case-insensitive), or `std::nullopt`.
+  [[nodiscard]] MCPCORE_DECL std::optional<std::string_view> header(std::string_view name) const noexcept;
+  /// Whether a field named `name` appears more than once.
+  [[nodiscard]] MCPCORE_DECL bool header_repeated(std::string_view name) const noexcept;
+};
+
+/// A complete (non-streaming) response for the host to write: status line, headers in order,
+/// then `body` (the host adds `Content-Length` and any framing headers of its own).
+///
+/// A plain value: copy it freely; it is not synchronised.
+struct http_response {
+  int status = 200;                   ///< the status code (RFC 9110 §15)
+  std::vector<http_header> headers;  ///< in the order to write them; names may repeat
+  std::string body;                   ///< the response content
+
+  /// The value of the first header whose name equals `name` ignoring ASCII case (only A-Z and
+  /// a-z are folded; other bytes, non-ASCII included, must match exactly), or `std::nullopt`.
+  /// The view refers into `headers` and is invalidated by any change to it.
+  [[nodiscard]] MCPCORE_DECL std::optional<std::string_view> header(std::string_view name) const noexcept;
+};
+
+MCPCORE_END_NAMESPACE
+
+#if defined(MCPCORE_HEADER_ONLY)
+#  include <mcpcore/wire/impl/http.ipp>
+#endif
+
+#endif  // MCPCORE_HTTP_HPP
