@@ -20,12 +20,14 @@
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
 #include <CLI/Validators.hpp>
+#include <fmt/core.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -48,8 +50,10 @@ constexpr std::size_t max_approver_name_bytes = 128;
 /// Exit statuses: done, refused or failed, bad usage.
 enum exit_code : int { ok = 0, failed = 1, usage = 2 };
 
-void say(const std::string& text) {
-  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), text.c_str());
+/// One line on stderr, prefixed with the program's name.
+template <typename... Args>
+void say(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "{}: {}\n", program, fmt::format(format, std::forward<Args>(args)...));
 }
 
 struct options {
@@ -80,8 +84,8 @@ std::optional<mcpcore::sqlite_approval_store> open_approvals(const options& o) {
   so.create = false;
   auto store = mcpcore::sqlite_approval_store::open(p.approvals_db, so);
   if (!store) {
-    say("cannot open the approvals database " + p.approvals_db + ": " + store.error().message() +
-        " (has mcpcore-host run with --data-dir " + o.data_dir + "?)");
+    say("cannot open the approvals database {}: {} (has mcpcore-host run with --data-dir {}?)", p.approvals_db,
+        store.error().message(), o.data_dir);
     return std::nullopt;
   }
   return std::move(*store);
@@ -95,14 +99,13 @@ std::string_view tool_of(const mcpcore::approval_ticket& t) {
 }
 
 void print_ticket_text(const mcpcore::approval_ticket& t) {
-  std::printf("%s  %-24.*s  %s  submitted by %s at %s\n    arguments: %s\n", t.id.c_str(),
-              static_cast<int>(tool_of(t).size()), tool_of(t).data(), std::string{to_string(t.status)}.c_str(),
-              t.submitted_by.c_str(), mcpcore::to_rfc3339(t.submitted_at).c_str(), t.scope.c_str());
+  fmt::print("{}  {:<24}  {}  submitted by {} at {}\n    arguments: {}\n", t.id, tool_of(t), to_string(t.status),
+             t.submitted_by, mcpcore::to_rfc3339(t.submitted_at), t.scope);
   if (!t.reviewed_by.empty()) {
-    std::printf("    reviewed by %s at %s%s%s\n", t.reviewed_by.c_str(), mcpcore::to_rfc3339(t.reviewed_at).c_str(),
-                t.review_comment.empty() ? "" : ": ", t.review_comment.c_str());
+    fmt::print("    reviewed by {} at {}{}{}\n", t.reviewed_by, mcpcore::to_rfc3339(t.reviewed_at),
+               t.review_comment.empty() ? "" : ": ", t.review_comment);
   }
-  if (t.consumed_at) std::printf("    used at %s\n", mcpcore::to_rfc3339(*t.consumed_at).c_str());
+  if (t.consumed_at) fmt::print("    used at {}\n", mcpcore::to_rfc3339(*t.consumed_at));
 }
 
 int cmd_pending(const options& o) {
@@ -110,10 +113,10 @@ int cmd_pending(const options& o) {
   if (!store) return failed;
   mcpcore::approval_service service{*store};
   // What ran out of time is not pending any more; a failed sweep still lists what is stored.
-  if (auto expired = service.expire(); !expired) say("warning: the expiry sweep failed: " + expired.error().message());
+  if (auto expired = service.expire(); !expired) say("warning: the expiry sweep failed: {}", expired.error().message());
   auto list = service.pending(o.limit);
   if (!list) {
-    say("cannot read pending approvals: " + list.error().message());
+    say("cannot read pending approvals: {}", list.error().message());
     return failed;
   }
   if (o.json) {
@@ -126,7 +129,7 @@ int cmd_pending(const options& o) {
     std::fputs(out.c_str(), stdout);
     return ok;
   }
-  if (list->empty()) std::printf("no pending approvals\n");
+  if (list->empty()) fmt::print("no pending approvals\n");
   for (const auto& t : *list) print_ticket_text(t);
   return ok;
 }
@@ -135,11 +138,11 @@ int cmd_pending(const options& o) {
 std::optional<mcpcore::approval_ticket> read_ticket(mcpcore::approval_service& service, const std::string& id) {
   auto got = service.get(id);
   if (!got) {
-    say("cannot read approval " + id + ": " + got.error().message());
+    say("cannot read approval {}: {}", id, got.error().message());
     return std::nullopt;
   }
   std::optional<mcpcore::approval_ticket> t = std::move(*got);
-  if (!t) say("no approval " + id);
+  if (!t) say("no approval {}", id);
   return t;
 }
 
@@ -165,10 +168,10 @@ int cmd_show(const options& o) {
 bool confirmed(const options& o, const std::string& question) {
   if (o.yes) return true;
   if (::isatty(STDIN_FILENO) == 0) {
-    say("not confirming without a terminal: pass --yes to " + question);
+    say("not confirming without a terminal: pass --yes to {}", question);
     return false;
   }
-  std::fprintf(stderr, "%s? [y/N] ", question.c_str());
+  fmt::print(stderr, "{}? [y/N] ", question);
   std::string answer;
   if (!std::getline(std::cin, answer)) return false;
   return answer == "y" || answer == "Y" || answer == "yes";
@@ -180,12 +183,10 @@ void audit_review(const options& o, std::string_view action, const mcpcore::appr
                   mcpcore::audit_result result, const std::string& detail) {
   const auto p = paths_of(o);
   auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db);
-  std::string full = detail;
-  if (t != nullptr) {
-    full += " tool=" + mcpcore::sanitize_audit_value(tool_of(*t)) +
-            " submitted_by=" + mcpcore::sanitize_audit_value(t->submitted_by);
-  }
-  full += " via=mcpcore-admin";
+  const std::string full =
+      t == nullptr ? fmt::format("{} via=mcpcore-admin", detail)
+                   : fmt::format("{} tool={} submitted_by={} via=mcpcore-admin", detail,
+                                 mcpcore::sanitize_audit_value(tool_of(*t)), mcpcore::sanitize_audit_value(t->submitted_by));
   mcpcore::audit_record r;
   r.action = action;
   r.target_type = "approval";
@@ -194,7 +195,7 @@ void audit_review(const options& o, std::string_view action, const mcpcore::appr
   r.result = result;
   r.detail = full;
   r.time = std::chrono::system_clock::now();
-  if (!sink || !sink->record(r)) say("warning: the decision was not recorded in the audit database " + p.audit_db);
+  if (!sink || !sink->record(r)) say("warning: the decision was not recorded in the audit database {}", p.audit_db);
 }
 
 int cmd_review(const options& o, bool approve) {
@@ -211,11 +212,11 @@ int cmd_review(const options& o, bool approve) {
   const mcpcore::approval_ticket& t = *found;
   print_ticket_text(t);
   if (t.status != mcpcore::approval_status::pending) {
-    say("approval " + o.id + " is " + std::string{to_string(t.status)} + ", not pending");
+    say("approval {} is {}, not pending", o.id, to_string(t.status));
     return failed;
   }
   const std::string verb = approve ? "approve" : "reject";
-  if (!confirmed(o, verb + " this request as " + o.as)) return failed;
+  if (!confirmed(o, fmt::format("{} this request as {}", verb, o.as))) return failed;
 
   mcpcore::principal reviewer;
   reviewer.id = o.as;
@@ -225,7 +226,7 @@ int cmd_review(const options& o, bool approve) {
   const auto outcome = approve ? service.approve(o.id, reviewer) : service.reject(o.id, reviewer, o.comment);
   const std::string action = approve ? "approval.approve" : "approval.reject";
   if (outcome.error) {
-    say("cannot " + verb + ": the approval store failed: " + outcome.error.message());
+    say("cannot {}: the approval store failed: {}", verb, outcome.error.message());
     audit_review(o, action, &t, mcpcore::audit_result::failure, "store_error");
     return failed;
   }
@@ -238,19 +239,18 @@ int cmd_review(const options& o, bool approve) {
     std::string why{to_string(status)};
     if (status == mcpcore::approval_review_status::self_review) why = "the submitter cannot review their own request";
     if (status == mcpcore::approval_review_status::expired) why = "the ticket ran past its lifetime";
-    say("not " + std::string{approve ? "approved" : "rejected"} + ": " + why);
+    say("not {}: {}", approve ? "approved" : "rejected", why);
     audit_review(o, action, &t,
                  status == mcpcore::approval_review_status::not_found ? mcpcore::audit_result::not_found
                                                                       : mcpcore::audit_result::denied,
-                 "outcome=" + std::string{to_string(status)});
+                 fmt::format("outcome={}", to_string(status)));
     return failed;
   }
   audit_review(o, action, &t, mcpcore::audit_result::success,
                approve ? std::string{"outcome=approved"}
-                       : "outcome=rejected comment=" + mcpcore::sanitize_audit_value(o.comment));
-  std::printf("%s %s as %s; the submitter may now call %.*s again with approval_id %s\n", o.id.c_str(),
-              approve ? "approved" : "rejected", o.as.c_str(), static_cast<int>(tool_of(t).size()),
-              tool_of(t).data(), o.id.c_str());
+                       : fmt::format("outcome=rejected comment={}", mcpcore::sanitize_audit_value(o.comment)));
+  fmt::print("{} {} as {}; the submitter may now call {} again with approval_id {}\n", o.id,
+             approve ? "approved" : "rejected", o.as, tool_of(t), o.id);
   return ok;
 }
 
@@ -260,12 +260,12 @@ int cmd_audit(const options& o) {
   so.read_only = true;
   auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db, so);
   if (!sink) {
-    say("cannot open the audit database " + p.audit_db + ": " + sink.error().message());
+    say("cannot open the audit database {}: {}", p.audit_db, sink.error().message());
     return failed;
   }
   auto rows = sink->tail(o.tail);
   if (!rows) {
-    say("cannot read the audit database " + p.audit_db + ": " + rows.error().message());
+    say("cannot read the audit database {}: {}", p.audit_db, rows.error().message());
     return failed;
   }
   std::string out = o.json ? "[" : "";
@@ -278,10 +278,11 @@ int cmd_audit(const options& o) {
       if (!first) out += ',';
       mcpcore::append_audit_json(out, r);
     } else {
-      out += mcpcore::to_rfc3339(e.time) + "  " + e.action + "  " + std::string{to_string(e.result)} +
-             "  principal=" + (e.principal_id.empty() ? "-" : e.principal_id) + "  " + e.target_type + "/" +
-             e.target_id + (e.detail.empty() ? "" : "  " + e.detail) +
-             (e.correlation_id.empty() ? "" : "  cid=" + e.correlation_id) + "\n";
+      fmt::format_to(std::back_inserter(out), "{}  {}  {}  principal={}  {}/{}", mcpcore::to_rfc3339(e.time), e.action,
+                     to_string(e.result), e.principal_id.empty() ? "-" : e.principal_id, e.target_type, e.target_id);
+      if (!e.detail.empty()) fmt::format_to(std::back_inserter(out), "  {}", e.detail);
+      if (!e.correlation_id.empty()) fmt::format_to(std::back_inserter(out), "  cid={}", e.correlation_id);
+      out += '\n';
     }
     first = false;
   }
@@ -303,14 +304,15 @@ int cmd_token_mint(const options& o) {
   const auto p = paths_of(o);
   auto token = mcpcore_host::mint_token(p.token_file, who);
   if (!token) {
-    say(token.error());
+    say("{}", token.error());
     return failed;
   }
   // The token alone on stdout (scripts capture it); how to use it on stderr.
-  std::printf("%s\n", token->c_str());
+  fmt::print("{}\n", *token);
   std::fflush(stdout);
-  say("minted a " + o.tier + " token for " + o.id + " in " +
-      p.token_file + "; it is shown only now. A running mcpcore-host loads it within one maintenance tick.");
+  say("minted a {} token for {} in {}; it is shown only now. A running mcpcore-host loads it within one "
+      "maintenance tick.",
+      o.tier, o.id, p.token_file);
   return ok;
 }
 
@@ -318,22 +320,22 @@ int cmd_token_revoke(const options& o) {
   const auto p = paths_of(o);
   auto removed = mcpcore_host::revoke_tokens(p.token_file, o.id);
   if (!removed) {
-    say(removed.error());
+    say("{}", removed.error());
     return failed;
   }
   if (*removed == 0) {
-    say("no token of " + o.id + " in " + p.token_file);
+    say("no token of {} in {}", o.id, p.token_file);
     return failed;
   }
-  std::printf("revoked %zu token%s of %s; a running mcpcore-host drops them within one maintenance tick\n", *removed,
-              *removed == 1 ? "" : "s", o.id.c_str());
+  fmt::print("revoked {} token{} of {}; a running mcpcore-host drops them within one maintenance tick\n", *removed,
+             *removed == 1 ? "" : "s", o.id);
   return ok;
 }
 
 int cmd_token_list(const options& o) {
   auto entries = mcpcore_host::list_tokens(paths_of(o).token_file);
   if (!entries) {
-    say(entries.error());
+    say("{}", entries.error());
     return failed;
   }
   std::string out;
@@ -354,8 +356,8 @@ int cmd_token_list(const options& o) {
     out += '\n';
   } else {
     for (const auto& e : *entries) {
-      out += "sha256:" + e.digest_prefix + "...  " + e.principal_id + "  " + e.tier + "  " + e.kind +
-             (e.options.empty() ? "" : "  " + e.options) + "\n";
+      fmt::format_to(std::back_inserter(out), "sha256:{}...  {}  {}  {}{}{}\n", e.digest_prefix, e.principal_id, e.tier,
+                     e.kind, e.options.empty() ? "" : "  ", e.options);
     }
   }
   std::fputs(out.c_str(), stdout);
@@ -432,7 +434,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    say(std::string{"fatal: "} + e.what());
+    say("fatal: {}", e.what());
   } catch (...) {
     say("fatal: unknown exception");
   }

@@ -9,6 +9,8 @@
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -324,7 +326,7 @@ std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
 
 std::string signal_name(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev != nullptr ? "SIG" + std::string{abbrev} : "signal " + std::to_string(sig);
+  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
 // ---- allow-list parsing ------------------------------------------------------------------------
@@ -336,7 +338,7 @@ bool valid_name(std::string_view n) noexcept {
 }
 
 /// A JSON string literal of `s` (for quoting the operator's own values in messages).
-std::string quoted(std::string_view s) {
+std::string json_quoted(std::string_view s) {
   std::string out;
   mcpcore::json::append_escaped(out, s);
   return out;
@@ -345,7 +347,7 @@ std::string quoted(std::string_view s) {
 /// Why `p` cannot be a command's program, or nullopt.
 std::optional<std::string> check_program(const std::string& p) {
   if (p.empty() || p.front() != '/') return "must be an absolute path";
-  if (p.size() > max_arg_bytes) return "is longer than " + std::to_string(max_arg_bytes) + " bytes";
+  if (p.size() > max_arg_bytes) return fmt::format("is longer than {} bytes", max_arg_bytes);
   if (has_nul(p)) return "holds a NUL character";
   if (p.back() == '/' || p.find("//") != std::string::npos || p.find("/./") != std::string::npos ||
       p.find("/../") != std::string::npos || p.ends_with("/.") || p.ends_with("/..")) {
@@ -376,7 +378,7 @@ mcpcore::result<std::string, std::string> read_bounded(const std::string& path) 
   if ((st.st_mode & S_IWOTH) != 0) {
     return fail(std::string{"is writable by any user (anyone could choose what the server runs); chmod o-w it"});
   }
-  const std::string too_big = "is larger than " + std::to_string(max_allowlist_bytes) + " bytes (max_allowlist_bytes)";
+  const std::string too_big = fmt::format("is larger than {} bytes (max_allowlist_bytes)", max_allowlist_bytes);
   if (static_cast<std::uint64_t>(st.st_size) > max_allowlist_bytes) return fail(too_big);
   std::string text;
   std::array<char, 16384> chunk{};
@@ -456,7 +458,7 @@ mcpcore::result<compiled_args, std::string> parse_entry(mcpcore::json::value e, 
                                                          "args",    "timeout_ms",  "$comment"};
   for (const auto m : e.members()) {
     if (std::find(known.begin(), known.end(), m.key) == known.end()) {
-      return fail("unknown key " + quoted(m.key) +
+      return fail("unknown key " + json_quoted(m.key) +
                   " (known: name, description, program, fixed_args, args, timeout_ms, $comment)");
     }
   }
@@ -466,24 +468,24 @@ mcpcore::result<compiled_args, std::string> parse_entry(mcpcore::json::value e, 
     return fail(std::string{"description must be a non-empty string (it tells callers what the command does)"});
   }
   if (description.as_string().size() > max_description_bytes) {
-    return fail("description is longer than " + std::to_string(max_description_bytes) + " bytes");
+    return fail(fmt::format("description is longer than {} bytes", max_description_bytes));
   }
   spec.description = std::string{description.as_string()};
   const auto program = e["program"];
   if (!program.is_string()) return fail(std::string{"program must be a string (an absolute path)"});
   spec.program = std::string{program.as_string()};
-  if (auto bad = check_program(spec.program)) return fail("program " + quoted(spec.program) + " " + *bad);
+  if (auto bad = check_program(spec.program)) return fail("program " + json_quoted(spec.program) + " " + *bad);
   const auto fixed = e["fixed_args"];
   if (fixed.exists()) {
     if (!fixed.is_array()) return fail(std::string{"fixed_args must be an array of strings"});
     if (fixed.size() > max_fixed_args) {
-      return fail("fixed_args has more than " + std::to_string(max_fixed_args) + " elements");
+      return fail(fmt::format("fixed_args has more than {} elements", max_fixed_args));
     }
     for (const auto a : fixed.elements()) {
-      const auto at = "fixed_args[" + std::to_string(spec.fixed_args.size()) + "]";
+      const auto at = fmt::format("fixed_args[{}]", spec.fixed_args.size());
       if (!a.is_string()) return fail(at + " must be a string");
       if (a.as_string().size() > max_arg_bytes) {
-        return fail(at + " is longer than " + std::to_string(max_arg_bytes) + " bytes");
+        return fail(fmt::format("{} is longer than {} bytes", at, max_arg_bytes));
       }
       if (has_nul(a.as_string())) return fail(at + " holds a NUL character");
       spec.fixed_args.emplace_back(a.as_string());
@@ -493,8 +495,8 @@ mcpcore::result<compiled_args, std::string> parse_entry(mcpcore::json::value e, 
   if (timeout.exists()) {
     const auto ms = timeout.is_integer() ? timeout.to_int64() : std::nullopt;
     if (!ms || *ms < min_command_timeout.count() || *ms > max_command_timeout.count()) {
-      return fail("timeout_ms must be an integer from " + std::to_string(min_command_timeout.count()) + " to " +
-                  std::to_string(max_command_timeout.count()));
+      return fail(fmt::format("timeout_ms must be an integer from {} to {}", min_command_timeout.count(),
+                              max_command_timeout.count()));
     }
     spec.timeout = milliseconds{*ms};
   }
@@ -517,7 +519,7 @@ mcpcore::result<allowlist, std::string> allowlist::load(const std::string& path)
   if (!root->is_object()) return fail(std::string{R"(must be a JSON object {"commands": [...]})"});
   for (const auto m : root->members()) {
     if (m.key != "commands" && m.key != "$comment") {
-      return fail("unknown top-level key " + quoted(m.key) + " (known: commands, $comment)");
+      return fail("unknown top-level key " + json_quoted(m.key) + " (known: commands, $comment)");
     }
   }
   if ((*root)["$comment"].exists() && !(*root)["$comment"].is_string()) {
@@ -526,13 +528,13 @@ mcpcore::result<allowlist, std::string> allowlist::load(const std::string& path)
   const auto commands = (*root)["commands"];
   if (!commands.is_array()) return fail(std::string{R"(needs "commands": an array of command entries)"});
   if (commands.size() > max_allowlist_commands) {
-    return fail("declares " + std::to_string(commands.size()) + " commands; at most " +
-                std::to_string(max_allowlist_commands) + " are allowed (max_allowlist_commands)");
+    return fail(fmt::format("declares {} commands; at most {} are allowed (max_allowlist_commands)", commands.size(),
+                            max_allowlist_commands));
   }
   allowlist list;
   std::set<std::string, std::less<>> names;
   for (const auto e : commands.elements()) {
-    std::string where = "commands[" + std::to_string(list.commands_.size()) + "]";
+    std::string where = fmt::format("commands[{}]", list.commands_.size());
     command_spec spec;
     const auto name = e["name"];
     if (!name.is_string()) return fail(where + ": needs a \"name\" string");
@@ -540,7 +542,7 @@ mcpcore::result<allowlist, std::string> allowlist::load(const std::string& path)
       return fail(where + ": name must match ^[a-z][a-z0-9_]{0,63}$ (lowercase letters, digits, _)");
     }
     spec.name = std::string{name.as_string()};
-    where += " (" + quoted(spec.name) + ")";
+    where += " (" + json_quoted(spec.name) + ")";
     if (!names.insert(spec.name).second) return fail(where + ": the name is declared twice");
     auto args = parse_entry(e, spec);
     if (!args) return fail(where + ": " + args.error());
@@ -579,7 +581,7 @@ std::optional<std::string> allowlist::validate_args(std::string_view name, mcpco
   }
   std::size_t i = 0;
   for (const auto a : (*root)["args"].elements()) {
-    const auto at = "/args/" + std::to_string(i++);
+    const auto at = fmt::format("/args/{}", i++);
     if (!a.is_string()) return "invalid arguments for " + spec->name + " at " + at + ": expected a string";
     if (has_nul(a.as_string())) {
       return "invalid arguments for " + spec->name + " at " + at + ": an argument cannot hold a NUL character";
@@ -767,8 +769,7 @@ void command_runner::state::run(const std::shared_ptr<execution>& e, child c, ru
       s.status = "failed";
     }
     if (s.truncated) {
-      s.output += "\n[output truncated: kept the first " + std::to_string(s.output.size()) + " of " +
-                  std::to_string(s.output_bytes) + " bytes]\n";
+      s.output += fmt::format("\n[output truncated: kept the first {} of {} bytes]\n", s.output.size(), s.output_bytes);
     }
     s.finished = std::chrono::system_clock::now();
     const auto end = steady::now();
@@ -920,11 +921,11 @@ mcpcore::result<std::string, std::string> command_runner::capture(std::vector<st
     if (out.size() > 2 * max_bytes + 1) out.erase(0, out.size() - (max_bytes + 1));
   };
   const outcome o = supervise(*c, st.bounds(steady::now() + timeout), on_data);
-  if (o.timed_out) return fail(program + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  if (o.timed_out) return fail(fmt::format("{} did not finish within {} ms", program, timeout.count()));
   if (o.stopped) return fail(program + " was stopped: the server is shutting down");
   if (!o.exit_code || *o.exit_code != 0) {
-    std::string why = o.exit_code ? program + " exited with status " + std::to_string(*o.exit_code)
-                                  : program + " was killed by " + signal_name(o.signal.value_or(0));
+    std::string why = o.exit_code ? fmt::format("{} exited with status {}", program, *o.exit_code)
+                                  : fmt::format("{} was killed by {}", program, signal_name(o.signal.value_or(0)));
     std::string_view line{err};
     line = line.substr(0, std::min(line.find('\n'), capture_stderr_quote));
     if (!line.empty()) why += ": " + std::string{line};

@@ -30,6 +30,7 @@
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
 #include <CLI/Validators.hpp>
+#include <fmt/core.h>
 
 #include <atomic>
 #include <cerrno>
@@ -72,8 +73,10 @@ constexpr std::chrono::seconds default_tick_interval{3};
 /// Every how many ticks the approval store's expiry sweep runs.
 constexpr unsigned approval_expiry_every_ticks = 20;
 
-void say(const std::string& text) {
-  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(), text.c_str());
+/// One line on stderr (the host's log), prefixed with the program's name.
+template <typename... Args>
+void say(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "{}: {}\n", program, fmt::format(format, std::forward<Args>(args)...));
 }
 
 /// Everything the command line sets (docs/host-server.md lists each flag).
@@ -228,21 +231,21 @@ bool prepare_data_dir(const std::string& dir) {
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) {
-      say("cannot create the data directory " + dir + ": " + ec.message());
+      say("cannot create the data directory {}: {}", dir, ec.message());
       return false;
     }
     ::chmod(dir.c_str(), S_IRWXU);
   }
   if (!fs::is_directory(dir, ec)) {
-    say("the data directory " + dir + " is not a directory");
+    say("the data directory {} is not a directory", dir);
     return false;
   }
   const std::string probe = dir + "/.write-probe";
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, S_IRUSR | S_IWUSR);  // NOLINT
   if (fd < 0) {
     const int err = errno;
-    say("the data directory " + dir + " is not writable" + (err == EROFS ? " (a read-only filesystem)" : "") + ": " +
-        std::system_category().message(err) + "; pass --data-dir with a writable directory");
+    say("the data directory {} is not writable{}: {}; pass --data-dir with a writable directory", dir,
+        err == EROFS ? " (a read-only filesystem)" : "", std::system_category().message(err));
     return false;
   }
   ::close(fd);
@@ -253,7 +256,7 @@ bool prepare_data_dir(const std::string& dir) {
 /// Refuses a token file that group or others may read or write, or that is not a regular file.
 bool token_file_permissions_ok(const std::string& path) {
   const auto problem = mcpcore_host::token_file_permission_problem(path);
-  if (!problem.empty()) say(problem);
+  if (!problem.empty()) say("{}", problem);
   return problem.empty();
 }
 
@@ -261,10 +264,10 @@ std::optional<token_authenticator> load_tokens(const std::string& path) {
   if (!token_file_permissions_ok(path)) return std::nullopt;
   auto loaded = token_authenticator::load(path);
   if (!loaded) {
-    say("token file " + path + ": " + mcpcore::transport::to_string(loaded.error()));
+    say("token file {}: {}", path, mcpcore::transport::to_string(loaded.error()));
     return std::nullopt;
   }
-  for (const auto& w : loaded->warnings()) say("token file " + path + ": warning: " + mcpcore::transport::to_string(w));
+  for (const auto& w : loaded->warnings()) say("token file {}: warning: {}", path, mcpcore::transport::to_string(w));
   return std::move(*loaded);
 }
 
@@ -351,17 +354,17 @@ struct host_services {
 std::optional<host_services> open_services(const config& c, const mcpcore_host::data_paths& paths) {
   auto store = mcpcore::sqlite_approval_store::open(paths.approvals_db);
   if (!store) {
-    say("cannot open the approvals database " + paths.approvals_db + ": " + store.error().message());
+    say("cannot open the approvals database {}: {}", paths.approvals_db, store.error().message());
     return std::nullopt;
   }
   auto audit = mcpcore::sqlite_audit_sink::open(paths.audit_db);
   if (!audit) {
-    say("cannot open the audit database " + paths.audit_db + ": " + audit.error().message());
+    say("cannot open the audit database {}: {}", paths.audit_db, audit.error().message());
     return std::nullopt;
   }
   auto tags = mcpcore_host::tag_store::open(paths.tags_db, c.max_tags);
   if (!tags) {
-    say(tags.error());
+    say("{}", tags.error());
     return std::nullopt;
   }
   std::optional<mcpcore_host::allowlist> commands;
@@ -370,7 +373,7 @@ std::optional<host_services> open_services(const config& c, const mcpcore_host::
   if (!allow.empty()) {
     auto list = mcpcore_host::allowlist::load(allow);
     if (!list) {
-      say("allow-list " + allow + ": " + list.error());
+      say("allow-list {}: {}", allow, list.error());
       return std::nullopt;
     }
     commands.emplace(std::move(*list));
@@ -405,7 +408,7 @@ int serve_stdio(const config& c, mcpcore::server& srv) {
   caller.tier = c.stdio_tier;
   caller.kind = mcpcore::principal_kind::service;
   caller.display_name = "local user (stdio)";
-  say(std::string{"serving MCP on stdin/stdout as "} + caller.id + " (tier " + caller.tier + ")");
+  say("serving MCP on stdin/stdout as {} (tier {})", caller.id, caller.tier);
   mcpcore::stdio_transport transport{srv, caller};
   return transport.run();
 }
@@ -443,7 +446,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   std::atomic<bool> ready{true};
   endpoint.set_readiness([&ready] { return ready.load(std::memory_order_relaxed); });
   if (auto started = http.start(); !started) {
-    say("cannot listen on " + c.address + ":" + std::to_string(c.port) + ": " + started.error().message());
+    say("cannot listen on {}:{}: {}", c.address, c.port, started.error().message());
     return 1;
   }
   const std::string port = std::to_string(http.port());
@@ -458,16 +461,16 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     unsigned n = 0;
     while (!cv.wait_for(lock, stop, c.tick, [] { return false; }) && !stop.stop_requested()) {
       if (++n % approval_expiry_every_ticks == 0) {
-        if (auto expired = approvals.expire(); !expired) say("approval expiry sweep failed: " + expired.error().message());
+        if (auto expired = approvals.expire(); !expired) say("approval expiry sweep failed: {}", expired.error().message());
       }
       if (const auto now = mtime(path); now != seen) {
         seen = now;
         if (!token_file_permissions_ok(path)) {
           say("token file changed but refused; the previous tokens stay in force");
         } else if (auto r = tokens->reload(); !r) {
-          say("token file reload refused, previous tokens kept: " + mcpcore::transport::to_string(r.error()));
+          say("token file reload refused, previous tokens kept: {}", mcpcore::transport::to_string(r.error()));
         } else {
-          say("token file reloaded: " + std::to_string(tokens->size()) + " entries");
+          say("token file reloaded: {} entries", tokens->size());
         }
       }
     }
@@ -484,35 +487,35 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     http.stop();  // lets them flush, closes the sockets, joins the threads
   };
   if (!c.port_file.empty() && !write_file_atomically(c.port_file, port + "\n")) {
-    say("cannot write the port file " + c.port_file);
+    say("cannot write the port file {}", c.port_file);
     stop_all();
     return 1;
   }
   // An IPv6 literal goes in brackets in a URL.
-  const std::string authority = (c.address.find(':') != std::string::npos ? "[" + c.address + "]" : c.address) + ":" + port;
-  const std::string url = scheme + "://" + authority + "/mcp";
-  std::printf("mcpcore-host %s listening on %s\n", MCPCORE_VERSION_STRING, url.c_str());
+  const std::string authority = c.address.find(':') != std::string::npos ? fmt::format("[{}]:{}", c.address, port)
+                                                                          : fmt::format("{}:{}", c.address, port);
+  const std::string url = fmt::format("{}://{}/mcp", scheme, authority);
+  fmt::print("mcpcore-host {} listening on {}\n", MCPCORE_VERSION_STRING, url);
   if (!first_token.empty()) {
-    std::printf(
-        "\nA token file was created at %s with one operator token. It is shown only now:\n\n    %s\n\n"
-        "Connect an MCP client to %s with the header\n    Authorization: Bearer %s\n"
-        "For example: npx @modelcontextprotocol/inspector, transport \"Streamable HTTP\", URL %s,\n"
+    fmt::print(
+        "\nA token file was created at {0} with one operator token. It is shown only now:\n\n    {1}\n\n"
+        "Connect an MCP client to {2} with the header\n    Authorization: Bearer {1}\n"
+        "For example: npx @modelcontextprotocol/inspector, transport \"Streamable HTTP\", URL {2},\n"
         "and the header above. Mint more tokens (other tiers, approvers) with `mcpcore-admin token mint`.\n",
-        s.paths.token_file.c_str(), first_token.c_str(), url.c_str(), first_token.c_str(), url.c_str());
+        s.paths.token_file, first_token, url);
   } else {
-    std::printf("Connect an MCP client to %s with `Authorization: Bearer <token>` (tokens: %s; mint one with "
-                "`mcpcore-admin token mint`).\n",
-                url.c_str(), s.paths.token_file.c_str());
+    fmt::print("Connect an MCP client to {} with `Authorization: Bearer <token>` (tokens: {}; mint one with "
+               "`mcpcore-admin token mint`).\n",
+               url, s.paths.token_file);
   }
-  std::printf("Health: %s://%s/healthz  Metrics: %s://%s/metrics\n", scheme.c_str(), authority.c_str(), scheme.c_str(),
-              authority.c_str());
-  std::printf("Approvals, audit and tokens: %s --data-dir %s pending|approve|reject|audit|token\n",
-              admin_command().c_str(), c.data_dir.c_str());
+  fmt::print("Health: {0}://{1}/healthz  Metrics: {0}://{1}/metrics\n", scheme, authority);
+  fmt::print("Approvals, audit and tokens: {} --data-dir {} pending|approve|reject|audit|token\n", admin_command(),
+             c.data_dir);
   std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  say("signal " + std::to_string(signal_number) + ", stopping");
+  say("signal {}, stopping", signal_number);
   stop_all();
   return 0;
 }
@@ -536,7 +539,7 @@ int run(int argc, char** argv) {
   if (!c.stdio && ::access(paths.token_file.c_str(), F_OK) != 0) {
     auto token = mcpcore_host::create_first_run_token_file(paths.token_file);
     if (!token) {
-      say(token.error());
+      say("{}", token.error());
       return 1;
     }
     first_token = std::move(*token);
@@ -577,10 +580,10 @@ int run(int argc, char** argv) {
       .approval_tools();
   auto srv = b.build();
   if (!srv) {
-    say("refused to start: " + srv.error().message());
+    say("refused to start: {}", srv.error().message());
     return 1;
   }
-  for (const auto& w : srv->warnings()) say("warning: " + w);
+  for (const auto& w : srv->warnings()) say("warning: {}", w);
   srv->switches().set_read_only(c.read_only);
 
   const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token);
@@ -594,7 +597,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    say(std::string{"fatal: "} + e.what());
+    say("fatal: {}", e.what());
   } catch (...) {
     say("fatal: unknown exception");
   }

@@ -7,9 +7,10 @@
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
+#include <fmt/core.h>
+
 #include <cerrno>
 #include <cstddef>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,8 +64,8 @@ mcpcore::result<std::string, std::string> read_file(const std::string& path, boo
     if (n == 0) break;
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > mcpcore::transport::max_token_file_bytes) {
-      return fail("the token file " + path + " is larger than " +
-                  std::to_string(mcpcore::transport::max_token_file_bytes) + " bytes");
+      return fail(fmt::format("the token file {} is larger than {} bytes", path,
+                              mcpcore::transport::max_token_file_bytes));
     }
   }
   return text;
@@ -129,7 +130,7 @@ class edit_lock {
 /// The file's text must parse exactly as the server will parse it.
 mcpcore::result<void, std::string> check_parses(const std::string& path, std::string_view text) {
   auto parsed = token_authenticator::from_text(text);
-  if (!parsed) return fail("token file " + path + ": " + mcpcore::transport::to_string(parsed.error()));
+  if (!parsed) return fail(fmt::format("token file {}: {}", path, mcpcore::transport::to_string(parsed.error())));
   return {};
 }
 
@@ -168,12 +169,11 @@ bool is_entry(std::string_view line) {
 
 std::string token_file_permission_problem(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "cannot read the token file " + path + ": " + os_error(errno);
-  if (!S_ISREG(st.st_mode)) return "the token file " + path + " is not a regular file";
+  if (::stat(path.c_str(), &st) != 0) return fmt::format("cannot read the token file {}: {}", path, os_error(errno));
+  if (!S_ISREG(st.st_mode)) return fmt::format("the token file {} is not a regular file", path);
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    char mode[8];  // NOLINT(cppcoreguidelines-avoid-c-arrays): a short octal rendering
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777U));  // NOLINT(cppcoreguidelines-pro-type-vararg)
-    return "the token file " + path + " is accessible by group or others (mode " + mode + "); run: chmod 600 " + path;
+    return fmt::format("the token file {0} is accessible by group or others (mode {1:04o}); run: chmod 600 {0}", path,
+                       static_cast<unsigned>(st.st_mode & 07777U));
   }
   return {};
 }
