@@ -3,7 +3,7 @@
 // bench_dispatch.cpp's echo tools/call N times, for counting instructions under
 // `valgrind --tool=callgrind` (deterministic, unlike timings on a shared machine;
 // docs/performance.md).
-// Usage: mcpcore_parse_instructions <none|simdjson|document|message|dispatch|dispatch_parse> [N]
+// Usage: mcpcore_parse_instructions <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup> [N]
 //
 // `dispatch` builds BM_dispatch_tools_call's server (open tier policy, allow-all RBAC, null audit,
 // a metrics registry) and sends it the echo tools/call N times (parse_message, then
@@ -11,11 +11,17 @@
 // same server but only parses the same request N times (it prints N), so that
 // dispatch - dispatch_parse is server::handle (plus the output check) and dispatch N - dispatch 0
 // the whole call.
+//
+// `publish` publishes bench_session.cpp's 218-byte progress frame N times with
+// session_stream::publish_ring_only (a ring at its default bounds, so that eviction runs once it
+// is full) and prints how many got an id; `publish_setup` builds the same stream and frame and
+// publishes nothing, so that publish N - publish_setup N is N ring publishes.
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/session_stream.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
@@ -36,6 +42,12 @@ constexpr std::string_view echo_request =
     R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}})";
 constexpr std::string_view echo_response =
     R"({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}})";
+
+// bench_session.cpp's progress frame (218 bytes).
+const std::string progress_frame =
+    R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-0001",)"
+    R"("progress":41,"total":120,"message":"41/120 agents responded","_meta":{"mcpcore/executionId":)"
+    R"("3f9a1c2e7b4d4e0f9a1c2e7b4d4e0f9a"}}})";
 
 // BM_dispatch_tools_call's server and the sinks it refers to.
 struct echo_server {
@@ -70,7 +82,9 @@ struct echo_server {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse> [iterations]\n",
+    std::fprintf(stderr,
+                 "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup> "
+                 "[iterations]\n",
                  argv[0]);
     return 2;
   }
@@ -110,6 +124,14 @@ int main(int argc, char** argv) {
       }
       out.clear();
       checksum += s.server->handle(*m, ctx, out) && out == echo_response;
+    }
+  } else if (mode == "publish" || mode == "publish_setup") {
+    mcpcore::session_stream stream;
+    const std::string frame = progress_frame;
+    if (mode == "publish") {
+      for (long i = 0; i < n; ++i) checksum += stream.publish_ring_only(frame) != 0 ? 1 : 0;
+    } else {
+      checksum = n;
     }
   } else if (mode != "none") {
     std::fprintf(stderr, "unknown mode %s\n", argv[1]);

@@ -12,6 +12,8 @@
 // sends no credentials); a bearer token must be listed in the token file and gives its principal.
 // Prints "mcpcore conformance server listening on http://127.0.0.1:<port>/mcp" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
+#include "../common/atomic_file.hpp"
+
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/approval.hpp>
@@ -38,14 +40,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
-#include <fstream>
-#include <ios>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -436,21 +434,6 @@ class fixture_authenticator {
 };
 static_assert(mcpcore::authenticator<fixture_authenticator>);
 
-/// Writes `text` to `path` through a temporary file and a rename, so that a script polling
-/// `path` never reads a partial port number.
-bool write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out{tmp, std::ios::trunc};
-    out << text;
-    out.flush();
-    if (!out) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"MCP conformance fixture server (Streamable HTTP on 127.0.0.1)", "mcpcore-conformance-server"};
   std::uint16_t port = 0;
@@ -532,7 +515,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   const auto bound = std::to_string(http.port());
-  if (!port_file.empty() && !write_file_atomically(port_file, bound + "\n")) {
+  if (!port_file.empty() && !mcpcore_examples::write_file_atomically(port_file, bound + "\n")) {
     std::fprintf(stderr, "mcpcore-conformance-server: cannot write the port file %s\n", port_file.c_str());
     http.stop();
     return 1;

@@ -6,6 +6,7 @@
 // over an allow-list, resources and prompts; tokens and tiers from a token file; approvals and
 // audit in SQLite under the data directory. `mcpcore-host --help` lists every flag;
 // docs/host-server.md explains them.
+#include "../common/atomic_file.hpp"
 #include "command_runner.hpp"
 #include "data_dir.hpp"
 #include "host_tools.hpp"
@@ -42,8 +43,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <ios>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -296,21 +295,6 @@ std::vector<mcpcore_host::log_source> log_sources(const config& c) {
   return out;
 }
 
-/// Writes `text` to `path` through a temporary file and a rename (a script polling the port
-/// file never reads half a number).
-bool write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out{tmp, std::ios::trunc};
-    out << text;
-    out.flush();
-    if (!out) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return !ec;
-}
-
 /// How to run mcpcore-admin: the one beside this binary when there is one.
 std::string admin_command() {
   std::error_code ec;
@@ -486,7 +470,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     endpoint.begin_shutdown();
     http.stop();  // lets them flush, closes the sockets, joins the threads
   };
-  if (!c.port_file.empty() && !write_file_atomically(c.port_file, port + "\n")) {
+  if (!c.port_file.empty() && !mcpcore_examples::write_file_atomically(c.port_file, port + "\n")) {
     say("cannot write the port file {}", c.port_file);
     stop_all();
     return 1;
