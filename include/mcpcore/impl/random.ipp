@@ -18,6 +18,8 @@ MCPCORE_DECL bool fill_random(void* data, std::size_t size) noexcept {
   auto* const out = static_cast<unsigned char*>(data);
   std::size_t filled = 0;
   while (filled < size) {
+    // Flags 0: the urandom source, which blocks until the kernel pool is seeded (never early, weak
+    // bytes); a request over 256 bytes may come back short, hence the loop.
     const auto n = ::getrandom(out + filled, size - filled, 0);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -9,27 +9,21 @@
 #include <mcpcore/wire/json_writer.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <exception>
+#include <optional>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
 MCPCORE_DECL result<std::string> make_approval_id() {
-  std::array<unsigned char, approval_id_length / 2> bytes{};
-  if (!detail::fill_random(bytes.data(), bytes.size())) {
-    return fail(std::error_code{errno, std::system_category()});
-  }
-  static constexpr std::string_view digits = "0123456789abcdef";
-  std::string id;
-  id.reserve(approval_id_length);
-  for (const unsigned char b : bytes) {
-    id += digits[b >> 4U];
-    id += digits[b & 0x0FU];
-  }
-  return id;
+  // No entropy is an error, never a weaker id (docs/approvals.md#what-the-machine-checks-in-order).
+  std::optional<std::string> id = detail::random_hex(approval_id_length / 2);
+  if (!id) return fail(std::error_code{errno, std::system_category()});
+  return std::move(*id);
 }
 
 MCPCORE_DECL std::string canonical_arguments(json::value args) {
@@ -46,9 +40,13 @@ MCPCORE_DECL std::string canonical_arguments(json::value args) {
   std::vector<json::member> members;
   members.reserve(args.size());
   for (const json::member m : args.members()) {
+    // Only the top-level approval_id goes: a recall must canonicalise like the first call, while a
+    // nested member of that name is part of the arguments.
     if (m.key != "approval_id") members.push_back(m);
   }
   std::sort(members.begin(), members.end(), [](const json::member& a, const json::member& b) {
+    // Equal keys (a document that allows duplicates) keep document order: tape addresses grow
+    // along the text.
     return a.key < b.key || (a.key == b.key && a.value_node < b.value_node);
   });
   w.begin_object();
@@ -229,6 +227,8 @@ inline approval_gate_outcome store_failure(std::error_code ec, std::string id, b
   approval_gate_outcome o;
   o.verdict = is_permanent_store_error(ec) ? approval_verdict::store_permanent : approval_verdict::store_transient;
   o.approval_id = std::move(id);
+  // A mint fault has no ticket to refuse. `binding_unverified`: the recall's read failed before
+  // origin and submitter were checked (audited so, counted as a masked denial).
   o.refusal = during_mint ? approval_refusal::none : approval_refusal::store_error;
   o.binding_unverified = binding_unverified;
   o.during_mint = during_mint;
@@ -258,6 +258,7 @@ inline approval_gate_outcome verdict_of(approval_verdict v, std::string id,
 MCPCORE_DECL approval_service::approval_service(approval_options options) : options_(std::move(options)) {}
 
 MCPCORE_DECL approval_service::~approval_service() {
+  // Both are wrappers owned here (the store itself is the caller's).
   delete store_;
   delete clock_;
 }
@@ -316,6 +317,8 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   // 1. The error-distinguishing read; its failure leaves origin and submitter unverified.
   auto read = detail::guarded_store_call([&] { return store_->get(id); });
   if (!read) return detail::store_failure(read.error(), std::move(id), false, true);
+  // Steps 2-4 answer before the binding checks, as Yuzu does: anyone holding the id and the
+  // arguments learns the state, never the owner (docs/approvals.md#the-anti-oracle-rule).
   // 2. Checks b and c: the ticket exists and is for this tool and these exact arguments.
   const std::optional<approval_ticket> found = std::move(*read);
   if (!found.has_value()) return verdict_of(approval_verdict::mismatch, std::move(id));
@@ -337,6 +340,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   if (t.status == approval_status::expired) return verdict_of(approval_verdict::expired, std::move(id));
   // 5. The consume step: binding (e, f), replay (d), then the precondition, then the CAS. The
   //    anti-oracle group answers alike; the store repeats every check atomically.
+  // Origin before submitter (docs/approvals.md#what-the-machine-checks-in-order).
   if (t.origin != approval_origin_mcp) {
     return verdict_of(approval_verdict::refused, std::move(id), approval_refusal::foreign_origin);
   }
@@ -344,6 +348,8 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
     return verdict_of(approval_verdict::refused, std::move(id), approval_refusal::foreign_submitter);
   }
   if (t.consumed_at) return verdict_of(approval_verdict::refused, std::move(id), approval_refusal::not_consumable);
+  // Past its lifetime the consume answers `expired`: the precondition is not run, so its refusal
+  // (which invites a retry) cannot hide that the ticket is dead.
   const bool past_lifetime = t.reviewed_at <= cutoff;
   if (precondition && !past_lifetime) {
     std::optional<std::string> reason;
@@ -370,6 +376,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
       return verdict_of(approval_verdict::refused, std::move(id), approval_refusal::foreign_origin);
     case approval_consume_status::foreign_submitter:
       return verdict_of(approval_verdict::refused, std::move(id), approval_refusal::foreign_submitter);
+    // Gone between the read and the consume: answered like a replay.
     case approval_consume_status::not_found:
     case approval_consume_status::not_consumable: break;
   }

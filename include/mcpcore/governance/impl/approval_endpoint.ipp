@@ -35,6 +35,8 @@ struct route {
 }
 
 // The rest of `path` after "<prefix>/approvals/", or nullopt when `path` is not under it.
+// Byte for byte: no percent-decoding or dot-segment removal, so an encoded id is no id (404)
+// (docs/approvals.md#the-status-endpoint).
 [[nodiscard]] constexpr std::optional<std::string_view> strip_mount(std::string_view path,
                                                                     std::string_view prefix) noexcept {
   if (!path.starts_with(prefix)) return std::nullopt;
@@ -74,6 +76,7 @@ struct route {
   r.status = status;
   r.headers.reserve(3);
   r.headers.push_back({"Content-Type", "application/json"});
+  // On every answer: a ticket id is a bearer capability, so no cache may keep a page naming one.
   r.headers.push_back({"Cache-Control", "no-store"});
   return r;
 }
@@ -185,6 +188,8 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   const std::optional<approval_ticket> ticket = std::move(*found);
   if (!ticket.has_value()) return not_found();
   const approval_ticket& t = *ticket;
+  // An empty caller id never counts as the submitter. Anyone else gets the unknown-ticket answer,
+  // byte for byte, so ids cannot be probed (docs/approvals.md#the-status-endpoint).
   const bool is_submitter = !caller.id.empty() && caller.id == t.submitted_by;
   if (!is_submitter && !is_approver(authz, caller, options.approver_securable)) return not_found();
   return ticket_response(service, t);
@@ -207,6 +212,7 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
                                                        const approval_endpoint_options& options, route r,
                                                        std::string_view body, const principal& caller,
                                                        review_row& row) {
+  // The permission first, before the id or the body is looked at: a non-approver learns nothing.
   if (!is_approver(authz, caller, options.approver_securable)) {
     refused(row, "forbidden");
     return error_response(403, "forbidden", "reviewing approvals requires the Approve permission");
@@ -215,6 +221,7 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
     refused(row, "malformed_id", audit_result::not_found);
     return not_found();
   }
+  // Bounded before parsing: the body is caller-controlled.
   if (body.size() > options.max_body_bytes) {
     refused(row, "payload_too_large");
     return error_response(413, "payload_too_large", "the request body is too large");
@@ -238,6 +245,7 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
   }
 
   const approval_status decision = r.kind == route_kind::approve ? approval_status::approved : approval_status::rejected;
+  // An approval type-checks a comment but never records it (docs/approvals.md#the-status-endpoint).
   const approval_review_outcome o =
       decision == approval_status::approved ? service.approve(r.id, caller) : service.reject(r.id, caller, comment);
 
@@ -301,6 +309,8 @@ MCPCORE_DECL approval_endpoint::approval_endpoint(approval_service& service, app
     : service_(&service), options_(std::move(options)) {}
 
 MCPCORE_DECL approval_endpoint::~approval_endpoint() {
+  // Both are wrappers owned here: the authorizer is a copy, the audit sink is the host's (it must
+  // outlive the endpoint).
   delete authz_;
   delete audit_;
 }
@@ -319,6 +329,7 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
   namespace h = detail::approval_http;
   const auto rest = h::strip_mount(h::path_of(req.target), options_.prefix);
   if (!rest) return std::nullopt;
+  // Before the route is parsed or the store touched (docs/approvals.md#the-status-endpoint).
   if (caller == nullptr) {
     http_response r = h::error_response(401, "unauthenticated", "authentication required");
     r.headers.push_back({"WWW-Authenticate", "Bearer"});

@@ -77,6 +77,7 @@ struct memory_audit_sink::impl {
   mutable std::mutex mutex;
   std::deque<audit_entry> rows;  // guarded by mutex; oldest first
   const std::size_t capacity;
+  // Written under `mutex`; atomic so that `dropped()` reads it without the lock.
   std::atomic<std::uint64_t> dropped{0};
 };
 
@@ -93,6 +94,7 @@ MCPCORE_DECL memory_audit_sink& memory_audit_sink::operator=(memory_audit_sink&&
 MCPCORE_DECL memory_audit_sink::~memory_audit_sink() { delete impl_; }
 
 MCPCORE_DECL bool memory_audit_sink::record(const audit_record& r) {
+  // A moved-from sink records nothing and reports the gap.
   if (impl_ == nullptr) return false;
   try {
     audit_entry e = make_audit_entry(r);  // copy outside the lock
@@ -144,6 +146,7 @@ struct jsonl_audit_sink::impl {
 
 MCPCORE_DECL result<jsonl_audit_sink> jsonl_audit_sink::open(const std::string& path) {
 #if defined(__GLIBC__)
+  // Append mode: every write lands at the end of the file, whoever else appends to it.
   constexpr const char* mode = "ae";  // 'e': O_CLOEXEC, so child processes do not inherit the log
 #else
   constexpr const char* mode = "a";
@@ -184,8 +187,11 @@ MCPCORE_DECL bool jsonl_audit_sink::record(const audit_record& r) {
     return false;
   }
   const std::lock_guard lock{impl_->mutex};
+  // One write and one flush per row, under the lock: rows of this sink never interleave,
+  // and `true` means the line reached the operating system, not merely the FILE buffer.
   std::FILE* f = impl_->file;
   const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() && std::fflush(f) == 0;
+  // The error indicator is sticky: clear it so that the next row gets its own chance.
   if (!ok) std::clearerr(f);
   return ok;
 }
@@ -226,6 +232,8 @@ MCPCORE_DECL std::string sanitize_audit_value(std::string_view v) {
     std::string_view piece;
     std::size_t consumed = 1;
     if (c < 0x80) {
+      // `;`, `=` and line breaks would let a value forge a `key=value` pair or a whole row
+      // (docs/security.md#audit-and-the-one-cid-pattern).
       const bool unsafe = c < 0x20 || c == 0x7F || c == ';' || c == '=';
       piece = unsafe ? std::string_view{"_"} : std::string_view{reinterpret_cast<const char*>(p), 1};  // NOLINT
     } else {

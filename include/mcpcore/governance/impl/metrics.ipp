@@ -76,6 +76,7 @@ MCPCORE_DECL void append_prometheus_escaped(std::string& out, std::string_view s
 MCPCORE_DECL bool render_metric_labels(std::string& out, std::span<const metric_label> labels) {
   if (labels.empty()) return true;
   std::vector<metric_label> sorted{labels.begin(), labels.end()};
+  // Sorted, so that one label set given in any order renders to one key and one series.
   std::sort(sorted.begin(), sorted.end(),
             [](const metric_label& a, const metric_label& b) { return a.name < b.name; });
   out.push_back('{');
@@ -100,8 +101,11 @@ MCPCORE_DECL bool render_metric_labels(std::string& out, std::span<const metric_
 struct metrics_registry::impl {
   mutable std::mutex mutex;
   std::map<std::string, detail::metric_family, std::less<>> families;  // guarded by mutex
+  // A deque, because counter and gauge handles keep raw pointers to their cells for the registry's
+  // life: emplace_back never moves the elements already there.
   std::deque<std::atomic<std::uint64_t>> counter_cells;  // guarded by mutex; elements never move
   std::deque<std::atomic<std::int64_t>> gauge_cells;     // guarded by mutex; elements never move
+  // Counted with or without the lock (validation runs before it is taken): atomic.
   std::atomic<std::uint64_t> conflicts{0};
 
   // The cell of series name{labels} of type t, created at 0 when new; null when refused.
@@ -120,7 +124,10 @@ struct metrics_registry::impl {
       conflicts.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
+    // The registry lock: taken only at registration and by a scrape; handles never take it
+    // (docs/sessions.md#what-never-happens-under-a-lock).
     const std::lock_guard lock{mutex};
+    // A name keeps its first type and its first help text; a mismatch gets an inert handle.
     auto it = families.find(full);
     if (it == families.end()) {
       it = families.emplace(std::move(full), detail::metric_family{t, std::string{help}, {}, {}}).first;
@@ -160,6 +167,8 @@ MCPCORE_DECL gauge metrics_registry::make_gauge(std::string_view name, std::stri
 }
 
 MCPCORE_DECL void metrics_registry::write_prometheus(std::string& out) const {
+  // The lock guards the family and series lists; each value is one relaxed load of its cell,
+  // taken while writers keep counting.
   const std::lock_guard lock{impl_->mutex};
   char num[24];
   for (const auto& [name, f] : impl_->families) {

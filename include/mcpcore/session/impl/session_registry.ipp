@@ -27,6 +27,8 @@ MCPCORE_DECL session::session(std::string id, std::string principal_id, const se
                               const session_metrics& metrics, std::shared_ptr<void> attachment)
     : id_(std::move(id)),
       principal_(std::move(principal_id)),
+      // Shared with the pumps attached to it: the stream may outlive the registry entry and the
+      // session itself.
       stream_(std::make_shared<session_stream>(stream, metrics)),
       attachment_(std::move(attachment)) {}
 
@@ -65,6 +67,8 @@ struct session_registry::impl {
   const session_metrics metrics;
   // Set by `set_audit` before the registry is shared; may stay null (no rows).
   std::unique_ptr<detail::audit_base> audit;
+  // Written under `mutex`, so a mint holding the lock finishes first; atomic so that
+  // `shutting_down` reads it without the lock.
   std::atomic<bool> shutdown{false};
 
   // The registry lock: a leaf (nothing else is locked, no stream is called, no row is written
@@ -237,6 +241,7 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
     return minted;
   }
   const session_reject r = refused.value_or(session_reject::id_generation);  // or every draw collided
+  // session_reject counts from 1; the counters are indexed from 0.
   m.metrics.session_rejects[static_cast<std::size_t>(r) - 1].inc();
   // Caps and shutdown are refusals the caller can act on; an id that could not be drawn is a
   // server-side fault.
@@ -256,6 +261,7 @@ MCPCORE_DECL std::shared_ptr<session> session_registry::validate_and_touch(std::
   {
     const std::lock_guard lock{m.mutex};
     const auto it = m.sessions.find(id);
+    // Unknown, expired and foreign ids all answer null (docs/sessions.md#the-session-registry).
     if (it == m.sessions.end()) return nullptr;
     const auto now = m.clock->steady_now();
     if (m.expired(it->second, now)) {
@@ -271,6 +277,8 @@ MCPCORE_DECL std::shared_ptr<session> session_registry::validate_and_touch(std::
   return found;
 }
 
+// Never touches: background work (a parked result) must not keep its session alive
+// (docs/sessions.md#the-session-registry).
 MCPCORE_DECL bool session_registry::exists(std::string_view id, std::string_view principal_id) const {
   const impl& m = *impl_;
   const std::lock_guard lock{m.mutex};
@@ -333,6 +341,7 @@ MCPCORE_DECL bool session_registry::shutting_down() const noexcept {
 
 MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept {
   impl& m = *impl_;
+  // Later mints are not refused here: begin_shutdown does that, first (docs/sessions.md#shutdown).
   decltype(m.sessions) taken;
   {
     // Swapping allocates nothing, so this cannot fail half-way.

@@ -39,7 +39,11 @@ struct stream_sink::impl {
   std::uint64_t dropped_total = 0;  // since construction
   bool closed = false;
   close_reason reason = close_reason::none;
+  // Set by poke(): wakes the consumer with nothing queued (its frames live elsewhere, e.g. in a
+  // progress record); cleared by take().
   bool poked = false;
+  // Read under `mutex`, always called after it is released: a waker runs under no mcpcore lock
+  // (docs/sessions.md#what-never-happens-under-a-lock).
   void (*waker)(void*) noexcept = nullptr;
   void* waker_context = nullptr;
 };
@@ -139,6 +143,8 @@ MCPCORE_DECL bool stream_sink::push(const stream_frame& frame) noexcept {
     ++impl_->dropped;
     ++impl_->dropped_total;
   }
+  // The condition variable is notified under the sink lock (docs/sessions.md#lost-wake-ups); the
+  // waker cannot run here, as the caller holds the stream lock: hence the return value.
   impl_->cv.notify_all();
   return impl_->waker != nullptr;
 }
@@ -352,18 +358,24 @@ struct session_stream::impl {
 
 
   const session_stream_options options;
+  // Lock-free handles, so they are updated under the stream lock and the gauges stay exact.
   const session_metrics metrics;
+  // The stream lock: taken after the bridge and record locks and before any sink's lock, never the
+  // reverse (docs/sessions.md#the-hierarchy).
   mutable std::mutex mutex;
   // Guarded by `mutex`.
   std::deque<stream_frame> ring;  // ids strictly increasing
   std::size_t bytes = 0;          // sum of weight() over `ring`
   std::uint64_t next_id = 1;
   std::array<std::uint64_t, max_pinned_finals> pins{};  // 0 marks a free slot
+  // At most one live and one draining GET sink (docs/sessions.md#takeover): the draining one is a
+  // superseded live sink whose pump has not detached yet; its close happens outside the lock.
   std::shared_ptr<stream_sink> live;
   std::shared_ptr<stream_sink> draining;
   std::uint64_t generation = 0;   // the live GET sink's fence
   std::uint64_t generations = 0;  // every fence handed out (GET and resumed POST streams)
   bool poisoned = false;
+  // Also holds ended channels whose resumed stream is still attached (see channel_entry::ended).
   std::vector<channel_entry> channels;  // open POST streams, oldest first
   stream_channel next_channel = 1;
   std::uint64_t max_evicted = 0;        // the largest evicted id, and its channel
@@ -416,6 +428,7 @@ MCPCORE_DECL opened_channel session_stream::open_channel() noexcept {
     // The channel first: whatever fails below, the stream's frames never join another stream.
     out.channel = s.next_channel++;
     try {
+      // Reserved before the commit so that the push_back of the entry after it cannot throw.
       s.channels.reserve(s.channels.size() + 1);
       stream_frame marker;
       marker.channel = out.channel;
@@ -424,6 +437,7 @@ MCPCORE_DECL opened_channel session_stream::open_channel() noexcept {
       // Committed: no-throw from here. Only a channel that opens makes room (reference §14.2: a
       // failed open ends nobody's stream).
       if (s.open_channels_locked() >= s.options.open_channels) {
+        // One exists: at least `open_channels` (1 or more) channels are open here.
         const auto oldest = std::find_if(s.channels.begin(), s.channels.end(),
                                          [](const impl::channel_entry& e) { return !e.ended; });
         to_complete = s.end_channel_locked(oldest);
@@ -545,6 +559,8 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
       s.generation = out.generation;
     } else if (open != s.channels.end()) {
       if (takeover) {
+        // The replaced sink hands its gauge slot to the new one: no longer tracked, its
+        // pump's detach changes nothing, and that pump returns the lease itself.
         superseded = std::move(open->sink);  // replaced, not draining: its frames are replayed here
       } else {
         s.metrics.streams_active.add(1);
@@ -552,6 +568,7 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
       open->sink = sink;
       open->generation = out.generation;
     } else {
+      // Untracked (no entry, no gauge): as for a replaced sink, its pump returns the lease itself.
       ended = sink;  // the stream ended already: what it held, then the end
     }
     out.sink = std::move(sink);
@@ -594,6 +611,8 @@ MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {
       if (it != channels.end()) {
         found = std::move(it->sink);
         it->sink.reset();
+        // An ended channel's entry stayed only for this stream's fence (`current`):
+        // it goes with it.
         if (it->ended) channels.erase(it);
         impl_->metrics.streams_active.add(-1);
       }
@@ -606,6 +625,7 @@ MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {
 
 MCPCORE_DECL bool session_stream::current(std::uint64_t generation) const noexcept {
   const std::lock_guard<std::mutex> lock(impl_->mutex);
+  // 0 is never handed out: fences count from 1 (`generations` is pre-incremented).
   if (generation == 0) return false;
   if (impl_->generation == generation) return true;
   return std::any_of(impl_->channels.begin(), impl_->channels.end(),
@@ -626,6 +646,8 @@ std::vector<std::shared_ptr<stream_sink>> session_stream_channel_sinks_locked(co
 
 }  // namespace detail
 
+// Closed, not forgotten: each pump still detaches its own sink (docs/sessions.md#takeover), which
+// keeps the gauges and the lease accounting with the pumps.
 MCPCORE_DECL void session_stream::close_sinks(close_reason reason) noexcept {
   std::vector<std::shared_ptr<stream_sink>> sinks;
   std::shared_ptr<stream_sink> live;
@@ -644,6 +666,8 @@ MCPCORE_DECL void session_stream::close_sinks(close_reason reason) noexcept {
   for (const auto& sink : sinks) sink->close(reason);
 }
 
+// The draining sink is left alone: the attach that made it draining closed it, or is about to
+// close it, `superseded`.
 MCPCORE_DECL void session_stream::poison() noexcept {
   std::vector<std::shared_ptr<stream_sink>> sinks;
   std::shared_ptr<stream_sink> live;

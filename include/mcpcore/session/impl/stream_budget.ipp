@@ -61,6 +61,8 @@ MCPCORE_DECL stream_lease::~stream_lease() { release(); }
 
 MCPCORE_DECL void stream_lease::release() noexcept {
   if (budget_ == nullptr) return;
+  // Cleared before the call: a second release (or the destructor after it) is a no-op, so a slot
+  // goes back exactly once (docs/sessions.md#exactly-once-rules). The budget outlives its leases.
   stream_budget* const b = std::exchange(budget_, nullptr);
   b->release(key_);
   key_.clear();
@@ -72,6 +74,8 @@ struct stream_budget::impl {
   explicit impl(stream_budget_options o) : options(o) {}
 
   const stream_budget_options options;
+  // The budget lock, a leaf: nothing else is locked while it is held. attach_and_replay acquires
+  // under the stream lock; leases are released after it (docs/sessions.md#the-hierarchy).
   std::mutex mutex;
   // Guarded by `mutex`; an entry exists only while its count is non-zero.
   std::unordered_map<std::string, std::size_t> per_key;
@@ -89,6 +93,8 @@ MCPCORE_DECL result<stream_lease, stream_budget_reject> stream_budget::try_acqui
     stream_budget_mode mode) {
   // Allocation first: the lease's key, outside the lock.
   std::string key = detail::stream_budget_key(surface, principal);
+  // A takeover is counted but never refused: the stream it supersedes is still counted until its
+  // pump detaches, so the totals may briefly exceed the caps (docs/sessions.md#the-stream-budget).
   const bool enforce = mode == stream_budget_mode::enforce_caps;
   {
     const std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -17,6 +17,8 @@ MCPCORE_DECL bool media_type_equals(std::string_view element, std::string_view m
   while (!element.empty() && is_ows(element.front())) element.remove_prefix(1);
   while (!element.empty() && is_ows(element.back())) element.remove_suffix(1);
   if (element.size() != media_type.size()) return false;
+  // Media types are case-insensitive; `media_type` is given in lower case. Never std::tolower,
+  // which depends on the C locale.
   for (std::size_t i = 0; i < element.size(); ++i)
     if (ascii_lower(element[i]) != media_type[i]) return false;
   return true;
@@ -42,6 +44,7 @@ MCPCORE_DECL bool accept_lists(std::string_view header, std::string_view media_t
     if (in_quotes) {
       if (c == '\\') {
         ++i;  // quoted-pair: the next byte is literal
+        // A backslash as the last byte leaves the quoted string open: fail closed as well.
         if (i == header.size()) return false;
       } else if (c == '"') {
         in_quotes = false;

@@ -30,6 +30,7 @@ MCPCORE_DECL void write_canonical_rec(json::writer& w, json::value v, std::vecto
                   return a.key < b.key || (a.key == b.key && a.value_node < b.value_node);
                 });
       w.begin_object();
+      // By index, not iterator: the recursion appends to `scratch` and may reallocate it.
       for (std::size_t i = base; i < base + v.size(); ++i) {
         w.key(scratch[i].key);
         write_canonical_rec(w, scratch[i].value(), scratch);

@@ -29,6 +29,7 @@ MCPCORE_DECL correlation_id correlation_id::format(std::uint64_t wall_ms, std::u
   char* const end = id.buf_ + max_size;
   constexpr std::string_view prefix = "req-";
   p = std::copy(prefix.begin(), prefix.end(), p);
+  // Cannot overflow: max_size fits "req-", two 16-digit hex numbers and the dash.
   p = std::to_chars(p, end, wall_ms, 16).ptr;
   *p++ = '-';
   p = std::to_chars(p, end, sequence, 16).ptr;
@@ -38,6 +39,7 @@ MCPCORE_DECL correlation_id correlation_id::format(std::uint64_t wall_ms, std::u
 
 MCPCORE_DECL correlation_id next_correlation_id(std::chrono::system_clock::time_point now) noexcept {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  // Relaxed: the sequence only has to be unique, it orders nothing else.
   const std::uint64_t seq = detail::correlation_sequence().fetch_add(1, std::memory_order_relaxed);
   return correlation_id::format(ms < 0 ? 0 : static_cast<std::uint64_t>(ms), seq);
 }

@@ -68,6 +68,7 @@ MCPCORE_DECL error_object make_error(errc code, std::string_view message, const 
   error_object e;
   e.code = static_cast<std::int32_t>(code);
   e.message = message.empty() ? default_message(code) : message;
+  // The kill switch's answer stays bare (docs/security.md#kill-switches-and-read-only-mode).
   if (carries_error_data(code)) {
     json::writer w{e.data_json};
     write_error_data(w, data);

@@ -27,6 +27,8 @@ MCPCORE_DECL std::optional<std::string_view> http_request_view::header(std::stri
   return std::nullopt;
 }
 
+// For fields that must appear once (credentials): refusing a repeat means no two components can
+// each read a different copy.
 MCPCORE_DECL bool http_request_view::header_repeated(std::string_view name) const noexcept {
   std::size_t n = 0;
   for (const http_header& h : headers) {

@@ -69,9 +69,11 @@ void scan_numbers(const char* p, const char* end, F&& on_number) {
     if (c == '"') {
       ++p;
       while (true) {
+        // Never null: the text is valid, so every string has its closing quote.
         const void* q = std::memchr(p, '"', static_cast<std::size_t>(end - p));
         p = static_cast<const char*>(q);
         // A quote preceded by an odd run of backslashes is escaped.
+        // The run cannot pass the opening quote, so p[-1 - n] stays inside the text.
         std::size_t backslashes = 0;
         while (p[-1 - static_cast<std::ptrdiff_t>(backslashes)] == '\\') ++backslashes;
         ++p;
@@ -182,6 +184,7 @@ struct tape_builder {
           std::uint32_t len = 0;
           std::memcpy(&len, at, sizeof len);
           detail::node& n = push(kind::string, 0);
+          // Points into the parser's string buffer: valid until the next parse, like every view.
           n.text = reinterpret_cast<const char*>(at + sizeof len);
           n.size = len;
           ++i;
@@ -266,6 +269,7 @@ struct tape_builder {
     if (count <= small) {
       const detail::node* key[small];
       const detail::node* k = obj + 1;
+      // The next key follows this key node and its value's whole subtree.
       for (std::uint32_t i = 0; i < count; ++i, k += 1 + k[1].span) key[i] = k;
       for (std::uint32_t i = 0; i < count; ++i) {
         for (std::uint32_t j = i + 1; j < count; ++j) {
@@ -295,6 +299,7 @@ MCPCORE_DECL const std::error_category& json_category() noexcept {
 struct document::impl {
   explicit impl(parse_options o) : options(o) {
     options.max_depth = std::clamp<std::uint32_t>(options.max_depth, 1, max_supported_depth);
+    // Node sizes and spans are 32-bit: no text may be longer than that.
     options.max_bytes = std::min<std::size_t>(options.max_bytes, std::numeric_limits<std::uint32_t>::max());
   }
 
@@ -312,6 +317,8 @@ struct document::impl {
   }
 
   result<value> parse(const char* data, std::size_t size) {
+    // Reset first: the buffers are about to be reused, so after a failure root() is absent, never a
+    // dangling previous root.
     tape.size = 0;
     root = nullptr;
     if (size > options.max_bytes) return fail(make_error_code(json_errc::too_large));
@@ -323,6 +330,7 @@ struct document::impl {
       if (parser.allocate(std::max<std::size_t>(size, 64), simdjson_depth) != simdjson::SUCCESS)
         throw std::bad_alloc{};
     }
+    // `false`: no reallocation, the text already carries `padding` bytes after it.
     if (auto e = parser.parse(reinterpret_cast<const std::uint8_t*>(data), size, false).error())
       return fail(make_error_code(detail::from_simdjson(e)));
     detail::tape_builder builder{tape, stack, keys, options.max_depth, options.allow_duplicate_keys};
@@ -337,6 +345,8 @@ struct document::impl {
 
   // Points every number whose value does not determine its spelling (non-integers, zero) at its
   // source text. The scanner meets the numbers in the order the tape holds them.
+  // The spellings point into `data`: `buffer`, or the caller's text for parse_padded, which must
+  // then outlive the views.
   void attach_spellings(const char* data, std::size_t size) {
     detail::node* n = tape.data.get();
     detail::node* const last = n + tape.size;
@@ -403,6 +413,7 @@ MCPCORE_DECL const parse_options& document::options() const noexcept { return im
 MCPCORE_DECL std::optional<std::int64_t> value::to_int64() const noexcept {
   if (!is_number()) return std::nullopt;
   if ((node_->flags & detail::node_int64) != 0) {
+    // With node_text the union holds the spelling, not i64; only zeros carry both flags.
     return (node_->flags & detail::node_text) != 0 ? 0 : node_->i64;
   }
   return std::nullopt;
@@ -434,6 +445,7 @@ MCPCORE_DECL std::optional<double> value::to_double() const noexcept {
   return d;
 }
 
+// The first member of that name (duplicates exist only where a document allows them).
 MCPCORE_DECL value value::find(std::string_view key) const noexcept {
   for (member m : members())
     if (m.key == key) return m.value();

@@ -84,6 +84,8 @@ inline constexpr auto byte_classes = [] {
 }();
 
 MCPCORE_DECL void append_number(std::string& out, const json::detail::node& n) {
+  // Spelled numbers (non-integers and zero) go out exactly as written: a re-serialised document, a
+  // canonical one included, keeps "1.0", "1e2" and "-0" as the client sent them.
   if ((n.flags & json::detail::node_text) != 0) {
     out.append(n.text, n.size);
     return;
@@ -196,6 +198,7 @@ MCPCORE_DECL writer& writer::unsigned_integer(std::uint64_t u) {
 }
 
 MCPCORE_DECL writer& writer::value(double d) {
+  // JSON cannot spell NaN or an infinity: null, as JSON.stringify writes them.
   if (!std::isfinite(d)) return null();
   separate();
   char buf[32];
@@ -212,6 +215,7 @@ MCPCORE_DECL writer& writer::value(double d) {
 }
 
 MCPCORE_DECL writer& writer::value(json::value v) {
+  // The recursion below is as deep as the document, which parsing bounded (max_supported_depth).
   MCPCORE_ASSERT(v.exists());
   switch (v.kind()) {
     case kind::null: return null();

@@ -11,6 +11,7 @@ namespace detail {
 inline constexpr std::string_view remediation_single_message =
     R"(send exactly one JSON-RPC 2.0 message per request: a UTF-8 JSON object with "jsonrpc":"2.0")";
 
+// message_error holds views: every text given here is a string literal.
 MCPCORE_DECL message_error refuse(errc code, std::string_view text, std::optional<request_id_view> id = {}) noexcept {
   return message_error{code, text, remediation_single_message, id};
 }
@@ -54,6 +55,7 @@ MCPCORE_DECL result<message, message_error> read_message(json::value root) noexc
     return fail(detail::refuse(errc::invalid_request, "Invalid Request: the message must be a JSON object"));
 
   json::value jsonrpc, id, method, params, result_v, error_v;
+  // With duplicate keys allowed by the document, the last member of a name wins here.
   for (json::member m : root.members()) {
     const std::string_view k = m.key;
     if (k == "jsonrpc") jsonrpc = m.value();

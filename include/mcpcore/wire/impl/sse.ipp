@@ -13,6 +13,8 @@ namespace detail {
 
 // Calls f(line) for each line of `text`, split at CRLF, LF or CR. A trailing terminator yields
 // a final empty line, as the SSE parser would see it.
+// Every line break an SSE parser honours is split here, so a payload can never end its `data:`
+// line early and inject a field of its own.
 template <class F>
 void for_each_line(std::string_view text, F&& f) {
   std::size_t start = 0;
@@ -35,6 +37,7 @@ MCPCORE_DECL void append_uint(std::string& out, std::uint64_t v) {
 }  // namespace detail
 
 MCPCORE_DECL void write_event(std::string& out, const event& e) {
+  // 0 is never an event id: frames outside the ring carry none (docs/sessions.md#sse-frames).
   if (e.id != 0) {
     out.append("id: ");
     detail::append_uint(out, e.id);
@@ -50,6 +53,7 @@ MCPCORE_DECL void write_event(std::string& out, const event& e) {
     out.append("event: ");
     for (std::size_t i = 0; i < n; ++i) {
       const char c = e.type[i];
+      // A line break in the type would end the field and start one of the sender's choosing.
       out.push_back(c == '\r' || c == '\n' ? '_' : c);
     }
     out.push_back('\n');
