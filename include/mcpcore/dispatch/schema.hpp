@@ -119,7 +119,10 @@ class compiled_schema {
 MCPCORE_END_NAMESPACE
 
 #if defined(MCPCORE_HEADER_ONLY)
-#  include <mcpcore/dispatch/impl/schema.ipp>
+#  include <mcpcore/dispatch/impl/schema_pattern.ipp>
+#  include <mcpcore/dispatch/impl/schema_tables.ipp>
+#  include <mcpcore/dispatch/impl/schema_compile.ipp>
+#  include <mcpcore/dispatch/impl/schema_validate.ipp>
 #endif
 
 #endif  // MCPCORE_SCHEMA_HPP

@@ -10,7 +10,10 @@
 #  error "compile the library with MCPCORE_SEPARATE_COMPILATION defined"
 #endif
 
-#include <mcpcore/dispatch/impl/schema.ipp>
+#include <mcpcore/dispatch/impl/schema_compile.ipp>
+#include <mcpcore/dispatch/impl/schema_pattern.ipp>
+#include <mcpcore/dispatch/impl/schema_tables.ipp>
+#include <mcpcore/dispatch/impl/schema_validate.ipp>
 #include <mcpcore/dispatch/impl/server.ipp>
 #include <mcpcore/dispatch/impl/tool.ipp>
 #include <mcpcore/governance/impl/approval.ipp>
