@@ -1,56 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
-// The SQLite approval store: schema migration, cached statements, transactions, error mapping.
+// The SQLite approval store: its schema, statements, the calls and the open (what it shares with
+// the audit sink, from the connection to the error mapping, is in sqlite_common.ipp).
 #ifndef MCPCORE_IMPL_SQLITE_APPROVAL_STORE_IPP
 #define MCPCORE_IMPL_SQLITE_APPROVAL_STORE_IPP
 
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 
+#include <mcpcore/stores/impl/sqlite_common.ipp>
+
 #include <sqlite3.h>
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
-#include <thread>
 #include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 namespace detail::sqlite_store {
 
-// --- error mapping ----------------------------------------------------------------------------
+using sqlite::column_int;
+using sqlite::column_string;
+using sqlite::column_view;
+using sqlite::migration_step;
+using sqlite::run;
+using sqlite::scalar;
+using sqlite::transaction;
 
-// The store error for an SQLite result code (primary or extended); see the table in the header.
-inline approval_store_errc map_error(int rc) noexcept {
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_PROTOCOL:  // a race on the WAL locks that outlasted SQLite's own retries
-      return approval_store_errc::busy;
-    case SQLITE_IOERR: return approval_store_errc::io_error;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return approval_store_errc::corrupt;
-    case SQLITE_READONLY: return approval_store_errc::read_only;
-    case SQLITE_FULL: return approval_store_errc::full;
-    case SQLITE_CANTOPEN: return approval_store_errc::closed;
-    default: return approval_store_errc::internal;
-  }
-}
-inline std::error_code sqlite_error(int rc) noexcept { return make_error_code(map_error(rc)); }
+inline std::error_code sqlite_error(int rc) noexcept { return sqlite::sqlite_error<approval_store_errc>(rc); }
 
 // --- schema -----------------------------------------------------------------------------------
 
-// One migration: the SQL that takes a database from `version - 1` to `version`, ending with
-// `PRAGMA user_version = <version>`. The pending steps run in order inside one BEGIN IMMEDIATE
-// transaction, so a database is always at a version this list names. To change the schema,
-// append a step and raise sqlite_approval_store::schema_version; never edit a published step.
-struct migration_step {
-  int version;
-  const char* sql;
-};
+// The migrations (sqlite::migrate runs them): each step ends with `PRAGMA user_version =
+// <version>`, the version this store owns in the file. To change the schema, append a step and
+// raise sqlite_approval_store::schema_version; never edit a published step.
 inline constexpr std::array<migration_step, 1> migrations{{
     {1,
      "CREATE TABLE mcpcore_approvals ("
@@ -90,10 +81,8 @@ static_assert(migrations.back().version == sqlite_approval_store::schema_version
   "id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at, review_comment, " \
   "scope, consumed_at, consumed_by, expired_at"
 
+// The store's cached statements (the connection adds those of its transactions).
 enum stmt : std::size_t {
-  begin_immediate,
-  commit,
-  rollback,
   sweep_pending,   // ?1 now, ?2 cutoff
   sweep_approved,  // ?1 now, ?2 cutoff
   find_dedup,      // ?1 definition_id, ?2 submitted_by, ?3 scope, ?4 origin
@@ -111,9 +100,6 @@ enum stmt : std::size_t {
   stmt_count,
 };
 inline constexpr std::array<const char*, stmt_count> stmt_sql{{
-    "BEGIN IMMEDIATE",
-    "COMMIT",
-    "ROLLBACK",
     "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
     " WHERE status = 'pending' AND submitted_at <= ?2",
     "UPDATE mcpcore_approvals SET status = 'expired', expired_at = ?1"
@@ -142,39 +128,6 @@ inline constexpr std::array<const char*, stmt_count> stmt_sql{{
 }};
 #undef MCPCORE_SQLITE_TICKET_COLUMNS
 
-// One use of a cached statement: binds, steps, and on destruction resets it and drops the
-// bindings (text is bound without a copy, so it must not outlive the bound views).
-class statement {
- public:
-  explicit statement(sqlite3_stmt* s) noexcept : s_(s) {}
-  statement(const statement&) = delete;
-  statement& operator=(const statement&) = delete;
-  ~statement() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  statement& bind(int i, std::string_view v) noexcept {
-    // A null pointer would bind SQL NULL: an empty view binds the empty string.
-    const char* p = v.data() != nullptr ? v.data() : "";
-    keep(sqlite3_bind_text64(s_, i, p, static_cast<sqlite3_uint64>(v.size()), SQLITE_STATIC, SQLITE_UTF8));
-    return *this;
-  }
-  statement& bind(int i, std::int64_t v) noexcept {
-    keep(sqlite3_bind_int64(s_, i, static_cast<sqlite3_int64>(v)));
-    return *this;
-  }
-  // SQLITE_ROW, SQLITE_DONE or an error (a failed bind is reported here).
-  int step() noexcept { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(s_); }
-  [[nodiscard]] sqlite3_stmt* get() const noexcept { return s_; }
-
- private:
-  void keep(int rc) noexcept {
-    if (rc_ == SQLITE_OK) rc_ = rc;
-  }
-  sqlite3_stmt* s_;
-  int rc_ = SQLITE_OK;
-};
-
 inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
 inline approval_time from_ms(std::int64_t ms) noexcept { return approval_time{std::chrono::milliseconds{ms}}; }
 // now - lifetime, saturated: the instant at or before which a ticket's lifetime has run out.
@@ -188,21 +141,6 @@ inline std::int64_t cutoff(approval_time now, std::chrono::milliseconds lifetime
   return r;
 }
 
-inline std::string column_string(sqlite3_stmt* s, int i) {
-  const auto* p = sqlite3_column_text(s, i);  // before sqlite3_column_bytes (the documented order)
-  const int n = sqlite3_column_bytes(s, i);
-  if (p == nullptr || n <= 0) return {};
-  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)};
-}
-inline std::string_view column_view(sqlite3_stmt* s, int i) noexcept {
-  const auto* p = sqlite3_column_text(s, i);
-  const int n = sqlite3_column_bytes(s, i);
-  if (p == nullptr || n <= 0) return {};
-  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)};
-}
-inline std::int64_t column_int(sqlite3_stmt* s, int i) noexcept {
-  return static_cast<std::int64_t>(sqlite3_column_int64(s, i));
-}
 inline std::optional<approval_time> column_time(sqlite3_stmt* s, int i) noexcept {
   if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
   return from_ms(column_int(s, i));
@@ -229,124 +167,17 @@ inline result<approval_ticket> read_ticket(sqlite3_stmt* s) {
   return t;
 }
 
-// Runs `sql` (one or more statements, no results wanted).
-inline int exec(sqlite3* db, const char* sql) noexcept { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
-
-// The single integer (or text) that a one-row statement such as a PRAGMA returns.
-inline int query_int(sqlite3* db, const char* sql, std::int64_t& out) noexcept {
-  sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-      out = column_int(s, 0);
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_INTERNAL;
-    }
-  }
-  sqlite3_finalize(s);
-  return rc;
-}
-inline int query_text(sqlite3* db, const char* sql, std::string& out) {
-  sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-      out = column_string(s, 0);
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_INTERNAL;
-    }
-  }
-  sqlite3_finalize(s);
-  return rc;
-}
-
-// Brings the schema to schema_version: a no-op (and no write lock) when it is already there.
-inline int migrate(sqlite3* db, approval_store_errc& too_new) noexcept {
-  std::int64_t version = 0;
-  if (const int rc = query_int(db, "PRAGMA user_version", version); rc != SQLITE_OK) return rc;
-  if (version > sqlite_approval_store::schema_version) {
-    too_new = approval_store_errc::schema_too_new;
-    return SQLITE_ERROR;
-  }
-  if (version == sqlite_approval_store::schema_version) return SQLITE_OK;
-  // Another process may be migrating the same file: take the write lock, then look again.
-  if (const int rc = exec(db, "BEGIN IMMEDIATE"); rc != SQLITE_OK) return rc;
-  int rc = query_int(db, "PRAGMA user_version", version);
-  if (rc == SQLITE_OK && version > sqlite_approval_store::schema_version) {
-    too_new = approval_store_errc::schema_too_new;
-    rc = SQLITE_ERROR;
-  }
-  for (const auto& step : migrations) {
-    if (rc != SQLITE_OK) break;
-    if (step.version <= version) continue;
-    rc = exec(db, step.sql);
-  }
-  if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
-  if (rc != SQLITE_OK && sqlite3_get_autocommit(db) == 0) exec(db, "ROLLBACK");
-  return rc;
+// The schema version of the file: its user_version (0 for a new file).
+inline int read_version(sqlite3* db, std::int64_t& version) noexcept {
+  return sqlite::query_int(db, "PRAGMA user_version", version);
 }
 
 }  // namespace detail::sqlite_store
 
-struct sqlite_approval_store::impl {
-  std::mutex mutex_;  // one connection, one transaction at a time
-  sqlite3* db_ = nullptr;
-  std::array<sqlite3_stmt*, detail::sqlite_store::stmt_count> stmts_{};
+// The connection, used under mutex_ by one call at a time (one transaction at a time).
+struct sqlite_approval_store::impl : detail::sqlite::connection<detail::sqlite_store::stmt_count> {
+  std::mutex mutex_;
   bool read_only_ = false;
-
-  impl() = default;
-  impl(const impl&) = delete;
-  impl& operator=(const impl&) = delete;
-  ~impl() {
-    for (auto* s : stmts_) sqlite3_finalize(s);
-    sqlite3_close_v2(db_);
-  }
-
-  detail::sqlite_store::statement use(detail::sqlite_store::stmt which) noexcept {
-    return detail::sqlite_store::statement{stmts_[which]};
-  }
-  // Runs a statement that returns no rows.
-  int run(detail::sqlite_store::statement&& s) noexcept {
-    const int rc = s.step();
-    return rc == SQLITE_DONE ? SQLITE_OK : (rc == SQLITE_ROW ? SQLITE_INTERNAL : rc);
-  }
-  // Runs a statement that returns one integer.
-  int scalar(detail::sqlite_store::statement&& s, std::int64_t& out) noexcept {
-    const int rc = s.step();
-    if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_INTERNAL : rc;
-    out = detail::sqlite_store::column_int(s.get(), 0);
-    return SQLITE_OK;
-  }
-  std::int64_t changes() const noexcept { return static_cast<std::int64_t>(sqlite3_changes(db_)); }
-
-  // BEGIN IMMEDIATE ... COMMIT; rolled back on destruction unless committed.
-  class transaction {
-   public:
-    explicit transaction(impl& s) noexcept : s_(s) { rc_ = s_.run(s_.use(detail::sqlite_store::begin_immediate)); }
-    transaction(const transaction&) = delete;
-    transaction& operator=(const transaction&) = delete;
-    ~transaction() {
-      // Some errors (full, I/O, out of memory) end the transaction themselves.
-      if (rc_ == SQLITE_OK && !committed_ && sqlite3_get_autocommit(s_.db_) == 0) {
-        (void)s_.run(s_.use(detail::sqlite_store::rollback));
-      }
-    }
-    [[nodiscard]] int begun() const noexcept { return rc_; }
-    int commit() noexcept {
-      const int rc = s_.run(s_.use(detail::sqlite_store::commit));
-      committed_ = rc == SQLITE_OK;
-      return rc;
-    }
-
-   private:
-    impl& s_;
-    int rc_;
-    bool committed_ = false;
-  };
 
   int sweep(std::int64_t now, std::int64_t cut, std::int64_t& expired) noexcept {
     using namespace detail::sqlite_store;
@@ -545,82 +376,49 @@ R locked_call(Impl* p, F&& f) noexcept {
 }
 }  // namespace detail::sqlite_store
 
-namespace detail::sqlite_store {
-// Pause between attempts of an open refused by a concurrent opener.
-inline constexpr std::chrono::milliseconds open_retry_interval{5};
-}  // namespace detail::sqlite_store
-
 MCPCORE_DECL result<sqlite_approval_store> sqlite_approval_store::open(const std::string& path,
                                                                       sqlite_approval_store_options options) {
   using namespace detail::sqlite_store;
   const auto attempt = [&]() -> result<sqlite_approval_store> {
     sqlite_approval_store store(new impl);  // closes the connection on every early return
     impl* p = store.impl_;
-    const int flags = SQLITE_OPEN_NOMUTEX |
-                      (options.read_only ? SQLITE_OPEN_READONLY
-                                         : (SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0)));
-    if (const int rc = sqlite3_open_v2(path.c_str(), &p->db_, flags, nullptr); rc != SQLITE_OK) {
-      return fail(p->db_ == nullptr ? make_error_code(approval_store_errc::internal) : sqlite_error(rc));
-    }
-    sqlite3_extended_result_codes(p->db_, 1);
-    const auto timeout = options.busy_timeout.count();
-    constexpr auto max_timeout = std::numeric_limits<int>::max();
-    sqlite3_busy_timeout(p->db_, timeout <= 0 ? 0 : (timeout >= max_timeout ? max_timeout : static_cast<int>(timeout)));
-    // Reading the header first also turns a file that is not a database into `corrupt` here.
-    std::int64_t version = 0;
-    if (const int rc = query_int(p->db_, "PRAGMA user_version", version); rc != SQLITE_OK) {
+    if (const int rc = detail::sqlite::open(*p, path, options.read_only, options.create, options.busy_timeout);
+        rc != SQLITE_OK) {
       return fail(sqlite_error(rc));
     }
+    // Reading the header first also turns a file that is not a database into `corrupt` here.
+    std::int64_t version = 0;
+    if (const int rc = read_version(p->db_, version); rc != SQLITE_OK) return fail(sqlite_error(rc));
     if (version > schema_version) return fail(approval_store_errc::schema_too_new);
     p->read_only_ = options.read_only || sqlite3_db_readonly(p->db_, "main") == 1;
     if (p->read_only_) {
       // Nothing may be written, so the schema must already be there.
       if (version < schema_version) return fail(approval_store_errc::read_only);
     } else {
-      // Answers the mode now in effect: a file system without shared memory keeps a rollback
-      // journal, which is slower for readers but just as safe.
-      std::string mode;
-      if (const int rc = query_text(p->db_, "PRAGMA journal_mode = WAL", mode); rc != SQLITE_OK) {
-        return fail(sqlite_error(rc));
-      }
-      approval_store_errc too_new{};
-      if (const int rc = migrate(p->db_, too_new); rc != SQLITE_OK) {
-        return fail(too_new == approval_store_errc::schema_too_new ? make_error_code(too_new) : sqlite_error(rc));
+      bool wal = false;  // either journal is safe with synchronous = FULL
+      if (const int rc = detail::sqlite::use_wal(p->db_, wal); rc != SQLITE_OK) return fail(sqlite_error(rc));
+      bool too_new = false;
+      if (const int rc = detail::sqlite::migrate(p->db_, migrations, schema_version, read_version, too_new);
+          rc != SQLITE_OK) {
+        return fail(too_new ? make_error_code(approval_store_errc::schema_too_new) : sqlite_error(rc));
       }
     }
-    if (const int rc = exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) return fail(sqlite_error(rc));
-    for (std::size_t i = 0; i < stmt_count; ++i) {
-      const int rc = sqlite3_prepare_v3(p->db_, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &p->stmts_[i], nullptr);
-      if (rc != SQLITE_OK) return fail(sqlite_error(rc));
+    // FULL: a commit is on disk when it returns, in WAL mode too, so a power loss cannot bring
+    // back a consumed ticket as redeemable.
+    if (const int rc = detail::sqlite::exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) {
+      return fail(sqlite_error(rc));
     }
+    if (const int rc = p->prepare(stmt_sql); rc != SQLITE_OK) return fail(sqlite_error(rc));
     return store;
   };
-  // Opening a fresh file from several processes at once can fail with SQLITE_BUSY without the
-  // busy handler ever running (switching to WAL, or a reader upgrading to writer, is refused
-  // immediately to avoid deadlock), so the whole open is retried within the busy timeout.
-  const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
-  try {
-    for (;;) {
-      auto r = attempt();
-      if (r || r.error() != make_error_code(approval_store_errc::busy) ||
-          std::chrono::steady_clock::now() >= deadline) {
-        return r;
-      }
-      std::this_thread::sleep_for(open_retry_interval);
-    }
-  } catch (const std::bad_alloc&) {
-    return fail(std::make_error_code(std::errc::not_enough_memory));
-  }
+  return detail::sqlite::retry_open(options.busy_timeout, make_error_code(approval_store_errc::busy), attempt);
 }
 
 MCPCORE_DECL sqlite_approval_store::sqlite_approval_store(sqlite_approval_store&& other) noexcept
     : impl_(std::exchange(other.impl_, nullptr)) {}
 
 MCPCORE_DECL sqlite_approval_store& sqlite_approval_store::operator=(sqlite_approval_store&& other) noexcept {
-  if (this != &other) {
-    delete impl_;
-    impl_ = std::exchange(other.impl_, nullptr);
-  }
+  detail::sqlite::move_assign(impl_, other.impl_);
   return *this;
 }
 

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The SQLite audit sink: schema migration, the connection turn, insert with retention, reads.
+// The SQLite audit sink: its schema, the connection turn, insert with retention, reads, the open
+// (what it shares with the approval store, from the connection to the error mapping, is in
+// sqlite_common.ipp).
 #ifndef MCPCORE_IMPL_SQLITE_AUDIT_SINK_IPP
 #define MCPCORE_IMPL_SQLITE_AUDIT_SINK_IPP
 
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <mcpcore/governance/approval.hpp>
-// The approval store's SQLite helpers (error mapping, cached-statement use, column reads), so
-// that both SQLite components map SQLite codes the same way. In compiled mode both are in the
-// one translation unit of src/mcpcore_sqlite.cpp; header-only users get both definitions.
-#include <mcpcore/stores/impl/sqlite_approval_store.ipp>
+#include <mcpcore/stores/impl/sqlite_common.ipp>
 
 #include <sqlite3.h>
 
@@ -27,7 +26,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -36,7 +34,7 @@ namespace detail::sqlite_audit {
 
 // --- errors -----------------------------------------------------------------------------------
 
-// The two enumerations share their values, so the approval store's SQLite mapping is reused.
+// The two enumerations share their names (so sqlite::map_error serves both) and their values.
 static_assert(static_cast<int>(sqlite_audit_errc::busy) == static_cast<int>(approval_store_errc::busy));
 static_assert(static_cast<int>(sqlite_audit_errc::io_error) == static_cast<int>(approval_store_errc::io_error));
 static_assert(static_cast<int>(sqlite_audit_errc::closed) == static_cast<int>(approval_store_errc::closed));
@@ -47,9 +45,7 @@ static_assert(static_cast<int>(sqlite_audit_errc::schema_too_new) ==
               static_cast<int>(approval_store_errc::schema_too_new));
 static_assert(static_cast<int>(sqlite_audit_errc::internal) == static_cast<int>(approval_store_errc::internal));
 
-inline std::error_code sqlite_error(int rc) noexcept {
-  return make_error_code(static_cast<sqlite_audit_errc>(detail::sqlite_store::map_error(rc)));
-}
+inline std::error_code sqlite_error(int rc) noexcept { return sqlite::sqlite_error<sqlite_audit_errc>(rc); }
 
 class category_impl final : public std::error_category {
  public:
@@ -85,16 +81,10 @@ class category_impl final : public std::error_category {
 
 // --- schema -----------------------------------------------------------------------------------
 
-// The audit schema's version lives in its own one-row table, not in PRAGMA user_version (the
-// approval store's, when both share a file). Each step takes the schema from `version - 1` to
-// `version` and records it; the pending steps run in order inside one BEGIN IMMEDIATE
-// transaction. To change the schema, append a step and raise schema_version; never edit a
-// published step.
-struct migration_step {
-  int version;
-  const char* sql;
-};
-inline constexpr std::array<migration_step, 1> migrations{{
+// The migrations (sqlite::migrate runs them). The audit schema's version lives in its own
+// one-row table, not in PRAGMA user_version (the approval store's, when both share a file). To
+// change the schema, append a step and raise schema_version; never edit a published step.
+inline constexpr std::array<sqlite::migration_step, 1> migrations{{
     {1,
      "CREATE TABLE mcpcore_audit_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);"
      // AUTOINCREMENT: a seq is never reused, even once the rows above it are deleted. Writers
@@ -123,53 +113,15 @@ static_assert(migrations.back().version == sqlite_audit_sink::schema_version,
 inline int read_version(sqlite3* db, std::int64_t& version) noexcept {
   std::int64_t tables = 0;
   // Reading the schema also turns a file that is not a database into SQLITE_NOTADB here.
-  int rc = detail::sqlite_store::query_int(
+  const int rc = sqlite::query_int(
       db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_audit_schema'", tables);
   if (rc != SQLITE_OK) return rc;
   if (tables == 0) {
     version = 0;
     return SQLITE_OK;
   }
-  sqlite3_stmt* s = nullptr;
-  rc = sqlite3_prepare_v2(db, "SELECT version FROM mcpcore_audit_schema WHERE id = 1", -1, &s, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-      version = detail::sqlite_store::column_int(s, 0);
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_CORRUPT;  // the table without its row: not a state the library leaves
-    }
-  }
-  sqlite3_finalize(s);
-  return rc;
-}
-
-// Brings the schema to schema_version: a no-op (and no write lock) when it is already there.
-inline int migrate(sqlite3* db, bool& too_new) noexcept {
-  using detail::sqlite_store::exec;
-  std::int64_t version = 0;
-  if (const int rc = read_version(db, version); rc != SQLITE_OK) return rc;
-  if (version > sqlite_audit_sink::schema_version) {
-    too_new = true;
-    return SQLITE_ERROR;
-  }
-  if (version == sqlite_audit_sink::schema_version) return SQLITE_OK;
-  // Another process may be migrating the same file: take the write lock, then look again.
-  if (const int rc = exec(db, "BEGIN IMMEDIATE"); rc != SQLITE_OK) return rc;
-  int rc = read_version(db, version);
-  if (rc == SQLITE_OK && version > sqlite_audit_sink::schema_version) {
-    too_new = true;
-    rc = SQLITE_ERROR;
-  }
-  for (const auto& step : migrations) {
-    if (rc != SQLITE_OK) break;
-    if (step.version <= version) continue;
-    rc = exec(db, step.sql);
-  }
-  if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
-  if (rc != SQLITE_OK && sqlite3_get_autocommit(db) == 0) exec(db, "ROLLBACK");
-  return rc;
+  // The table without its row is not a state the library leaves: corrupt.
+  return sqlite::query_int(db, "SELECT version FROM mcpcore_audit_schema WHERE id = 1", version, SQLITE_CORRUPT);
 }
 
 // --- cached statements ------------------------------------------------------------------------
@@ -177,10 +129,8 @@ inline int migrate(sqlite3* db, bool& too_new) noexcept {
 #define MCPCORE_SQLITE_AUDIT_COLUMNS \
   "seq, time_ms, action, target_type, target_id, principal, result, detail, correlation_id"
 
+// The sink's cached statements (the connection adds those of its transactions).
 enum stmt : std::size_t {
-  begin_immediate,
-  commit,
-  rollback,
   insert_row,  // ?1 time_ms, ?2 action, ?3 target_type, ?4 target_id, ?5 principal, ?6 result,
                // ?7 detail, ?8 correlation_id
   prune,       // ?1 the highest seq to delete
@@ -189,28 +139,12 @@ enum stmt : std::size_t {
   stmt_count,
 };
 inline constexpr std::array<const char*, stmt_count> stmt_sql{{
-    "BEGIN IMMEDIATE",
-    "COMMIT",
-    "ROLLBACK",
     "INSERT INTO mcpcore_audit (time_ms, action, target_type, target_id, principal, result, detail, correlation_id)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     "DELETE FROM mcpcore_audit WHERE seq <= ?1",
     "SELECT coalesce(min(seq), 0) FROM mcpcore_audit",
     "SELECT coalesce(max(seq), 0) FROM mcpcore_audit",
 }};
-
-// Runs a statement that returns no rows.
-inline int run(detail::sqlite_store::statement& s) noexcept {
-  const int rc = s.step();
-  return rc == SQLITE_DONE ? SQLITE_OK : (rc == SQLITE_ROW ? SQLITE_INTERNAL : rc);
-}
-// Runs a statement that returns one integer.
-inline int scalar(detail::sqlite_store::statement& s, std::int64_t& out) noexcept {
-  const int rc = s.step();
-  if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_INTERNAL : rc;
-  out = detail::sqlite_store::column_int(s.get(), 0);
-  return SQLITE_OK;
-}
 
 // --- values -----------------------------------------------------------------------------------
 
@@ -242,9 +176,9 @@ inline std::optional<audit_result> parse_result(std::string_view s) noexcept {
 
 // A row of MCPCORE_SQLITE_AUDIT_COLUMNS; false (corrupt) when `result` is not one of ours.
 inline bool read_row(sqlite3_stmt* s, sqlite_audit_row& out) {
-  using detail::sqlite_store::column_int;
-  using detail::sqlite_store::column_string;
-  const auto r = parse_result(detail::sqlite_store::column_view(s, 6));
+  using sqlite::column_int;
+  using sqlite::column_string;
+  const auto r = parse_result(sqlite::column_view(s, 6));
   if (!r) return false;
   out.seq = column_int(s, 0);
   out.entry.time = from_ms(column_int(s, 1));
@@ -258,15 +192,6 @@ inline bool read_row(sqlite3_stmt* s, sqlite_audit_row& out) {
   return true;
 }
 
-// The busy timeout as SQLite takes it: [0, INT_MAX] milliseconds.
-inline std::chrono::milliseconds clamp_timeout(std::chrono::milliseconds t) noexcept {
-  constexpr std::chrono::milliseconds max{std::numeric_limits<int>::max()};
-  return std::clamp(t, std::chrono::milliseconds{0}, max);
-}
-
-// Pause between attempts of an open refused by a concurrent opener.
-inline constexpr std::chrono::milliseconds open_retry_interval{5};
-
 }  // namespace detail::sqlite_audit
 
 MCPCORE_DECL const std::error_category& sqlite_audit_category() noexcept {
@@ -274,7 +199,7 @@ MCPCORE_DECL const std::error_category& sqlite_audit_category() noexcept {
   return category;
 }
 
-struct sqlite_audit_sink::impl {
+struct sqlite_audit_sink::impl : detail::sqlite::connection<detail::sqlite_audit::stmt_count> {
   // The connection is used by one call at a time (it is opened SQLITE_OPEN_NOMUTEX, and a
   // transaction spans several statements). A call waits for its turn with a deadline rather than
   // on a plain mutex: behind a locked file, queued callers would otherwise each wait their own
@@ -283,22 +208,12 @@ struct sqlite_audit_sink::impl {
   std::condition_variable released_;
   bool in_use_ = false;  // guarded by mutex_
 
-  sqlite3* db_ = nullptr;
-  std::array<sqlite3_stmt*, detail::sqlite_audit::stmt_count> stmts_{};
   std::chrono::milliseconds timeout_{};
   std::int64_t max_rows_ = 0;  // 0: unbounded
   bool read_only_ = false;
 
-  impl() = default;
-  impl(const impl&) = delete;
-  impl& operator=(const impl&) = delete;
-  ~impl() {
-    for (auto* s : stmts_) sqlite3_finalize(s);
-    sqlite3_close_v2(db_);
-  }
-
   // The connection for one call, within the busy timeout; SQLite's own busy wait gets what is
-  // left of it.
+  // left of it (set again for every call: prune_now leaves it at zero).
   class turn {
    public:
     explicit turn(impl& s) : s_(s) {
@@ -311,7 +226,7 @@ struct sqlite_audit_sink::impl {
       held_ = true;
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      sqlite3_busy_timeout(s_.db_, static_cast<int>(detail::sqlite_audit::clamp_timeout(left).count()));
+      sqlite3_busy_timeout(s_.db_, static_cast<int>(detail::sqlite::clamp_timeout(left).count()));
     }
     turn(const turn&) = delete;
     turn& operator=(const turn&) = delete;
@@ -330,60 +245,45 @@ struct sqlite_audit_sink::impl {
     bool held_ = false;
   };
 
-  detail::sqlite_store::statement use(detail::sqlite_audit::stmt which) noexcept {
-    return detail::sqlite_store::statement{stmts_[which]};
-  }
-  int run(detail::sqlite_audit::stmt which) noexcept {
-    auto s = use(which);
-    return detail::sqlite_audit::run(s);
-  }
-
-  // One row and the retention, in one BEGIN IMMEDIATE transaction.
+  // One row and the retention, in one BEGIN IMMEDIATE transaction: the row and the deletion of
+  // the rows it pushes out of `max_rows` commit together or not at all, so the table never holds
+  // more than max_rows rows and a failed prune does not leave the row in. The prune goes by seq
+  // (AUTOINCREMENT, never reused): it keeps the newest max_rows seqs, fewer only where rows are
+  // already missing.
   int insert(const audit_record& r) noexcept {
     using namespace detail::sqlite_audit;
+    using detail::sqlite::run;
     if (read_only_) return SQLITE_READONLY;
-    if (const int rc = run(begin_immediate); rc != SQLITE_OK) return rc;
-    int rc = SQLITE_OK;
+    detail::sqlite::transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return tx.begun();
     {
       auto s = use(insert_row);
       s.bind(1, to_ms(r.time)).bind(2, r.action).bind(3, r.target_type).bind(4, r.target_id);
       s.bind(5, r.principal_id).bind(6, to_string(r.result)).bind(7, r.detail).bind(8, r.correlation_id);
-      rc = detail::sqlite_audit::run(s);
+      if (const int rc = run(s); rc != SQLITE_OK) return rc;
     }
-    if (rc == SQLITE_OK && max_rows_ > 0) {
+    if (max_rows_ > 0) {
       const auto seq = static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
       if (seq > max_rows_) {
-        auto s = use(prune);
-        s.bind(1, seq - max_rows_);
-        rc = detail::sqlite_audit::run(s);
+        if (const int rc = run(use(prune).bind(1, seq - max_rows_)); rc != SQLITE_OK) return rc;
       }
     }
-    if (rc == SQLITE_OK) rc = run(commit);
-    // Some errors (full, I/O, out of memory) end the transaction themselves.
-    if (rc != SQLITE_OK && sqlite3_get_autocommit(db_) == 0) (void)run(rollback);
-    return rc;
+    return tx.commit();
   }
 
-  // Applies a lowered max_rows at open, without waiting for the write lock: when another
-  // connection holds it, the next record prunes instead.
+  // Applies a lowered max_rows at open, without waiting for the write lock (busy timeout zero;
+  // each call's turn sets it again): when another connection holds it, the next record prunes
+  // instead. One DELETE, its own transaction.
   void prune_now() noexcept {
     using namespace detail::sqlite_audit;
+    using detail::sqlite::scalar;
     if (read_only_ || max_rows_ == 0) return;
     std::int64_t oldest = 0;
     std::int64_t newest = 0;
-    {
-      auto s = use(oldest_seq);
-      if (scalar(s, oldest) != SQLITE_OK) return;
-    }
-    {
-      auto s = use(newest_seq);
-      if (scalar(s, newest) != SQLITE_OK) return;
-    }
+    if (scalar(use(oldest_seq), oldest) != SQLITE_OK || scalar(use(newest_seq), newest) != SQLITE_OK) return;
     if (newest - oldest < max_rows_) return;
     sqlite3_busy_timeout(db_, 0);
-    auto s = use(prune);
-    s.bind(1, newest - max_rows_);
-    (void)detail::sqlite_audit::run(s);
+    (void)detail::sqlite::run(use(prune).bind(1, newest - max_rows_));
   }
 
   result<std::vector<sqlite_audit_row>> select(const sqlite_audit_query& q) {
@@ -407,7 +307,7 @@ struct sqlite_audit_sink::impl {
     }
     // `s` (declared after the owner) resets the statement before the owner finalizes it.
     const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> owner(raw, &sqlite3_finalize);
-    detail::sqlite_store::statement s(raw);
+    detail::sqlite::statement s(raw);
     constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
     s.bind(1, q.after_seq);
     if (q.since) s.bind(2, to_ms(*q.since));
@@ -432,22 +332,16 @@ struct sqlite_audit_sink::impl {
 MCPCORE_DECL result<sqlite_audit_sink> sqlite_audit_sink::open(const std::string& path,
                                                               sqlite_audit_sink_options options) {
   using namespace detail::sqlite_audit;
-  using detail::sqlite_store::exec;
-  const auto timeout = clamp_timeout(options.busy_timeout);
   const auto attempt = [&]() -> result<sqlite_audit_sink> {
     sqlite_audit_sink sink(new impl);  // closes the connection on every early return
     impl* p = sink.impl_;
-    p->timeout_ = timeout;
+    p->timeout_ = detail::sqlite::clamp_timeout(options.busy_timeout);
     constexpr auto max_rows = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
     p->max_rows_ = options.max_rows < max_rows ? static_cast<std::int64_t>(options.max_rows) : 0;
-    const int flags = SQLITE_OPEN_NOMUTEX |
-                      (options.read_only ? SQLITE_OPEN_READONLY
-                                         : (SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0)));
-    if (const int rc = sqlite3_open_v2(path.c_str(), &p->db_, flags, nullptr); rc != SQLITE_OK) {
-      return fail(p->db_ == nullptr ? make_error_code(sqlite_audit_errc::internal) : sqlite_error(rc));
+    if (const int rc = detail::sqlite::open(*p, path, options.read_only, options.create, options.busy_timeout);
+        rc != SQLITE_OK) {
+      return fail(sqlite_error(rc));
     }
-    sqlite3_extended_result_codes(p->db_, 1);
-    sqlite3_busy_timeout(p->db_, static_cast<int>(timeout.count()));
     std::int64_t version = 0;
     if (const int rc = read_version(p->db_, version); rc != SQLITE_OK) return fail(sqlite_error(rc));
     if (version > schema_version) return fail(sqlite_audit_errc::schema_too_new);
@@ -457,56 +351,33 @@ MCPCORE_DECL result<sqlite_audit_sink> sqlite_audit_sink::open(const std::string
       // Nothing may be written, so the schema must already be there.
       if (version < schema_version) return fail(sqlite_audit_errc::read_only);
     } else {
-      // Answers the mode now in effect: a file system without shared memory keeps a rollback
-      // journal, where synchronous=NORMAL could corrupt the file on power loss (so FULL).
-      std::string mode;
-      if (const int rc = detail::sqlite_store::query_text(p->db_, "PRAGMA journal_mode = WAL", mode);
-          rc != SQLITE_OK) {
-        return fail(sqlite_error(rc));
-      }
-      wal = mode == "wal";
+      if (const int rc = detail::sqlite::use_wal(p->db_, wal); rc != SQLITE_OK) return fail(sqlite_error(rc));
       bool too_new = false;
-      if (const int rc = migrate(p->db_, too_new); rc != SQLITE_OK) {
+      if (const int rc = detail::sqlite::migrate(p->db_, migrations, schema_version, read_version, too_new);
+          rc != SQLITE_OK) {
         return fail(too_new ? make_error_code(sqlite_audit_errc::schema_too_new) : sqlite_error(rc));
       }
     }
+    // NORMAL (when asked for) only in WAL mode, where a power loss can lose the last commits but
+    // never corrupt the file; with a rollback journal NORMAL could corrupt it, so FULL.
     const bool normal = wal && options.synchronous == sqlite_audit_synchronous::normal;
-    if (const int rc = exec(p->db_, normal ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL");
+    if (const int rc =
+            detail::sqlite::exec(p->db_, normal ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL");
         rc != SQLITE_OK) {
       return fail(sqlite_error(rc));
     }
-    for (std::size_t i = 0; i < stmt_count; ++i) {
-      const int rc = sqlite3_prepare_v3(p->db_, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &p->stmts_[i], nullptr);
-      if (rc != SQLITE_OK) return fail(sqlite_error(rc));
-    }
+    if (const int rc = p->prepare(stmt_sql); rc != SQLITE_OK) return fail(sqlite_error(rc));
     p->prune_now();
     return sink;
   };
-  // As for the approval store: opening a fresh file from several processes at once can fail
-  // with SQLITE_BUSY without the busy handler ever running (switching to WAL, or a reader
-  // upgrading to writer, is refused at once to avoid deadlock), so the open is retried.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  try {
-    for (;;) {
-      auto r = attempt();
-      if (r || r.error() != make_error_code(sqlite_audit_errc::busy) || std::chrono::steady_clock::now() >= deadline) {
-        return r;
-      }
-      std::this_thread::sleep_for(open_retry_interval);
-    }
-  } catch (const std::bad_alloc&) {
-    return fail(std::make_error_code(std::errc::not_enough_memory));
-  }
+  return detail::sqlite::retry_open(options.busy_timeout, make_error_code(sqlite_audit_errc::busy), attempt);
 }
 
 MCPCORE_DECL sqlite_audit_sink::sqlite_audit_sink(sqlite_audit_sink&& other) noexcept
     : impl_(std::exchange(other.impl_, nullptr)) {}
 
 MCPCORE_DECL sqlite_audit_sink& sqlite_audit_sink::operator=(sqlite_audit_sink&& other) noexcept {
-  if (this != &other) {
-    delete impl_;
-    impl_ = std::exchange(other.impl_, nullptr);
-  }
+  detail::sqlite::move_assign(impl_, other.impl_);
   return *this;
 }
 
