@@ -6,12 +6,12 @@
 #include "host_state.hpp"
 #include "tag_store.hpp"
 
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/policy.hpp>
-#include <mcpcore/session/progress_bridge.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 

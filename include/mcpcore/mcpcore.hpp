@@ -3,6 +3,7 @@
 #ifndef MCPCORE_MCPCORE_HPP
 #define MCPCORE_MCPCORE_HPP
 
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // docs/concepts/operation_source.md's example, compiled and run so that the documentation cannot
 // rot.
-#include <mcpcore/session/progress_bridge.hpp>
+#include <mcpcore/dispatch/operation.hpp>
 
 #include <doctest/doctest.h>
 

@@ -179,9 +179,10 @@ struct dispatch_context {
   /// The transport's own stop signal (shutdown, a closed stream); linked to every call's stop
   /// token.
   std::stop_token stop{};
-  /// The progress-bridge record of this call (session transports, for a request carrying a
-  /// progress token); lets a tool `detach` work beyond the call. Null: no record.
-  progress_call* progress = nullptr;
+  /// The transport's record of this call (operation.hpp; on session transports, the progress
+  /// bridge's record of a request carrying a progress token); lets a tool `detach` work beyond
+  /// the call. Null: no record.
+  call_link* progress = nullptr;
 };
 
 /// Name/value pairs matched out of a resource template (percent-decoded).

@@ -24,7 +24,7 @@
 MCPCORE_BEGIN_NAMESPACE
 
 struct principal;
-class progress_call;
+class call_link;
 
 /// The arguments of a call: the `params.arguments` object (absent when the client sent none;
 /// lookups on an absent value return absent values, so `args["x"]` never needs a check).
@@ -248,8 +248,8 @@ class call_state {
   virtual bool log(log_level level, std::string_view data, std::string_view logger) = 0;
   virtual result<client_reply> request(std::string_view method, std::string_view params_json,
                                        std::chrono::milliseconds timeout) = 0;
-  /// The progress-bridge record the transport gave this call, if any.
-  virtual progress_call* bridge_call() const noexcept { return nullptr; }
+  /// The transport's record of this call (`dispatch_context::progress`), if any.
+  virtual call_link* link() const noexcept { return nullptr; }
   /// Ends the call's SSE response early (see `call_context::close_stream`); false when the
   /// transport cannot.
   virtual bool close_stream(std::chrono::milliseconds /*retry*/) noexcept { return false; }
@@ -278,9 +278,9 @@ class call_context {
   [[nodiscard]] std::stop_token stop_token() const noexcept { return state_->stop_token(); }
   [[nodiscard]] bool stop_requested() const noexcept { return stop_token().stop_requested(); }
 
-  /// Library use: the progress-bridge record of this call (null when the transport gave none);
-  /// `detach` (progress_bridge.hpp) uses it.
-  [[nodiscard]] progress_call* bridge_call() const noexcept { return state_->bridge_call(); }
+  /// Library use: the transport's record of this call (null when the transport gave none);
+  /// `detach` (operation.hpp) uses it.
+  [[nodiscard]] call_link* link() const noexcept { return state_->link(); }
   /// Whether the request carried `_meta.progressToken`.
   [[nodiscard]] bool wants_progress() const noexcept { return state_->wants_progress(); }
   /// Sends `notifications/progress`. Returns false (and sends nothing) when the request had no

@@ -10,12 +10,19 @@
 #  error "compile the library with MCPCORE_SEPARATE_COMPILATION defined"
 #endif
 
+#include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/operation.ipp>
+#include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/schema_compile.ipp>
 #include <mcpcore/dispatch/impl/schema_pattern.ipp>
 #include <mcpcore/dispatch/impl/schema_tables.ipp>
 #include <mcpcore/dispatch/impl/schema_validate.ipp>
 #include <mcpcore/dispatch/impl/server.ipp>
+#include <mcpcore/dispatch/impl/server_builder.ipp>
+#include <mcpcore/dispatch/impl/server_methods.ipp>
+#include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/dispatch/impl/tool.ipp>
+#include <mcpcore/dispatch/impl/tools_call.ipp>
 #include <mcpcore/governance/impl/approval.ipp>
 #include <mcpcore/governance/impl/approval_endpoint.ipp>
 #include <mcpcore/governance/impl/audit.ipp>
@@ -23,6 +30,7 @@
 #include <mcpcore/governance/impl/policy.ipp>
 #include <mcpcore/impl/random.ipp>
 #include <mcpcore/session/impl/progress_bridge.ipp>
+#include <mcpcore/session/impl/progress_bridge_table.ipp>
 #include <mcpcore/session/impl/session_metrics.ipp>
 #include <mcpcore/session/impl/session_registry.ipp>
 #include <mcpcore/session/impl/session_stream.ipp>

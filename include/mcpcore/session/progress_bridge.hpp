@@ -6,6 +6,7 @@
 #define MCPCORE_PROGRESS_BRIDGE_HPP
 
 #include <mcpcore/detail/config.hpp>
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/clock.hpp>
@@ -24,7 +25,6 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-class call_context;
 class session;
 class session_registry;
 
@@ -110,7 +110,10 @@ class progress_bridge;
 /// Projection happens on the reporting thread under the record's projection claim (no bridge
 /// thread): progress is a latest-wins slot, so a reporter that finds a projection in flight leaves
 /// its snapshot for the projector to take before it releases the claim.
-class progress_call {
+///
+/// It is the `call_link` the transport hands to the dispatch core (`dispatch_context::progress`):
+/// `detach` (operation.hpp) reaches the record through it, and `operation_handle`s share the record.
+class progress_call final : public call_link {
  public:
   /// Library use (the bridge creates calls).
   struct state;
@@ -175,6 +178,9 @@ class progress_call {
   /// Marks the call's work as continuing after the call returns (`detach`): its transport then
   /// hands the call's response to `defer` instead of `complete`.
   MCPCORE_DECL void mark_detached() noexcept;
+  /// `call_link`: sets the execution id, marks the call detached and returns the record (null for
+  /// a moved-from call), which every `operation_handle` of the call shares.
+  MCPCORE_DECL std::shared_ptr<operation_link> detach(std::string execution_id) override;
   [[nodiscard]] MCPCORE_DECL bool detached() const noexcept;
 
   [[nodiscard]] MCPCORE_DECL bridge_record_state state_now() const noexcept;
@@ -183,49 +189,6 @@ class progress_call {
  private:
   std::shared_ptr<state> s_;
 };
-
-/// Work a tool continues after its call returns (spec §6, reference §10): progress snapshots and
-/// exactly one terminal, reported from any thread, addressable by its execution id. Obtained from
-/// `detach`. An unbound operation (the call had no progress record: no session, no progress token,
-/// or a transport without a bridge) accepts every report and delivers nothing; the client then
-/// polls by execution id, which is why progress is best-effort (reference §10.3).
-///
-/// Destroying the last handle of an operation without a terminal leaves its record to the sweep, which publishes a
-/// -32014 "terminal unavailable" final under pressure (reference §10.5).
-///
-/// @par Thread safety
-/// Copies share one record; every member is thread-safe.
-class operation_handle {
- public:
-  /// An unbound operation.
-  operation_handle() = default;
-  /// Library use (`detach`).
-  operation_handle(std::optional<progress_call> call, std::string execution_id)
-      : call_(std::move(call)), execution_id_(std::move(execution_id)) {}
-
-  /// Whether reports reach a client stream.
-  [[nodiscard]] bool bound() const noexcept { return call_.has_value(); }
-  [[nodiscard]] const std::string& execution_id() const noexcept { return execution_id_; }
-  /// A progress snapshot (see `progress_call::progress`); false when nothing was committed.
-  bool progress(double progress, std::optional<double> total = {}, std::string_view message = {}) {
-    return call_ && call_->progress(progress, total, message);
-  }
-  /// The terminal (see `progress_call::finish`): `status` (e.g. "completed", "failed") and
-  /// optional extra result members as a JSON object text. True for the one accepted terminal.
-  bool finish(std::string_view status, std::string_view extra_members = {}) {
-    return call_ && call_->finish(status, extra_members);
-  }
-
- private:
-  std::optional<progress_call> call_;
-  std::string execution_id_;
-};
-
-/// Detaches the work of the call that `ctx` serves: the handler then returns its result at once
-/// (the base of the final, and the plain answer of a GET-only call) and reports progress and the
-/// terminal through the returned operation. `execution_id` is the durable handle the client can
-/// fetch the result by; it rides in every progress frame's `_meta` and in close frames.
-[[nodiscard]] MCPCORE_DECL operation_handle detach(call_context& ctx, std::string execution_id);
 
 /// The progress bridge of one server (reference §10; lock hierarchy in docs/sessions.md).
 ///
@@ -296,6 +259,7 @@ MCPCORE_END_NAMESPACE
 
 #if defined(MCPCORE_HEADER_ONLY)
 #  include <mcpcore/session/impl/progress_bridge.ipp>
+#  include <mcpcore/session/impl/progress_bridge_table.ipp>
 #endif
 
 #endif  // MCPCORE_PROGRESS_BRIDGE_HPP

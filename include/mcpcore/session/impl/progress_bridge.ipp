@@ -8,7 +8,7 @@
 
 #include <mcpcore/session/session_registry.hpp>
 
-#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/json.hpp>
@@ -61,8 +61,9 @@ enum class bridge_terminal : std::uint8_t {
 
 // The record. Immutable members are set at reserve; the rest is guarded by `mutex`. A charge, the
 // teardown flag and the bridge's maps are only changed with the bridge lock held too (bridge lock,
-// then record lock: reference §14.1).
-struct progress_call::state {
+// then record lock: reference §14.1). It is the `operation_link` every `operation_handle` of a
+// detached call shares (`progress_call::detach`).
+struct progress_call::state final : operation_link {
   state(std::weak_ptr<detail::bridge_core> c, std::shared_ptr<const session_metrics> m, std::shared_ptr<session> s,
         request_id i, request_id t, bool str, std::chrono::steady_clock::time_point now)
       : core(std::move(c)),
@@ -110,6 +111,10 @@ struct progress_call::state {
   // A `finish` that arrived before `defer` (the worker beat the handler's return): the terminal is
   // accepted, its final is built when the base arrives.
   std::optional<std::pair<std::string, std::string>> finish_awaiting_base;  // status, extra members
+
+  // The reports of the work (`progress_call::progress` and `finish` forward here).
+  bool progress(double progress, std::optional<double> total, std::string_view message) override;
+  bool finish(std::string_view status, std::string_view extra_members) override;
 };
 
 namespace detail {
@@ -557,9 +562,11 @@ MCPCORE_DECL std::string progress_call::execution_id() const {
   return s_->execution_id;
 }
 
-MCPCORE_DECL bool progress_call::progress(double progress, std::optional<double> total, std::string_view message) {
-  if (!s_) return false;
-  state& r = *s_;
+namespace detail {
+
+// The body of `progress_call::progress` (and of the record's `operation_link::progress`).
+inline bool bridge_report_progress(progress_call::state& r, double progress, std::optional<double> total,
+                                   std::string_view message) {
   const session_metrics& m = *r.metrics;
   // reference §10.3: no meaningful denominator (strict clients reject total 0) or no number at all.
   if (!std::isfinite(progress) || (total && (!std::isfinite(*total) || *total <= 0))) {
@@ -585,6 +592,16 @@ MCPCORE_DECL bool progress_call::progress(double progress, std::optional<double>
   r.slot = std::move(snap);
   if (r.projecting || r.st == bridge_record_state::arming) return false;  // latched for later
   return detail::bridge_project_and_release(r, lk, core) > 0;
+}
+
+}  // namespace detail
+
+MCPCORE_DECL bool progress_call::progress(double progress, std::optional<double> total, std::string_view message) {
+  return s_ && detail::bridge_report_progress(*s_, progress, total, message);
+}
+
+inline bool progress_call::state::progress(double progress, std::optional<double> total, std::string_view message) {
+  return detail::bridge_report_progress(*this, progress, total, message);
 }
 
 MCPCORE_DECL bool progress_call::message(std::string_view jsonrpc_message) {
@@ -649,9 +666,10 @@ MCPCORE_DECL void progress_call::defer(std::string base_response) {
   (void)detail::bridge_project_and_release(r, lk, core);
 }
 
-MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_view extra_members) {
-  if (!s_) return false;
-  state& r = *s_;
+namespace detail {
+
+// The body of `progress_call::finish` (and of the record's `operation_link::finish`).
+inline bool bridge_report_finish(progress_call::state& r, std::string_view status, std::string_view extra_members) {
   std::optional<std::string> base;
   std::string execution_id;
   {
@@ -680,6 +698,16 @@ MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_vie
   if (r.projecting || r.st == bridge_record_state::arming) return true;
   (void)detail::bridge_project_and_release(r, lk, core);
   return true;
+}
+
+}  // namespace detail
+
+MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_view extra_members) {
+  return s_ && detail::bridge_report_finish(*s_, status, extra_members);
+}
+
+inline bool progress_call::state::finish(std::string_view status, std::string_view extra_members) {
+  return detail::bridge_report_finish(*this, status, extra_members);
 }
 
 MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
@@ -817,12 +845,11 @@ MCPCORE_DECL bool progress_call::detached() const noexcept {
   return s_->detached;
 }
 
-MCPCORE_DECL operation_handle detach(call_context& ctx, std::string execution_id) {
-  progress_call* call = ctx.bridge_call();
-  if (call == nullptr) return operation_handle{std::nullopt, std::move(execution_id)};
-  call->set_execution_id(execution_id);
-  call->mark_detached();
-  return operation_handle{*call, std::move(execution_id)};
+MCPCORE_DECL std::shared_ptr<operation_link> progress_call::detach(std::string execution_id) {
+  if (!s_) return nullptr;
+  set_execution_id(std::move(execution_id));
+  mark_detached();
+  return s_;  // the record itself: handles keep it alive as copies of this call do
 }
 
 MCPCORE_DECL std::shared_ptr<stream_sink> progress_call::wake_sink() const noexcept {
@@ -838,377 +865,6 @@ MCPCORE_DECL bridge_record_state progress_call::state_now() const noexcept {
 MCPCORE_DECL const request_id& progress_call::id() const noexcept {
   static const request_id none{0};
   return s_ ? s_->id : none;
-}
-
-// ---- progress_bridge -------------------------------------------------------------------------
-
-struct progress_bridge::impl {
-  std::shared_ptr<detail::bridge_core> core;
-};
-
-MCPCORE_DECL progress_bridge::progress_bridge(session_registry& registry, progress_bridge_options options,
-                                              detail::clock_base* clock, session_metrics metrics)
-    : impl_(nullptr) {
-  std::unique_ptr<detail::clock_base> owned{clock};
-  auto core = std::make_shared<detail::bridge_core>(registry, options, std::move(owned), metrics);
-  impl_ = new impl{std::move(core)};
-}
-
-MCPCORE_DECL progress_bridge::~progress_bridge() {
-  shutdown();
-  delete impl_;
-}
-
-MCPCORE_DECL void progress_bridge::set_audit(detail::audit_base* audit) {
-  impl_->core->audit.reset(audit);
-}
-
-MCPCORE_DECL result<progress_call, bridge_refusal> progress_bridge::reserve(const std::shared_ptr<session>& s,
-                                                                             const request_id& id,
-                                                                             const request_id& progress_token,
-                                                                             bool streamed) {
-  detail::bridge_core& c = *impl_->core;
-  const session_metrics& m = *c.metrics;
-  const auto refuse = [&](bridge_reject reason, bool held_by_charges = false) {
-    m.bridge_rejects[detail::bridge_index(reason)].inc();
-    return fail(bridge_refusal{reason, held_by_charges});
-  };
-  // Allocation before the lock and before anything is committed.
-  std::shared_ptr<progress_call::state> rec;
-  if (s) {
-    rec = std::make_shared<progress_call::state>(impl_->core, c.metrics, s, id, progress_token, streamed,
-                                                 c.clock->steady_now());
-  }
-  std::uint64_t displaced = 0;
-  bool orphan = false;
-  bool audit_displaced = false;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.shutdown) return refuse(bridge_reject::shutdown);
-    if (!c.options.enabled) return refuse(bridge_reject::disabled);
-    if (!s || !s->stream() || !c.registry.exists(s->id(), s->principal_id())) {
-      return refuse(bridge_reject::unknown_session);
-    }
-    auto entry = c.sessions.find(std::string_view{s->id()});
-    if (entry != c.sessions.end() && entry->second.calls.contains(id)) {
-      return refuse(bridge_reject::duplicate_request_id);
-    }
-    if (c.total >= c.options.max_records) return refuse(bridge_reject::global_cap);
-
-    std::shared_ptr<progress_call::state> victim;
-    if (streamed) {
-      const std::size_t charges = entry != c.sessions.end() ? entry->second.charges : 0;
-      const session_stream_stats stats = s->stream()->stats();
-      std::size_t pins = 0;
-      for (const auto pin : stats.pins) pins += pin != 0 ? 1 : 0;
-      if (pins + charges >= max_pinned_finals) {
-        // reference §8 (#2740): select a displaceable pin; the unpin waits for the commit.
-        bool declined = false;
-        std::vector<std::uint64_t> referenced;
-        std::uint64_t best_park = 0;
-        if (entry != c.sessions.end()) {
-          for (const auto& [key, r] : entry->second.calls) {
-            const std::lock_guard<std::mutex> rl(r->mutex);
-            if (r->projecting) {
-              declined = true;
-              break;
-            }
-            if (r->final_id != 0) referenced.push_back(r->final_id);
-            if (r->st == bridge_record_state::ring_only && r->final_id != 0 && !r->final_written &&
-                !r->torn_down && s->stream()->pinned(r->final_id) &&
-                (best_park == 0 || r->park_order < best_park)) {
-              best_park = r->park_order;
-              victim = r;
-            }
-          }
-        }
-        if (!declined) {
-          std::array<std::uint64_t, max_pinned_finals> sorted = stats.pins;
-          std::sort(sorted.begin(), sorted.end());
-          for (const auto pin : sorted) {
-            if (pin != 0 && std::find(referenced.begin(), referenced.end(), pin) == referenced.end()) {
-              displaced = pin;
-              orphan = true;
-              break;
-            }
-          }
-          if (displaced != 0) {
-            victim.reset();
-          } else if (victim) {
-            displaced = victim->final_id;  // read under its lock above; only changes under both locks
-          }
-        } else {
-          victim.reset();
-        }
-        if (displaced == 0) {
-          const bool held = charges > 0;
-          (held ? m.pin_slots_reject_charges : m.pin_slots_reject_pins).inc();
-          return refuse(bridge_reject::pin_slots, held);
-        }
-      }
-    }
-
-    // Commit.
-    if (entry == c.sessions.end()) entry = c.sessions.try_emplace(s->id()).first;
-    try {
-      entry->second.calls.emplace(id, rec);
-    } catch (...) {
-      if (entry->second.calls.empty() && entry->second.charges == 0) c.sessions.erase(entry);
-      throw;
-    }
-    ++c.total;
-    m.bridge_records_active.add(1);
-    if (streamed) {
-      const std::lock_guard<std::mutex> rl(rec->mutex);
-      rec->charge_held = true;
-      ++entry->second.charges;
-    }
-    if (displaced != 0) {
-      if (s->stream()->unpin(displaced)) {
-        m.pin_displaced_for_admission.inc();
-        audit_displaced = true;
-        if (victim) {
-          const std::lock_guard<std::mutex> rl(victim->mutex);
-          if (!victim->torn_down && victim->st == bridge_record_state::ring_only) {
-            victim->st = bridge_record_state::done;
-          }
-        }
-      } else {
-        m.pin_release_raced.inc();
-      }
-    }
-  }
-  if (audit_displaced) {
-    try {
-      std::string detail_text = "event_id=";
-      char digits[24];
-      const auto r = std::to_chars(digits, digits + sizeof digits, displaced);
-      detail_text.append(digits, r.ptr);
-      detail_text.append(orphan ? " orphan=true" : " orphan=false");
-      const std::string_view sid{s->id()};
-      c.write_audit("mcp.bridge.pin_displaced_for_admission", "McpSession", sid.substr(0, 8), s->principal_id(),
-                    detail_text);
-    } catch (const std::bad_alloc&) {
-      if (c.audit) m.audit_failures.inc();  // the row is lost; the admission stands
-    }
-  }
-  return progress_call{std::move(rec)};
-}
-
-MCPCORE_DECL cancel_outcome progress_bridge::cancel(std::string_view session_id, const request_id& id) noexcept {
-  detail::bridge_core& c = *impl_->core;
-  const session_metrics& m = *c.metrics;
-  cancel_outcome outcome = cancel_outcome::noop;
-  std::shared_ptr<stream_sink> to_close;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    const auto entry = c.sessions.find(session_id);
-    if (entry != c.sessions.end()) {
-      const auto call = entry->second.calls.find(id);
-      if (call != entry->second.calls.end()) {
-        progress_call::state& r = *call->second;
-        const std::lock_guard<std::mutex> rl(r.mutex);
-        if (!r.torn_down) {
-          if (r.st == bridge_record_state::arming && !r.cancel_intent) {
-            r.cancel_intent = true;
-            outcome = cancel_outcome::accepted;
-          } else if (r.st == bridge_record_state::streaming && r.wake && !r.terminal_accepted) {
-            to_close = r.wake;
-          }
-        }
-      }
-    }
-  }
-  // Outside every lock (the sink's waker runs in close); the closed flag's transition makes the
-  // detach exactly-once.
-  if (to_close && to_close->close(close_reason::cancelled)) outcome = cancel_outcome::detached;
-  m.cancels[detail::bridge_index(outcome)].inc();
-  return outcome;
-}
-
-MCPCORE_DECL void progress_bridge::sweep() noexcept {
-  detail::bridge_core& c = *impl_->core;
-  const session_metrics& m = *c.metrics;
-  std::vector<std::shared_ptr<session_stream>> to_poison;
-  try {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.shutdown) return;
-    const auto now = c.clock->steady_now();
-    std::vector<std::shared_ptr<progress_call::state>> all;
-    all.reserve(c.total);
-    for (const auto& [sid, entry] : c.sessions) {
-      for (const auto& [key, r] : entry.calls) all.push_back(r);
-    }
-    // Session liveness, checked once per session and without touching it (reference §10.1).
-    std::unordered_map<std::string_view, bool> alive;
-    const auto session_alive = [&](const progress_call::state& r) {
-      const auto it = alive.find(std::string_view{r.sess->id()});
-      if (it != alive.end()) return it->second;
-      const bool a = c.registry.exists(r.sess->id(), r.sess->principal_id());
-      alive.emplace(std::string_view{r.sess->id()}, a);
-      return a;
-    };
-    const auto teardown = [&](progress_call::state& r) { detail::bridge_teardown_locked(c, r); };
-
-    // (1) done; (2) stale arming; (3) stranded streaming; (4) dead sessions; (5) pin-ack.
-    for (const auto& p : all) {
-      progress_call::state& r = *p;
-      const std::lock_guard<std::mutex> rl(r.mutex);
-      if (r.torn_down) continue;
-      if (r.st == bridge_record_state::done || r.st == bridge_record_state::aborted) {
-        teardown(r);
-        continue;
-      }
-      if (r.st == bridge_record_state::arming) {
-        if (now - r.created > c.options.arming_reap_after) teardown(r);
-        continue;
-      }
-      if (r.st == bridge_record_state::streaming &&
-          (now - r.created > c.options.streaming_park_after || !session_alive(r))) {
-        // reference §9.7: parked, never reaped.
-        r.st = bridge_record_state::ring_only;
-        r.park_order = ++c.park_counter;
-        r.outbox.clear();
-        r.final_in_outbox = false;
-        m.streaming_backstop.inc();
-      }
-      if ((r.st == bridge_record_state::get_only || r.st == bridge_record_state::ring_only) && !session_alive(r)) {
-        teardown(r);
-        continue;
-      }
-      if (r.st == bridge_record_state::ring_only && r.final_id != 0 && !r.sess->stream()->pinned(r.final_id)) {
-        // Acknowledged by a resume (or displaced): delivered as far as the bridge can tell.
-        r.st = bridge_record_state::done;
-        teardown(r);
-      }
-    }
-
-    // (6) Pressure (reference §10.5): the oldest parked records above the threshold expire.
-    std::vector<std::pair<std::uint64_t, std::shared_ptr<progress_call::state>>> parked;
-    for (const auto& p : all) {
-      const std::lock_guard<std::mutex> rl(p->mutex);
-      if (!p->torn_down && p->st == bridge_record_state::ring_only) parked.emplace_back(p->park_order, p);
-    }
-    std::size_t count = parked.size();
-    if (count > c.options.parked_pressure_threshold) {
-      std::sort(parked.begin(), parked.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::size_t budget = count;
-      for (const auto& [order, p] : parked) {
-        if (count <= c.options.parked_pressure_threshold || budget == 0) break;
-        --budget;
-        progress_call::state& r = *p;
-        const std::lock_guard<std::mutex> rl(r.mutex);
-        if (r.torn_down || r.st != bridge_record_state::ring_only) continue;
-        if (r.projecting || r.final_pending) continue;  // deferred
-        expire_disposition d = expire_disposition::synthesize_unavailable;
-        if (r.final_id != 0) {
-          d = expire_disposition::none;
-        } else if (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response) {
-          d = expire_disposition::fallback_final;
-        }
-        if (d != expire_disposition::none) {
-          // Publishing ring-only wakes nobody: allowed under bridge → record → stream.
-          std::uint64_t fid = 0;
-          try {
-            const std::string text = d == expire_disposition::fallback_final
-                                         ? detail::bridge_fallback_final(r.id, r.execution_id)
-                                         : detail::bridge_unavailable_final(r.id, r.execution_id,
-                                                                            c.clock->system_now());
-            fid = r.sess->stream()->publish_final(text, r.channel);
-          } catch (const std::bad_alloc&) {
-            fid = 0;
-          }
-          if (fid == 0) {
-            m.terminal_publish_failures.inc();
-            to_poison.push_back(r.sess->stream());
-          }
-          r.final_id = fid;
-          r.final_settled = true;
-        }
-        m.forced_expires[detail::bridge_index(d)].inc();
-        teardown(r);
-        --count;
-      }
-      if (count > c.options.parked_pressure_threshold) m.pressure_budget_exhausted.inc();
-    }
-  } catch (...) {
-    m.bridge_sweep_failures.inc();
-  }
-  for (const auto& st : to_poison) st->poison();  // closes a live sink: outside every lock
-}
-
-MCPCORE_DECL void progress_bridge::shutdown() noexcept {
-  detail::bridge_core& c = *impl_->core;
-  std::size_t reaped = 0;
-  std::vector<std::shared_ptr<session_stream>> to_poison;
-  std::vector<std::shared_ptr<stream_sink>> to_close;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.shutdown) return;
-    c.shutdown = true;
-    for (auto& [sid, entry] : c.sessions) {
-      for (auto& [key, p] : entry.calls) {
-        progress_call::state& r = *p;
-        const std::lock_guard<std::mutex> rl(r.mutex);
-        ++reaped;
-        const bool resolved = r.final_id != 0 || r.final_written || r.st == bridge_record_state::done ||
-                              r.st == bridge_record_state::aborted;
-        if (!resolved) {
-          try {
-            to_poison.push_back(r.sess->stream());
-            if (r.st == bridge_record_state::streaming && r.wake) to_close.push_back(r.wake);
-          } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): best effort (reference §12)
-          }
-        }
-        r.torn_down = true;
-        if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
-        r.charge_held = false;
-        r.slot.reset();
-        r.messages.clear();
-        r.final_pending.reset();
-        r.outbox.clear();
-        r.final_in_outbox = false;
-      }
-    }
-    c.sessions.clear();
-    c.total = 0;
-    c.metrics->bridge_records_active.add(-static_cast<std::int64_t>(reaped));
-  }
-  for (const auto& st : to_poison) st->poison();
-  for (const auto& sink : to_close) (void)sink->close(close_reason::internal_error);
-  // One aggregate row (reference §12), formatted without allocating.
-  char text[32] = "count=";
-  const auto r = std::to_chars(text + 6, text + sizeof text, reaped);
-  c.write_audit("mcp.bridge.shutdown_reap", "McpBridge", {}, {},
-                std::string_view{text, static_cast<std::size_t>(r.ptr - text)});
-}
-
-MCPCORE_DECL std::size_t progress_bridge::records() const {
-  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
-  return impl_->core->total;
-}
-
-MCPCORE_DECL std::size_t progress_bridge::parked() const {
-  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
-  std::size_t n = 0;
-  for (const auto& [sid, entry] : impl_->core->sessions) {
-    for (const auto& [key, r] : entry.calls) {
-      const std::lock_guard<std::mutex> rl(r->mutex);
-      if (r->st == bridge_record_state::ring_only) ++n;
-    }
-  }
-  return n;
-}
-
-MCPCORE_DECL std::size_t progress_bridge::charges(std::string_view session_id) const {
-  const std::lock_guard<std::mutex> lock(impl_->core->mutex);
-  const auto it = impl_->core->sessions.find(session_id);
-  return it != impl_->core->sessions.end() ? it->second.charges : 0;
-}
-
-MCPCORE_DECL const progress_bridge_options& progress_bridge::options() const noexcept {
-  return impl_->core->options;
 }
 
 MCPCORE_END_NAMESPACE

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// One call as the dispatch core serves it: the state behind `call_context` (progress, log
+// messages and requests to the client through the transport's sink), the call's registration
+// in its peer (cancellation) and the per-request helpers every method handler shares.
+#ifndef MCPCORE_IMPL_CALL_STATE_IPP
+#define MCPCORE_IMPL_CALL_STATE_IPP
+
+#include <mcpcore/dispatch/server.hpp>
+
+#include <mcpcore/dispatch/impl/peer.ipp>
+#include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/wire/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+MCPCORE_BEGIN_NAMESPACE
+
+namespace detail {
+
+// The state of one call, behind call_context.
+class call_state_impl final : public call_state {
+ public:
+  call_state_impl(server::impl& s, const dispatch_context& ctx, request_id_view id, json::value progress_token,
+                  std::stop_token stop) noexcept
+      : s_(s), ctx_(ctx), id_(id), token_(progress_token), stop_(std::move(stop)) {}
+
+  const principal& caller() const noexcept override { return ctx_.caller; }
+  request_id_view id() const noexcept override { return id_; }
+  std::stop_token stop_token() const noexcept override { return stop_; }
+  bool wants_progress() const noexcept override { return token_.exists(); }
+  call_link* link() const noexcept override { return ctx_.progress; }
+  bool close_stream(std::chrono::milliseconds retry) noexcept override {
+    return ctx_.sink != nullptr && ctx_.sink->close_stream(retry);
+  }
+
+  bool progress(double p, std::optional<double> total, std::string_view message) override {
+    if (!token_.exists() || ctx_.sink == nullptr || !std::isfinite(p)) return false;
+    std::string out;
+    {
+      std::lock_guard lock{mu_};
+      if (sent_progress_ && !(p > last_progress_)) return false;
+      sent_progress_ = true;
+      last_progress_ = p;
+      write_notification(out, "notifications/progress", [&](json::writer& w) {
+        w.begin_object().key("progressToken").value(token_);
+        w.member("progress", p);
+        if (total && std::isfinite(*total)) w.member("total", *total);
+        if (!message.empty()) w.member("message", message);
+        w.end_object();
+      });
+    }
+    return ctx_.sink->send(out);
+  }
+
+  bool log(log_level level, std::string_view data, std::string_view logger) override {
+    if (ctx_.sink == nullptr) return false;
+    log_level threshold = s_.options.default_log_level;
+    if (ctx_.client != nullptr) {
+      if (auto l = ctx_.client->level()) threshold = *l;
+    }
+    if (level < threshold) return false;
+    std::string out;
+    write_notification(out, "notifications/message", [&](json::writer& w) {
+      w.begin_object().member("level", to_string(level));
+      if (!logger.empty()) w.member("logger", logger);
+      w.member("data", data).end_object();
+    });
+    return ctx_.sink->send(out);
+  }
+
+  result<client_reply> request(std::string_view method, std::string_view params_json,
+                               std::chrono::milliseconds timeout) override {
+    if (ctx_.client == nullptr || ctx_.sink == nullptr) {
+      return std::unexpected(make_error_code(client_request_errc::no_channel));
+    }
+    auto& p = ctx_.client->state();
+    const auto caps = ctx_.client->capabilities();
+    if ((method == "sampling/createMessage" && !caps.sampling) ||
+        (method == "elicitation/create" && !caps.elicitation) || (method == "roots/list" && !caps.roots)) {
+      return std::unexpected(make_error_code(client_request_errc::not_supported));
+    }
+    auto w = std::make_shared<peer::impl::waiter>();
+    std::int64_t rid = 0;
+    {
+      std::lock_guard lock{p.mu};
+      if (p.input_closed) return std::unexpected(make_error_code(client_request_errc::closed));
+      if (p.pending.size() >= s_.options.max_pending_client_requests) {
+        return std::unexpected(make_error_code(client_request_errc::too_many_pending));
+      }
+      rid = p.next_request_id++;
+      p.pending.emplace(rid, w);
+    }
+    auto forget = [&] {
+      std::lock_guard lock{p.mu};
+      p.pending.erase(rid);
+    };
+    std::string out;
+    write_request(out, rid, method, params_json);
+    if (!ctx_.sink->send(out)) {
+      forget();
+      return std::unexpected(make_error_code(client_request_errc::closed));
+    }
+    const auto limit = std::min(timeout, s_.options.max_client_request_timeout);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::unique_lock lock{w->mu};
+    const bool done = w->cv.wait_until(lock, stop_, deadline, [&] { return w->done; });
+    if (!done) {
+      lock.unlock();
+      bool connection_closed = false;
+      {
+        std::lock_guard plock{p.mu};
+        p.pending.erase(rid);
+        connection_closed = p.input_closed;
+      }
+      // peer::close() stops the calls in flight and fails their requests under one lock: a call
+      // woken by the stop reports the closed connection, not a cancellation, and sends nothing.
+      if (connection_closed) return std::unexpected(make_error_code(client_request_errc::closed));
+      // MCP: the sender of a request that is abandoned tells the receiver.
+      std::string cancel;
+      write_notification(cancel, "notifications/cancelled", [&](json::writer& cw) {
+        cw.begin_object().member("requestId", rid)
+            .member("reason", stop_.stop_requested() ? "the call was cancelled" : "timed out")
+            .end_object();
+      });
+      (void)ctx_.sink->send(cancel);
+      return std::unexpected(make_error_code(stop_.stop_requested() ? client_request_errc::cancelled
+                                                                    : client_request_errc::timed_out));
+    }
+    if (w->ec) return std::unexpected(w->ec);
+    std::optional<client_reply>& reply = w->reply;
+    if (reply.has_value()) return std::move(*reply);
+    return std::unexpected(make_error_code(client_request_errc::closed));
+  }
+
+ private:
+  server::impl& s_;
+  const dispatch_context& ctx_;
+  request_id_view id_;
+  json::value token_;
+  std::stop_token stop_;
+  std::mutex mu_;
+  double last_progress_ = 0;
+  bool sent_progress_ = false;
+};
+
+// Registers a call in its peer's in-flight table (for notifications/cancelled) and links the
+// transport's own stop token.
+class call_scope {
+ public:
+  call_scope(const dispatch_context& ctx, request_id_view id) : ctx_(ctx) {
+    if (ctx.client != nullptr) {
+      auto& p = ctx.client->state();
+      std::lock_guard lock{p.mu};
+      if (p.closed) source_.request_stop();
+      registered_ = p.in_flight.try_emplace(request_id{id}, source_).second;
+      if (registered_) id_.emplace(id);
+    } else {
+      registered_ = true;
+    }
+  }
+  ~call_scope() {
+    if (ctx_.client != nullptr && id_) {
+      auto& p = ctx_.client->state();
+      std::lock_guard lock{p.mu};
+      p.in_flight.erase(*id_);
+    }
+  }
+  call_scope(const call_scope&) = delete;
+  call_scope& operator=(const call_scope&) = delete;
+
+  /// False when the id is already in flight on this peer (MCP: ids are not reused).
+  [[nodiscard]] bool registered() const noexcept { return registered_; }
+  [[nodiscard]] std::stop_token token() const noexcept { return source_.get_token(); }
+  [[nodiscard]] bool cancelled() const noexcept { return source_.stop_requested(); }
+  /// Stops the call when `external` (the transport's stop token) is signalled.
+  void link(std::stop_token external) {
+    if (external.stop_possible()) {
+      link_.emplace(std::move(external), std::function<void()>{[this] { source_.request_stop(); }});
+    }
+  }
+
+ private:
+  const dispatch_context& ctx_;
+  std::stop_source source_;
+  std::optional<std::stop_callback<std::function<void()>>> link_;
+  std::optional<request_id> id_;  // set when registered in the peer's table: the destructor erases it
+  bool registered_ = false;
+};
+
+// Context shared by the method handlers of one request.
+struct request_env {
+  server::impl& s;
+  const dispatch_context& ctx;
+  request_id_view id;
+  const message& msg;
+  std::string& out;
+};
+
+inline void write_error(request_env& e, errc code, std::string_view message, std::string_view cid,
+                        std::optional<std::string_view> remediation,
+                        std::optional<std::chrono::milliseconds> retry = std::nullopt,
+                        bool audit_persisted = true) {
+  error_data d;
+  d.correlation_id = cid;
+  d.retry_after_ms = retry;
+  d.remediation = remediation;
+  if (!audit_persisted) d.audit_persisted = false;
+  write_error_response(e.out, e.id, code, message, d);
+}
+
+// An invalid-params answer for malformed params (no audit: not a tool decision).
+inline bool bad_params(request_env& e, std::string_view message) {
+  const auto cid = e.s.mint_cid();
+  write_error(e, errc::invalid_params, message, cid.view(),
+              "Send params of the shape the MCP specification (2025-11-25) defines for this method.");
+  return true;
+}
+
+inline bool internal_fault(request_env& e, std::string_view message) {
+  e.s.handler_exceptions.inc();
+  const auto cid = e.s.mint_cid();
+  write_error(e, errc::internal_error, message, cid.view(),
+              "The server failed while handling the request; report the correlation_id to its operator.");
+  return true;
+}
+
+}  // namespace detail
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_CALL_STATE_IPP

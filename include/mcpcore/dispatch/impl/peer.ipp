@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// The state one client connection or session keeps between messages (`peer`): negotiated
+// revision, capabilities, log level, subscriptions, calls in flight and the server-to-client
+// requests awaiting an answer.
+#ifndef MCPCORE_IMPL_PEER_IPP
+#define MCPCORE_IMPL_PEER_IPP
+
+#include <mcpcore/dispatch/server.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+MCPCORE_BEGIN_NAMESPACE
+
+struct peer::impl {
+  struct waiter {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    bool done = false;
+    std::error_code ec;
+    std::optional<client_reply> reply;
+  };
+
+  // Guards every member but the two atomics, which are read on each request without it.
+  mutable std::mutex mu;
+  std::string version;
+  client_capabilities caps;
+  std::atomic<bool> initialized{false};
+  std::atomic<int> level{-1};
+  std::set<std::string, std::less<>> subscriptions;
+  std::unordered_map<request_id, std::stop_source> in_flight;
+  std::unordered_map<std::int64_t, std::shared_ptr<waiter>> pending;  // shared: the waiting call may time out first
+  std::int64_t next_request_id = 1;
+  bool closed = false;        // close(): later calls start cancelled
+  bool input_closed = false;  // no answer can arrive any more: client requests fail at once
+
+  // `reply` (null for a failure) is moved from. A pointer rather than an std::optional by value:
+  // g++ 12 warns (-Wmaybe-uninitialized, a false positive) when a disengaged optional holding a
+  // json::document is moved at -O1 and above, which breaks -Werror builds.
+  static void finish(waiter& w, std::error_code ec, client_reply* reply) {
+    {
+      std::lock_guard lock{w.mu};
+      if (w.done) return;
+      w.done = true;
+      w.ec = ec;
+      if (reply != nullptr) w.reply.emplace(std::move(*reply));
+    }
+    w.cv.notify_all();
+  }
+
+  // Fails every outstanding client request; called with `mu` held.
+  void fail_pending_locked() {
+    for (auto& [id, w] : pending) finish(*w, client_request_errc::closed, nullptr);
+    pending.clear();
+  }
+};
+
+MCPCORE_DECL peer::peer() : impl_(new impl) {}
+MCPCORE_DECL peer::~peer() {
+  close();
+  delete impl_;
+}
+
+MCPCORE_DECL std::string peer::protocol_version() const {
+  std::lock_guard lock{impl_->mu};
+  return impl_->version;
+}
+MCPCORE_DECL bool peer::initialized() const noexcept { return impl_->initialized.load(); }
+MCPCORE_DECL client_capabilities peer::capabilities() const noexcept {
+  std::lock_guard lock{impl_->mu};
+  return impl_->caps;
+}
+MCPCORE_DECL std::optional<log_level> peer::level() const noexcept {
+  const int l = impl_->level.load(std::memory_order_relaxed);
+  if (l < 0) return std::nullopt;
+  return static_cast<log_level>(l);
+}
+MCPCORE_DECL bool peer::subscribed(std::string_view uri) const {
+  std::lock_guard lock{impl_->mu};
+  return impl_->subscriptions.find(uri) != impl_->subscriptions.end();
+}
+MCPCORE_DECL std::size_t peer::active_calls() const noexcept {
+  std::lock_guard lock{impl_->mu};
+  return impl_->in_flight.size();
+}
+MCPCORE_DECL void peer::close() noexcept {
+  std::lock_guard lock{impl_->mu};
+  impl_->closed = true;
+  impl_->input_closed = true;
+  for (auto& [id, src] : impl_->in_flight) src.request_stop();
+  impl_->fail_pending_locked();
+}
+MCPCORE_DECL void peer::input_closed() noexcept {
+  std::lock_guard lock{impl_->mu};
+  impl_->input_closed = true;
+  impl_->fail_pending_locked();
+}
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_PEER_IPP

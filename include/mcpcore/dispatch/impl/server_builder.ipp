@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: Apache-2.0
+// server_builder: the declaration tables, one validator per declaration kind
+// (docs/design.md#registration-validation), the listings, metric binding and `build`.
+#ifndef MCPCORE_IMPL_SERVER_BUILDER_IPP
+#define MCPCORE_IMPL_SERVER_BUILDER_IPP
+
+#include <mcpcore/dispatch/server.hpp>
+
+#include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/schema.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+
+MCPCORE_DECL std::string build_error::message() const {
+  std::string s;
+  for (const auto& o : offences) {
+    if (!s.empty()) s += "; ";
+    s += o;
+  }
+  return s;
+}
+
+MCPCORE_DECL server_builder::server_builder(server_info info, server_options options)
+    : s_(new detail::builder_state) {
+  s_->info = std::move(info);
+  s_->options = std::move(options);
+}
+MCPCORE_DECL server_builder::~server_builder() { delete s_; }
+MCPCORE_DECL server_builder::server_builder(server_builder&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+MCPCORE_DECL server_builder& server_builder::operator=(server_builder&& o) noexcept {
+  if (this != &o) {
+    delete s_;
+    s_ = std::exchange(o.s_, nullptr);
+  }
+  return *this;
+}
+
+MCPCORE_DECL tool_builder server_builder::tool(std::string name) {
+  auto& d = s_->tools.emplace_back();
+  d.name = std::move(name);
+  return tool_builder{d};
+}
+MCPCORE_DECL resource_builder server_builder::resource(std::string uri) {
+  auto& d = s_->resources.emplace_back();
+  d.uri = std::move(uri);
+  return resource_builder{d};
+}
+MCPCORE_DECL resource_builder server_builder::resource_template(std::string uri_template) {
+  auto& d = s_->resources.emplace_back();
+  d.uri = std::move(uri_template);
+  d.is_template = true;
+  return resource_builder{d};
+}
+MCPCORE_DECL prompt_builder server_builder::prompt(std::string name) {
+  auto& d = s_->prompts.emplace_back();
+  d.name = std::move(name);
+  return prompt_builder{d};
+}
+MCPCORE_DECL server_builder& server_builder::securables(std::vector<std::string> names) {
+  s_->securables = std::move(names);
+  return *this;
+}
+MCPCORE_DECL server_builder& server_builder::approvals(approval_service& service) {
+  s_->approvals = &service;
+  return *this;
+}
+MCPCORE_DECL server_builder& server_builder::approval_tools(std::string securable) {
+  auto declare = [&](std::string name, detail::builtin_tool kind, std::string description, std::string schema) {
+    auto& d = s_->tools.emplace_back();
+    d.name = std::move(name);
+    d.description = std::move(description);
+    d.input_schema = std::move(schema);
+    d.securable = securable;
+    d.op = operation::approve;
+    // Approving arms a live one-time capability: destructive and not idempotent
+    // (docs/approvals.md#the-approver-tools).
+    d.effect = tool_effect::destructive;
+    d.idempotent = false;
+    d.builtin = kind;
+  };
+  declare("approve_request", detail::builtin_tool::approve_request,
+          "Approve a pending approval request so its submitter can run the operation once. Only a person "
+          "signed in interactively with strong authentication may approve, and never their own request.",
+          R"({"type":"object","properties":{"approval_id":{"type":"string","pattern":"^[0-9a-f]{32}$",)"
+          R"("description":"The id of the pending approval request"}},"required":["approval_id"],)"
+          R"("additionalProperties":false})");
+  declare("reject_request", detail::builtin_tool::reject_request,
+          "Reject a pending approval request. Only a person signed in interactively with strong authentication "
+          "may reject, and never their own request.",
+          R"({"type":"object","properties":{"approval_id":{"type":"string","pattern":"^[0-9a-f]{32}$",)"
+          R"("description":"The id of the pending approval request"},"comment":{"type":"string",)"
+          R"("description":"Why the request is rejected"}},"required":["approval_id"],"additionalProperties":false})");
+  return *this;
+}
+MCPCORE_DECL void server_builder::set_policy(detail::policy_base* p) { s_->policy.reset(p); }
+MCPCORE_DECL void server_builder::set_authorizer(detail::authorizer_base* a) { s_->authz.reset(a); }
+MCPCORE_DECL void server_builder::set_audit(detail::audit_base* a) { s_->audit.reset(a); }
+MCPCORE_DECL void server_builder::set_metrics(detail::metrics_binding b) { s_->metrics = std::move(b); }
+MCPCORE_DECL void server_builder::set_clock(detail::clock_base* c) { s_->clock.reset(c); }
+
+namespace detail {
+
+inline void write_annotations(json::writer& w, const tool_def& d) {
+  const tool_effect e = d.effect.value_or(tool_effect::destructive);
+  const bool idempotent = d.effect ? d.idempotent : false;
+  w.key("annotations").begin_object();
+  if (!d.title.empty()) w.member("title", d.title);
+  w.member("readOnlyHint", e == tool_effect::read_only)
+      .member("destructiveHint", e == tool_effect::destructive)
+      .member("idempotentHint", idempotent)
+      .member("openWorldHint", false)
+      .end_object();
+}
+
+inline std::string render_tool(const tool_def& d) {
+  std::string s;
+  json::writer w{s};
+  w.begin_object().member("name", d.name);
+  if (!d.title.empty()) w.member("title", d.title);
+  w.member("description", d.description).raw_member("inputSchema", d.input_schema);
+  if (!d.output_schema.empty()) w.raw_member("outputSchema", d.output_schema);
+  write_annotations(w, d);
+  w.end_object();
+  return s;
+}
+
+inline std::string render_resource(const resource_def& d) {
+  std::string s;
+  json::writer w{s};
+  w.begin_object().member(d.is_template ? "uriTemplate" : "uri", d.uri).member("name", d.name);
+  if (!d.title.empty()) w.member("title", d.title);
+  if (!d.description.empty()) w.member("description", d.description);
+  if (!d.mime_type.empty()) w.member("mimeType", d.mime_type);
+  w.end_object();
+  return s;
+}
+
+inline std::string render_prompt(const prompt_def& d) {
+  std::string s;
+  json::writer w{s};
+  w.begin_object().member("name", d.name);
+  if (!d.title.empty()) w.member("title", d.title);
+  if (!d.description.empty()) w.member("description", d.description);
+  if (!d.arguments.empty()) {
+    w.key("arguments").begin_array();
+    for (const auto& a : d.arguments) {
+      w.begin_object().member("name", a.name);
+      if (!a.description.empty()) w.member("description", a.description);
+      w.member("required", a.required).end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
+  return s;
+}
+
+// ---- validation: one validator per declaration kind (docs/design.md#registration-validation) --
+
+// The offences of one build, each one sentence naming its subject (sorted at the end).
+using offence_list = std::vector<std::string>;
+
+inline constexpr std::string_view name_rule = ": name must be 1-128 characters of A-Z a-z 0-9 _ - .";
+
+// server_info and server_options.
+inline void validate_settings(const builder_state& st, offence_list& out) {
+  if (st.info.name.empty()) out.emplace_back("server_info.name is empty");
+  if (st.info.version.empty()) out.emplace_back("server_info.version is empty");
+  if (st.options.page_size == 0) out.emplace_back("server_options.page_size is 0");
+}
+
+// A tool's name, description, handler and security row.
+inline void check_tool_row(const tool_def& d, const builder_state& st, const std::string& subject,
+                           std::set<std::string, std::less<>>& names, offence_list& out) {
+  if (!valid_tool_name(d.name)) out.push_back(subject + std::string{name_rule});
+  if (!names.insert(d.name).second) out.push_back(subject + ": declared twice");
+  if (d.description.empty()) out.push_back(subject + ": has no description");
+  if (!d.handler && d.builtin == builtin_tool::none) out.push_back(subject + ": has no handler");
+  if (d.builtin != builtin_tool::none && st.approvals == nullptr) {
+    out.push_back(subject + ": approver tools need an approval service (server_builder::approvals)");
+  }
+  if (d.securable.empty()) out.push_back(subject + ": has no security row (securable, operation)");
+  if (!d.op) {
+    // security(securable, name) with a name outside the catalogue leaves `op` empty
+    if (!d.operation_name.empty()) {
+      out.push_back(subject + ": operation '" + echo_name(d.operation_name) +
+                    "' is outside the catalogue {Read, Write, Execute, Delete, Approve, Push, Attest, Rotate}");
+    } else if (!d.securable.empty()) {
+      out.push_back(subject + ": has no operation");
+    }
+  }
+  if (st.securables && !d.securable.empty() &&
+      std::find(st.securables->begin(), st.securables->end(), d.securable) == st.securables->end()) {
+    out.push_back(subject + ": securable '" + echo_name(d.securable) + "' is outside the catalogue");
+  }
+}
+
+// Compiles the input schema and checks the output schema (both served as trimmed here).
+inline result<schema::compiled_schema, std::vector<schema::compile_error>> check_tool_schemas(
+    tool_def& d, const std::string& subject, offence_list& out) {
+  d.input_schema = std::string{trim_blanks(d.input_schema)};
+  d.output_schema = std::string{trim_blanks(d.output_schema)};
+  auto compiled = schema::compiled_schema::compile(d.input_schema);
+  if (!compiled) {
+    for (const auto& e : compiled.error()) {
+      out.push_back(subject + ": input schema " + (e.path.empty() ? std::string{"(root)"} : e.path) + ": " + e.message);
+    }
+  }
+  if (!d.output_schema.empty()) {
+    json::document od;
+    auto root = od.parse(d.output_schema);
+    if (!root || !root->is_object() || !(*root)["type"].is_string() || (*root)["type"].as_string() != "object") {
+      out.push_back(subject + R"(: output schema must be a JSON object schema with "type":"object")");
+    }
+  }
+  return compiled;
+}
+
+// Whether some tier of `policy_tiers` routes the tool through approval; a gated tool must be able
+// to receive `approval_id`, and an approver tool cannot itself be gated.
+inline bool check_tool_gating(const tool_def& d, const builder_state& st, const schema::compiled_schema* compiled,
+                              const std::string& subject, offence_list& out) {
+  bool gated = false;
+  if (compiled != nullptr && d.op && !d.securable.empty()) {
+    for (const auto& tier : st.options.policy_tiers) {
+      gated = gated || st.policy->decide(tier, d.securable, *d.op) == tier_decision::allow_with_approval;
+    }
+    if (gated && compiled->root_is_closed() && !compiled->root_declares("approval_id")) {
+      out.push_back(subject + ": is approval-gated and its closed input schema does not declare 'approval_id'");
+    }
+  }
+  if (gated && d.builtin != builtin_tool::none) {
+    out.push_back(subject + ": the tier policy routes it through approval, but an approver tool cannot itself "
+                            "require approval");
+  }
+  return gated;
+}
+
+// A tool; compiled into the server while the build has no offence so far.
+inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::string, std::less<>>& names,
+                          server::impl& impl, offence_list& out) {
+  const std::string subject = "tool '" + echo_name(d.name) + "'";
+  check_tool_row(d, st, subject, names, out);
+  auto compiled = check_tool_schemas(d, subject, out);
+  if (!d.effect) {
+    impl.warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
+  }
+  const bool gated = check_tool_gating(d, st, compiled ? &*compiled : nullptr, subject, out);
+  // A build without offences has a compiled schema and an operation (the checks above say so).
+  if (!out.empty() || !compiled || !d.op) return;
+  auto& t = impl.tools.emplace_back();
+  t.input = std::move(*compiled);
+  t.op = *d.op;
+  t.listing = render_tool(d);
+  t.action = "mcp." + d.name;
+  t.gated = gated;
+  t.def = std::move(d);
+}
+
+// A completer naming a variable `parts` lacks.
+inline void check_completers(const resource_def& d, const std::vector<template_part>& parts,
+                             const std::string& subject, offence_list& out) {
+  for (const auto& [var, c] : d.completers) {
+    const bool known = std::any_of(parts.begin(), parts.end(),
+                                   [&](const template_part& tp) { return tp.is_variable && tp.text == var; });
+    if (!known) out.push_back(subject + ": completion for unknown variable '" + echo_name(var) + "'");
+  }
+}
+
+// A fixed resource: no '{' in its URI, and no completer (it has no variables).
+inline void check_fixed_resource(const resource_def& d, const std::string& subject, offence_list& out) {
+  if (d.uri.find('{') != std::string::npos) {
+    out.push_back(subject + ": a fixed URI contains '{' (declare it with resource_template)");
+  }
+  check_completers(d, {}, subject, out);
+}
+
+// A resource template: RFC 6570 level 1; its completers name its variables.
+inline std::vector<template_part> check_resource_template(const resource_def& d, const std::string& subject,
+                                                          offence_list& out) {
+  std::string why;
+  auto parts = parse_uri_template(d.uri, why);
+  if (!parts) {
+    out.push_back(subject + ": " + why);
+    return {};
+  }
+  check_completers(d, *parts, subject, out);
+  return std::move(*parts);
+}
+
+// A resource or resource template (one URI namespace for both).
+inline void validate_resource(resource_def& d, std::set<std::string, std::less<>>& uris, server::impl& impl,
+                              offence_list& out) {
+  const std::string subject =
+      std::string{d.is_template ? "resource template '" : "resource '"} + echo_name(d.uri) + "'";
+  if (d.uri.empty()) out.push_back(subject + ": has no URI");
+  if (!uris.insert(d.uri).second) out.push_back(subject + ": declared twice");
+  if (d.name.empty()) out.push_back(subject + ": has no name");
+  if (!d.handler) out.push_back(subject + ": has no handler");
+  std::vector<template_part> parts;
+  if (d.is_template) {
+    parts = check_resource_template(d, subject, out);
+  } else {
+    check_fixed_resource(d, subject, out);
+  }
+  if (!d.completers.empty()) impl.has_completions = true;
+  if (!out.empty()) return;
+  compiled_resource r;
+  r.parts = std::move(parts);
+  r.listing = render_resource(d);
+  r.def = std::move(d);
+  if (r.def.is_template) {
+    impl.templates.push_back(std::move(r));
+  } else {
+    impl.resource_index.emplace(r.def.uri, impl.resources.size());
+    impl.resources.push_back(std::move(r));
+  }
+}
+
+// A prompt and its arguments.
+inline void validate_prompt(prompt_def& d, std::set<std::string, std::less<>>& names, server::impl& impl,
+                            offence_list& out) {
+  const std::string subject = "prompt '" + echo_name(d.name) + "'";
+  if (!valid_tool_name(d.name)) out.push_back(subject + std::string{name_rule});
+  if (!names.insert(d.name).second) out.push_back(subject + ": declared twice");
+  if (!d.handler) out.push_back(subject + ": has no handler");
+  std::set<std::string, std::less<>> args;
+  for (const auto& a : d.arguments) {
+    if (a.name.empty()) out.push_back(subject + ": an argument has no name");
+    if (!args.insert(a.name).second) out.push_back(subject + ": argument '" + echo_name(a.name) + "' declared twice");
+    std::set<std::string, std::less<>> values;
+    for (const auto& v : a.enum_values) {
+      if (!values.insert(v).second) {
+        out.push_back(subject + ": argument '" + a.name + "' repeats value '" + echo_name(v) + "'");
+      }
+    }
+    if (a.complete || !a.enum_values.empty()) impl.has_completions = true;
+  }
+  if (!out.empty()) return;
+  compiled_prompt p;
+  p.listing = render_prompt(d);
+  p.def = std::move(d);
+  impl.prompt_index.emplace(p.def.name, impl.prompts.size());
+  impl.prompts.push_back(std::move(p));
+}
+
+// ---- metrics and capabilities ------------------------------------------------------------------
+
+// The server-wide series, pre-seeded at zero (docs/metrics.md#names-and-registration).
+inline void bind_server_metrics(server::impl& impl, const metrics_binding& m) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(method_id::count); ++i) {
+    const metric_label l[] = {{"method", method_names[i]}};
+    impl.requests[i] = m.make_counter("mcp_requests_total", "JSON-RPC requests received, by method", l);
+  }
+  for (std::size_t i = 0; i < std::size(supported_protocol_versions); ++i) {
+    const metric_label l[] = {{"revision", supported_protocol_versions[i]}};
+    impl.initialize_revision[i] = m.make_counter(
+        "mcp_initialize_protocol_total", "initialize handshakes by negotiated protocol revision", l);
+  }
+  const std::string_view cancel_help = "notifications/cancelled outcomes";
+  const metric_label acc[] = {{"outcome", "accepted"}};
+  const metric_label det[] = {{"outcome", "detached"}};
+  const metric_label noop[] = {{"outcome", "noop"}};
+  impl.cancel_accepted = m.make_counter("mcp_cancel_notifications_total", cancel_help, acc);
+  impl.cancel_detached = m.make_counter("mcp_cancel_notifications_total", cancel_help, det);
+  impl.cancel_noop = m.make_counter("mcp_cancel_notifications_total", cancel_help, noop);
+  impl.tool_unknown = m.make_counter("mcp_tool_unknown_total", "tools/call naming no registered tool", {});
+  impl.security_misconfig = m.make_counter(
+      "mcp_tool_security_misconfig_total", "served tool without a security row (refused at build, so 0)", {});
+  impl.unmatched_responses = m.make_counter(
+      "mcp_client_responses_unmatched_total", "client responses for no outstanding server request", {});
+  impl.audit_failures = m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted", {});
+  impl.handler_exceptions = m.make_counter(
+      "mcp_handler_exceptions_total", "handlers that threw (answered -32603)", {});
+}
+
+// The approval series of a gated tool (docs/metrics.md#names-and-registration).
+inline void bind_approval_metrics(compiled_tool& t, const metrics_binding& m) {
+  const metric_label l[] = {{"tool", t.def.name}};
+  auto& a = t.approval;
+  a.refused = m.make_counter("mcp_approval_refused_total", "approval recalls refused (no reason label)", l);
+  a.masked = m.make_counter("mcp_approval_masked_denials_total",
+                            "approval refusals with the origin/submitter binding unevaluated", l);
+  a.precondition = m.make_counter("mcp_approval_precondition_denied_total",
+                                  "approval recalls declined by a pre-consume precondition (ticket intact)", l);
+  const std::string_view burned_help = "approval tickets consumed by a request that still failed";
+  const metric_label rejected[] = {{"tool", t.def.name}, {"reason", "handler_reject"}};
+  const metric_label cancelled[] = {{"tool", t.def.name}, {"reason", "cancelled"}};
+  a.burned_rejected = m.make_counter("mcp_approval_burned_total", burned_help, rejected);
+  a.burned_cancelled = m.make_counter("mcp_approval_burned_total", burned_help, cancelled);
+  const std::string_view tickets_help = "approval tickets minted, deduplicated and consumed";
+  const metric_label minted[] = {{"tool", t.def.name}, {"outcome", "minted"}};
+  const metric_label deduped[] = {{"tool", t.def.name}, {"outcome", "deduped"}};
+  const metric_label consumed[] = {{"tool", t.def.name}, {"outcome", "consumed"}};
+  a.minted = m.make_counter("mcp_approval_tickets_total", tickets_help, minted);
+  a.deduped = m.make_counter("mcp_approval_tickets_total", tickets_help, deduped);
+  a.consumed = m.make_counter("mcp_approval_tickets_total", tickets_help, consumed);
+}
+
+// The series of one tool.
+inline void bind_tool_metrics(compiled_tool& t, const metrics_binding& m) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(call_outcome::count); ++i) {
+    const metric_label l[] = {{"tool", t.def.name}, {"result", call_outcome_names[i]}};
+    t.outcomes[i] = m.make_counter("mcp_tool_calls_total", "tools/call outcomes by tool", l);
+  }
+  const metric_label l[] = {{"tool", t.def.name}};
+  t.args_invalid = m.make_counter("mcp_tool_args_invalid_total",
+                                  "tools/call refused by input-schema validation, by tool", l);
+  if (t.gated) bind_approval_metrics(t, m);
+}
+
+// initialize's capabilities: only what is registered (docs/design.md#other-methods).
+inline void render_capabilities(server::impl& impl) {
+  json::writer w{impl.capabilities_json};
+  w.begin_object();
+  if (!impl.tools.empty()) w.key("tools").begin_object().member("listChanged", false).end_object();
+  if (!impl.resources.empty() || !impl.templates.empty()) {
+    w.key("resources").begin_object().member("subscribe", true).member("listChanged", false).end_object();
+  }
+  if (!impl.prompts.empty()) w.key("prompts").begin_object().member("listChanged", false).end_object();
+  w.key("logging").begin_object().end_object();
+  if (impl.has_completions) w.key("completions").begin_object().end_object();
+  w.end_object();
+}
+
+}  // namespace detail
+
+MCPCORE_DECL result<server, build_error> server_builder::build() {
+  using namespace detail;
+  build_error err;
+  auto& st = *s_;
+  validate_settings(st, err.offences);
+  if (!st.policy) st.policy = std::make_unique<policy_model<yuzu_tier_policy>>(yuzu_tier_policy{});
+  if (!st.authz) st.authz = std::make_unique<authorizer_model<allow_all_authorizer>>(allow_all_authorizer{});
+  if (!st.clock) st.clock = std::make_unique<clock_model<system_clock_source>>(system_clock_source{});
+
+  // Every declaration is checked; the compiled tables fill only while no offence was found.
+  auto impl = std::make_unique<server::impl>();
+  std::set<std::string, std::less<>> tool_names;
+  for (auto& d : st.tools) validate_tool(d, st, tool_names, *impl, err.offences);
+  std::set<std::string, std::less<>> uris;
+  for (auto& d : st.resources) validate_resource(d, uris, *impl, err.offences);
+  std::set<std::string, std::less<>> prompt_names;
+  for (auto& d : st.prompts) validate_prompt(d, prompt_names, *impl, err.offences);
+  st.tools.clear();  // the definitions moved into the server (or are dropped): the builder is left empty
+  st.resources.clear();
+  st.prompts.clear();
+  if (!err.offences.empty()) {
+    std::sort(err.offences.begin(), err.offences.end());
+    return std::unexpected(std::move(err));
+  }
+
+  for (std::size_t i = 0; i < impl->tools.size(); ++i) impl->tool_index.emplace(impl->tools[i].def.name, i);
+  if (st.metrics) {
+    bind_server_metrics(*impl, *st.metrics);
+    for (auto& t : impl->tools) bind_tool_metrics(t, *st.metrics);
+  }
+  render_capabilities(*impl);
+  [[maybe_unused]] const bool parsed_empty = impl->empty_object.parse("{}").has_value();
+  MCPCORE_ASSERT(parsed_empty);
+  std::random_device rd;
+  impl->cursor_salt = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  impl->info = st.info;  // the builder keeps its info and options
+  impl->options = st.options;
+  impl->policy = std::move(st.policy);
+  impl->authz = std::move(st.authz);
+  impl->approvals = std::exchange(st.approvals, nullptr);
+  impl->audit = std::move(st.audit);
+  impl->clock = std::move(st.clock);
+  return server{impl.release()};
+}
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_SERVER_BUILDER_IPP
