@@ -108,6 +108,7 @@ struct http_reply;
 struct http_endpoint_options;
 class http_stream;
 class http_endpoint;
+class http_executor_binding;
 class fixed_authenticator;
 // session layer
 struct stream_budget_options;

@@ -23,6 +23,7 @@
 #include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/stdio.hpp>

@@ -198,7 +198,7 @@ TEST_CASE("reference §14.1: sessions, calls, cancels, GET attaches, deletes and
   thread_executor exec;
   {
     http_endpoint ep{srv, two_principals{}, o, clock_ref<manual_clock>{clk}};
-    ep.set_executor(exec.get());
+    const http_executor_binding binding = ep.bind_executor(exec.get());
 
     std::atomic<bool> stop{false};
     std::thread ticker([&] {

@@ -10,6 +10,7 @@
 #include <mcpcore/session/session_stream.hpp>
 #include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 

@@ -304,14 +304,14 @@ class driver {
     ep_ = std::make_unique<http_endpoint>(*srv_, fuzz_authenticator{verdict_}, std::move(o),
                                           clock_ref<manual_clock>{clk_});
     if (has('q')) {
-      ep_->set_executor([this](std::function<void()> task) {
+      exec_binding_ = ep_->bind_executor([this](std::function<void()> task) {
         queue_.push_back(std::move(task));
         return true;
       });
     } else if (has('x')) {
-      ep_->set_executor([](const std::function<void()>& /*task*/) { return false; });
+      exec_binding_ = ep_->bind_executor([](const std::function<void()>& /*task*/) { return false; });
     } else if (!has('n')) {
-      ep_->set_executor([](const std::function<void()>& task) {
+      exec_binding_ = ep_->bind_executor([](const std::function<void()>& task) {
         task();
         return true;
       });
@@ -917,6 +917,7 @@ class driver {
   memory_audit_sink audit_;
   std::optional<server> srv_;
   std::unique_ptr<http_endpoint> ep_;
+  http_executor_binding exec_binding_;  // the executor of the 'q', 'x' and default modes
 
   std::deque<std::function<void()>> queue_;
   std::vector<int> completions_;

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -425,7 +426,7 @@ struct fixture {
     http_endpoint_options o = test_options();
     if (tweak) tweak(o);
     ep = std::make_unique<http_endpoint>(*srv, auth, o, clock_ref<manual_clock>{clk});
-    if (with_executor) ep->set_executor(exec.get());
+    if (with_executor) exec_binding = ep->bind_executor(exec.get());
   }
   ~fixture() {
     held_gate.open();
@@ -473,6 +474,7 @@ struct fixture {
   std::optional<server> srv;
   thread_executor exec;
   std::unique_ptr<http_endpoint> ep;
+  http_executor_binding exec_binding;  // `exec` is the endpoint's executor while it is bound
   fx::gate held_started;
   fx::gate held_gate;
   std::atomic<bool> held_saw_stop{false};
@@ -1412,6 +1414,48 @@ TEST_CASE("retry §dispatch_queue_full: a full executor answers 503 -32603 with 
   CHECK(f.send(post(fx::call_tool(1, "echo"), sid)).head.status == 200);  // the id was given back
 }
 
+TEST_CASE("executor ownership: one binder at a time; a second bind throws and changes nothing") {
+  fixture f;  // binds f.exec for the fixture's lifetime
+  REQUIRE(f.exec_binding.bound());
+  std::atomic<int> intruder{0};
+  const http_executor other = [&intruder](std::function<void()> task) {
+    ++intruder;
+    task();
+    return true;
+  };
+  // A second server on the same endpoint is refused loudly; the first keeps the executor (its
+  // refusal still answers 503).
+  CHECK_THROWS_AS((void)f.ep->bind_executor(other), std::logic_error);
+  f.exec.refuse = true;
+  CHECK(f.send(post(fx::request(1, "ping"))).head.status == 503);
+  CHECK(intruder.load() == 0);
+  // Released: inline dispatch until another owner binds, which then has it alone.
+  f.exec_binding.release();
+  CHECK_FALSE(f.exec_binding.bound());
+  CHECK(f.send(post(fx::request(2, "ping"))).head.status == 200);
+  http_executor_binding second = f.ep->bind_executor(other);
+  CHECK(f.send(post(fx::request(3, "ping"))).head.status == 200);
+  CHECK(intruder.load() == 1);
+  CHECK_THROWS_AS((void)f.ep->bind_executor(f.exec.get()), std::logic_error);
+  CHECK(f.send(post(fx::request(4, "ping"))).head.status == 200);
+  CHECK(intruder.load() == 2);
+  // A moved binding carries the ownership; destroying it unbinds.
+  {
+    http_executor_binding moved = std::move(second);
+    CHECK(moved.bound());
+    CHECK_FALSE(second.bound());  // NOLINT(bugprone-use-after-move): moved-from is documented empty
+  }
+  CHECK(f.send(post(fx::request(5, "ping"))).head.status == 200);
+  CHECK(intruder.load() == 2);
+  CHECK_THROWS_AS((void)f.ep->bind_executor(http_executor{}), std::invalid_argument);
+  // A binding may outlive its endpoint: releasing it then does nothing.
+  f.exec.refuse = false;
+  f.exec_binding = f.ep->bind_executor(f.exec.get());
+  f.ep.reset();
+  f.exec_binding.release();
+  CHECK_FALSE(f.exec_binding.bound());
+}
+
 TEST_CASE("reference §6.1: with sessions off GET and DELETE are 405 and initialize mints nothing") {
   fixture f{[](http_endpoint_options& o) { o.sessions = false; }};
   auto init = f.send(post(fx::initialize(1)));
@@ -1479,7 +1523,7 @@ TEST_CASE("operational routes: readiness and the metrics registry set before the
   fixture f;
   // A fresh endpoint (set_* before its first request).
   f.ep = std::make_unique<http_endpoint>(*f.srv, f.auth, test_options(), clock_ref<manual_clock>{f.clk});
-  f.ep->set_executor(f.exec.get());
+  f.exec_binding = f.ep->bind_executor(f.exec.get());
   f.ep->set_metrics(reg);
   f.ep->set_audit(audit);
   f.ep->set_readiness([&] { return up.load(); });

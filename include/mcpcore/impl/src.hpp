@@ -37,8 +37,12 @@
 #include <mcpcore/session/impl/stream_admission.ipp>
 #include <mcpcore/session/impl/stream_budget.ipp>
 #include <mcpcore/session/impl/stream_pump.ipp>
+#include <mcpcore/session/impl/stream_types.ipp>
 #include <mcpcore/stores/impl/memory_approval_store.ipp>
 #include <mcpcore/transport/impl/http_endpoint.ipp>
+#include <mcpcore/transport/impl/http_get_stream.ipp>
+#include <mcpcore/transport/impl/http_post_stream.ipp>
+#include <mcpcore/transport/impl/http_pumped_stream.ipp>
 #include <mcpcore/transport/impl/stdio.ipp>
 #include <mcpcore/wire/impl/accept.ipp>
 #include <mcpcore/wire/impl/canonical_json.ipp>

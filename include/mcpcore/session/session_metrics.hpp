@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The session layer's closed vocabularies (close reasons, reject reasons, outcomes) and its
-// metric handles, resolved once so that no lock ever calls into a metrics registry.
+// The session layer's closed vocabularies of sessions and the progress bridge (reject reasons,
+// outcomes) and its metric handles, resolved once so that no lock ever calls into a metrics
+// registry. The stream vocabularies (`close_reason`, `stream_reject`) are in stream_types.hpp.
 #ifndef MCPCORE_SESSION_METRICS_HPP
 #define MCPCORE_SESSION_METRICS_HPP
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/governance/metrics.hpp>
+#include <mcpcore/session/stream_types.hpp>
 
 #include <array>
 #include <cstddef>
@@ -14,51 +16,6 @@
 #include <string_view>
 
 MCPCORE_BEGIN_NAMESPACE
-
-/// Why a held-open response ended (reference §7.8): the wire `reason` of the close notification,
-/// the audit `reason=` and the `mcp_stream_closes_total{reason}` label. The first reason recorded on
-/// a stream wins.
-enum class close_reason : std::uint8_t {
-  none = 0,            ///< not closed (a releaser reports it as `client_disconnect`)
-  client_disconnect,   ///< write failure, peer gone, or closed with no recorded reason
-  superseded,          ///< a newer GET took the session's stream over (no close frame)
-  session_terminated,  ///< DELETE, idle expiry, replay-window termination, shutdown
-  credential_revoked,  ///< re-validation said the credential is revoked
-  auth_unavailable,    ///< re-validation indeterminate past its grace, or an unknown verdict
-  internal_error,      ///< the pump failed, or the stream was poisoned while live
-  cancelled,           ///< streamed POST only: notifications/cancelled detached the response
-  cap_expired,         ///< streamed POST only: the response cap elapsed (the work continues)
-  completed,           ///< streamed POST only: the final was written (no close frame)
-};
-inline constexpr std::size_t close_reason_count = 10;
-/// The wire name ("client_disconnect", ...); "none" for `none`.
-[[nodiscard]] MCPCORE_DECL std::string_view to_string(close_reason r) noexcept;
-/// Whether a stream ending for `r` gets the close notification frame (reference §7.8 table):
-/// false for `none`, `client_disconnect` (the peer is gone), `superseded` and `completed`.
-[[nodiscard]] MCPCORE_DECL bool writes_close_frame(close_reason r) noexcept;
-
-/// Why a GET or a streamed-POST admission was refused (reference §7.1, §7.4, §9.2): the
-/// `reason=` of the audit row and the `mcp_stream_rejects_total{reason}` label.
-enum class stream_reject : std::uint8_t {
-  missing_session_header,
-  unknown_session,
-  not_acceptable,
-  origin,
-  protocol_version,
-  per_principal_stream_cap,
-  global_stream_cap,
-  stream_handover_pending,
-  replay_window_exceeded,
-  terminal_poisoned,
-  post_per_principal_cap,
-  post_global_cap,
-  post_record_cap,
-  post_pin_slots,
-  post_duplicate_request_id,
-  post_unknown_session,
-};
-inline constexpr std::size_t stream_reject_count = 16;
-[[nodiscard]] MCPCORE_DECL std::string_view to_string(stream_reject r) noexcept;
 
 /// Why minting a session was refused (reference §6.5, §12).
 enum class session_reject : std::uint8_t {

@@ -7,6 +7,7 @@
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/session/session_metrics.hpp>
 #include <mcpcore/session/stream_budget.hpp>
+#include <mcpcore/session/stream_types.hpp>
 
 #include <array>
 #include <chrono>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a transport answers around held-open responses, sans-I/O: the GET attach with its gap rule
 // and refusals (reference §7.1, §7.4), the streamed-POST opt-in and admission with every refusal of
-// reference §9.2, the post-dispatch 500s (§9.6), and the streamed-POST pump (§9.4-§9.5).
+// reference §9.2, and the post-dispatch 500s (§9.6). The pumps are in stream_pump.hpp.
 #ifndef MCPCORE_STREAM_ADMISSION_HPP
 #define MCPCORE_STREAM_ADMISSION_HPP
 
@@ -10,7 +10,7 @@
 #include <mcpcore/session/session_metrics.hpp>
 #include <mcpcore/session/session_stream.hpp>
 #include <mcpcore/session/stream_budget.hpp>
-#include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
@@ -138,80 +138,6 @@ enum class post_dispatch_failure : std::uint8_t {
 /// without SSE Accept, never re-POST blindly.
 MCPCORE_DECL void write_post_dispatch_failure(std::string& out, request_id_view id, post_dispatch_failure f,
                                               std::string_view correlation_id, std::string_view execution_id);
-
-/// Options of a streamed-POST pump.
-struct post_pump_options {
-  std::chrono::milliseconds tick = default_pump_tick;
-  /// How long the response is held open (reference §9.4: 120 s); the work continues after it.
-  std::chrono::milliseconds response_cap = default_post_response_cap;
-  revalidation_options revalidation{};
-  std::string close_method{default_close_notification_method};
-};
-
-/// One streamed POST response's pump, sans-I/O (reference §9.4-§9.5), driven like `get_pump`:
-///
-///     while (!pump.finished()) {
-///       wait on call.wake_sink() for at most pump.wait_time(now);
-///       if (pump.tick_due(now)) pump.tick(now, host_revalidate(), registry.validate_and_touch(...) != nullptr);
-///       std::string out; pump.pass(now, out);
-///       if (!write(out)) pump.write_failed(); else pump.written();
-///     }
-///     pump.release();
-///
-/// A pass writes the committed progress frames (with their ring ids, so a client can resume on
-/// GET from exactly there), then the final last; once `written()` confirms the final reached the
-/// wire the pump finishes `completed` (no close frame) and the record is done. The response cap
-/// is stamped at construction: when it passes, one drain pass still writes pending progress, then
-/// the pump finishes `cap_expired`. Every other end (cancelled, client_disconnect,
-/// credential_revoked, auth_unavailable, session_terminated, internal_error) writes the close
-/// notification with `execution_id` and `"partial":true` where the reason has a frame.
-/// `release()` (also the destructor) tells the bridge the POST closed (an undelivered record parks
-/// for a GET resume), returns the lease, and counts the close.
-class post_pump {
- public:
-  MCPCORE_DECL post_pump(progress_call call, stream_lease lease, std::chrono::steady_clock::time_point now,
-                         std::string correlation_id, post_pump_options options = {},
-                         std::chrono::milliseconds jitter = std::chrono::milliseconds{0},
-                         session_metrics metrics = {});
-  MCPCORE_DECL ~post_pump();
-  post_pump(const post_pump&) = delete;
-  post_pump& operator=(const post_pump&) = delete;
-
-  /// Until the next tick, credential deadline or response cap, rounded up (0 when one is due).
-  [[nodiscard]] MCPCORE_DECL std::chrono::milliseconds wait_time(std::chrono::steady_clock::time_point now) const noexcept;
-  [[nodiscard]] MCPCORE_DECL bool tick_due(std::chrono::steady_clock::time_point now) const noexcept;
-  /// As `get_pump::tick`.
-  MCPCORE_DECL void tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,
-                         bool session_alive) noexcept;
-  /// Appends this pass's bytes (no-throw: an internal failure finishes `internal_error`).
-  MCPCORE_DECL void pass(std::chrono::steady_clock::time_point now, std::string& out) noexcept;
-  /// The bytes of the last pass reached the wire (after a final: the record is done, `completed`).
-  MCPCORE_DECL void written() noexcept;
-  /// The bytes could not be written: finishes `client_disconnect` (unless a reason was recorded).
-  MCPCORE_DECL void write_failed() noexcept;
-  [[nodiscard]] bool finished() const noexcept { return finished_; }
-  /// The close reason (`none` is reported as `client_disconnect`).
-  [[nodiscard]] MCPCORE_DECL close_reason reason() const noexcept;
-  /// Closes the POST side of the record, returns the lease, counts the close; idempotent, no-throw.
-  MCPCORE_DECL void release() noexcept;
-
- private:
-  progress_call call_;
-  stream_lease lease_;
-  std::string correlation_id_;
-  post_pump_options options_;
-  revalidation_grace grace_;
-  session_metrics metrics_;
-  std::chrono::steady_clock::time_point last_tick_;
-  std::chrono::steady_clock::time_point deadline_;
-  bool heartbeat_due_ = false;
-  bool final_in_flight_ = false;
-  bool finished_ = false;
-  bool released_ = false;
-  close_reason reason_ = close_reason::none;
-  post_batch batch_;
-  stream_sink::batch wake_batch_;
-};
 
 MCPCORE_END_NAMESPACE
 

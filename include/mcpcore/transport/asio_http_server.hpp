@@ -154,10 +154,11 @@ class asio_http_server {
 
   /// A server calling `h` for every request.
   explicit asio_http_server(handler h, asio_http_server_options options = {});
-  /// A server driving `endpoint` (which must outlive the server): installs the bounded handler
-  /// executor with `http_endpoint::set_executor` (so it must be constructed before the endpoint
-  /// handles its first request), calls `http_endpoint::tick` every `tick_interval` while running,
-  /// and `http_endpoint::begin_shutdown` on stop.
+  /// A server driving `endpoint` (which must outlive the server): binds its bounded handler
+  /// executor with `http_endpoint::bind_executor` for its own lifetime (so it must be constructed
+  /// before the endpoint handles its first request; a second server on the same endpoint throws
+  /// `std::logic_error`), calls `http_endpoint::tick` every `tick_interval` while running, and
+  /// `http_endpoint::begin_shutdown` on stop.
   explicit asio_http_server(http_endpoint& endpoint, asio_http_server_options options = {});
   /// Stops the server (as `stop`) if it is running.
   ~asio_http_server();

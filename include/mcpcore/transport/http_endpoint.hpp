@@ -10,11 +10,10 @@
 #include <mcpcore/governance/authenticator.hpp>
 #include <mcpcore/governance/clock.hpp>
 #include <mcpcore/session/progress_bridge.hpp>
-#include <mcpcore/session/session_metrics.hpp>
 #include <mcpcore/session/session_registry.hpp>
-#include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/wire/http.hpp>
 
 #include <chrono>
@@ -23,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
@@ -145,6 +145,42 @@ using http_completion = std::function<void(http_reply)>;
 /// it cannot take more (the request is then answered -32603 with `retry::dispatch_queue_full`).
 using http_executor = std::function<bool(std::function<void()>)>;
 
+namespace detail {
+struct http_executor_slot;
+}  // namespace detail
+
+/// Ownership of an endpoint's executor, returned by `http_endpoint::bind_executor`. While it lives,
+/// the endpoint dispatches on its executor and refuses to bind another; destroying it (or
+/// `release`) unbinds the executor: dispatch runs inline again and another owner may bind. Move-only.
+/// It may outlive the endpoint (releasing it then does nothing).
+///
+/// @par Thread safety
+/// One binding belongs to one thread at a time; releasing it is safe while other threads call
+/// `handle` (a task already handed to the executor still runs there).
+class http_executor_binding {
+ public:
+  /// Binds nothing.
+  http_executor_binding() noexcept = default;
+  http_executor_binding(http_executor_binding&& other) noexcept = default;
+  /// Releases this binding, then takes `other`'s.
+  MCPCORE_DECL http_executor_binding& operator=(http_executor_binding&& other) noexcept;
+  http_executor_binding(const http_executor_binding&) = delete;
+  http_executor_binding& operator=(const http_executor_binding&) = delete;
+  /// Runs `release()`.
+  MCPCORE_DECL ~http_executor_binding();
+
+  /// Unbinds the executor (dispatch runs inline until another is bound); idempotent, no-throw.
+  MCPCORE_DECL void release() noexcept;
+  /// Whether this binding still holds an endpoint's executor.
+  [[nodiscard]] bool bound() const noexcept { return slot_ != nullptr; }
+
+ private:
+  friend class http_endpoint;
+  explicit http_executor_binding(std::shared_ptr<detail::http_executor_slot> slot) noexcept
+      : slot_(std::move(slot)) {}
+  std::shared_ptr<detail::http_executor_slot> slot_;
+};
+
 /// MCP Streamable HTTP (MCP 2025-11-25 basic/transports; reference §1, §6-§9, §12; spec §6)
 /// over a `server`, sans-I/O.
 ///
@@ -167,9 +203,14 @@ using http_executor = std::function<bool(std::function<void()>)>;
 /// promptly, without a result. GET opens the session's stream (resume with `Last-Event-ID`;
 /// a gap terminates the session, 404 -32007). DELETE ends the session (200) or 404.
 ///
+/// @par Executor
+/// An endpoint dispatches on at most one executor, owned by whoever bound it (`bind_executor`):
+/// `asio_http_server` binds its handler pool for its own lifetime, so a second server on the same
+/// endpoint fails loudly (std::logic_error) instead of taking the executor over.
+///
 /// @par Thread safety
-/// `handle`, `tick` and `begin_shutdown` may be called concurrently from any threads. The
-/// `set_*` members must be called before the first `handle`.
+/// `handle`, `tick`, `begin_shutdown` and `bind_executor` may be called concurrently from any
+/// threads. The `set_*` members must be called before the first `handle`.
 class http_endpoint {
  public:
   /// An endpoint over `srv` (which must outlive it), authenticating with `authn`, on the system
@@ -188,8 +229,14 @@ class http_endpoint {
   http_endpoint(const http_endpoint&) = delete;
   http_endpoint& operator=(const http_endpoint&) = delete;
 
-  /// Dispatch work runs on `exec` (default: inline, on the thread that calls `handle`).
-  MCPCORE_DECL void set_executor(http_executor exec);
+  /// Binds `exec` as the executor dispatch work runs on, for as long as the returned binding
+  /// lives (without one: inline, on the thread that calls `handle`). The binder owns it: a server
+  /// keeps the binding for its own lifetime; a host that mounts the endpoint on its own server
+  /// keeps it beside that server (`auto binding = endpoint.bind_executor(submit);`).
+  /// @throws std::logic_error when an executor is already bound (a second server on this
+  /// endpoint): release the first binding before binding another. std::invalid_argument when
+  /// `exec` is empty. std::bad_alloc. Nothing is bound when it throws.
+  [[nodiscard]] MCPCORE_DECL http_executor_binding bind_executor(http_executor exec);
   /// Session, stream and bridge metrics go to `registry`, which `/metrics` exposes.
   /// @pre `registry` outlives the endpoint.
   MCPCORE_DECL void set_metrics(metrics_registry& registry);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GET attach and its refusals, the streamed-POST opt-in and admission, the post-dispatch 500s
-// and the streamed-POST pump (reference §7.1, §7.4, §9, §14.3-§14.4).
+// (reference §7.1, §7.4, §9, §14.3-§14.4), and the one table of the HTTP surface's error answers.
 #ifndef MCPCORE_IMPL_STREAM_ADMISSION_IPP
 #define MCPCORE_IMPL_STREAM_ADMISSION_IPP
 
@@ -10,141 +10,195 @@
 #include <mcpcore/wire/retry.hpp>
 #include <mcpcore/wire/sse.hpp>
 
-// The pump's saturating time arithmetic (`detail::pump_add`) lives with the GET pump.
-#include <mcpcore/session/impl/stream_pump.ipp>
-
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 MCPCORE_BEGIN_NAMESPACE
 
 namespace detail {
 
-// ---- wire texts (reference §7.1, §7.4, §9.2, §9.6; paraphrased) ----------------------------------
+// ---- the refusal table -------------------------------------------------------------------------
 
-inline constexpr std::string_view refusal_missing_session_header_message = "Mcp-Session-Id header required";
-inline constexpr std::string_view refusal_missing_session_header_remediation =
-    "send the Mcp-Session-Id header with the session id that initialize returned";
+/// Every error answer of the HTTP surface, one row each: the session layer's GET and streamed-POST
+/// refusals, the two post-dispatch 500s, and the HTTP endpoint's own request checks
+/// (docs/http.md#every-answer-of-the-mcp-path). The endpoint and the admission functions below both read this one table;
+/// the first rows mirror `stream_reject` value for value (`stream_refusal_for` casts).
+enum class refusal : std::uint8_t {
+  // stream_reject, in its order
+  missing_session_header,
+  unknown_session,
+  not_acceptable,
+  origin,
+  protocol_version,
+  per_principal_stream_cap,
+  global_stream_cap,
+  stream_handover_pending,
+  replay_window_exceeded,
+  terminal_poisoned,
+  post_per_principal_cap,
+  post_global_cap,
+  post_record_cap,
+  post_pin_slots,
+  post_duplicate_request_id,
+  post_unknown_session,
+  // the post-dispatch failures (post_dispatch_failure)
+  stream_install_failed,
+  dispatch_threw,
+  // the HTTP endpoint's request checks
+  disabled,
+  host,
+  unauthenticated,
+  body_too_large,
+  content_type,
+  accept,
+  in_flight_duplicate,
+  session_cap,
+  shutting_down,
+  mint_failed,
+  busy,
+};
 
-inline constexpr std::string_view refusal_unknown_session_message = "Unknown or expired session";
-inline constexpr std::string_view refusal_unknown_session_remediation =
-    "re-initialize to obtain a new session id";
+/// One row: the HTTP status, the JSON-RPC code, `error.message`, the retry floor (`retry_after_ms`
+/// and `Retry-After`) and `error.data.remediation`. Texts point at static storage.
+struct refusal_row {
+  refusal id;
+  int http_status;
+  /// An `errc`, except the 401's -32001 (JSON-RPC's implementation-defined server range, as the MCP
+  /// SDKs use for their own session errors; mcpcore has no `errc` for it on purpose: it never
+  /// rides on a 200).
+  std::int32_t code;
+  std::string_view message;
+  std::optional<std::chrono::milliseconds> retry_after;
+  std::string_view remediation;
+};
 
-inline constexpr std::string_view refusal_not_acceptable_message = "GET requires Accept: text/event-stream";
-inline constexpr std::string_view refusal_not_acceptable_remediation =
-    "send Accept: text/event-stream to open the session's event stream";
-
-inline constexpr std::string_view refusal_poisoned_message = "Stream terminated; final response undeliverable";
-inline constexpr std::string_view refusal_poisoned_remediation =
-    "fetch the result by execution id; do not re-POST the request";
-
-inline constexpr std::string_view refusal_gap_message = "Replay window exceeded";
-inline constexpr std::string_view refusal_gap_remediation =
-    "re-initialize; durable results remain fetchable by execution id";
-
-inline constexpr std::string_view refusal_handover_message = "An earlier stream on this session is still closing";
-inline constexpr std::string_view refusal_handover_remediation =
-    "retry once the earlier stream on this session has closed";
+constexpr std::int32_t code_of(errc e) noexcept { return static_cast<std::int32_t>(e); }
 
 inline constexpr std::string_view refusal_stream_cap_message = "Concurrent stream cap reached";
-inline constexpr std::string_view refusal_per_principal_stream_cap_remediation =
-    "close another GET stream of yours, or raise session_stream_options::get_streams_per_principal";
-inline constexpr std::string_view refusal_global_stream_cap_remediation =
-    "wait for a stream to close, or raise stream_budget_options::global_cap";
-
+inline constexpr std::string_view refusal_unknown_session_message = "Unknown or expired session";
+inline constexpr std::string_view refusal_unknown_session_remediation = "re-initialize to obtain a new session id";
 inline constexpr std::string_view refusal_post_cap_remediation =
     "wait for a streamed call to finish, or retry without Accept: text/event-stream for a plain response";
-
-inline constexpr std::string_view refusal_duplicate_message = "That request id is already in flight on this session";
-inline constexpr std::string_view refusal_duplicate_remediation =
-    "resume on the GET stream with Last-Event-ID, or use a fresh request id";
-
-inline constexpr std::string_view refusal_record_cap_message = "Streamed request capacity reached";
-
-inline constexpr std::string_view refusal_pin_slots_message = "Too many undelivered streamed results on this session";
-inline constexpr std::string_view refusal_pin_slots_charges_remediation =
-    "wait for one of your streamed calls on this session to finish";
-inline constexpr std::string_view refusal_pin_slots_pins_remediation =
-    "retry; if it persists, resume the GET stream with a cursor one below the lowest id you still need, or "
-    "re-initialize and fetch results by execution id";
-
-inline constexpr std::string_view post_stream_install_failed_message = "streamed response could not be established";
-inline constexpr std::string_view post_dispatch_threw_message = "dispatched, but the response could not be completed";
-inline constexpr std::string_view post_dispatch_failure_remediation =
+inline constexpr std::string_view refusal_in_flight_message = "That request id is already in flight on this session";
+inline constexpr std::string_view refusal_post_dispatch_remediation =
     "the work is running: fetch its result by execution id (or retry without Accept: text/event-stream); "
     "do not re-POST";
 
+// clang-format off
+inline constexpr refusal_row refusal_table[] = {
+    {refusal::missing_session_header, 400, code_of(errc::invalid_request), "Mcp-Session-Id header required",
+     std::nullopt, "send the Mcp-Session-Id header with the session id that initialize returned"},
+    {refusal::unknown_session, 404, code_of(errc::unknown_session), refusal_unknown_session_message,
+     std::nullopt, refusal_unknown_session_remediation},
+    {refusal::not_acceptable, 406, code_of(errc::not_acceptable), "GET requires Accept: text/event-stream",
+     std::nullopt, "send Accept: text/event-stream to open the session's event stream"},
+    {refusal::origin, 403, code_of(errc::origin_rejected), "Origin not allowed", std::nullopt,
+     "send the request without an Origin header, or add the origin to http_endpoint_options::allowed_origins"},
+    {refusal::protocol_version, 400, code_of(errc::unsupported_protocol_version), "Unsupported MCP-Protocol-Version",
+     std::nullopt, "send MCP-Protocol-Version: 2025-11-25 (or 2025-06-18, 2025-03-26), or omit the header"},
+    {refusal::per_principal_stream_cap, 429, code_of(errc::stream_cap), refusal_stream_cap_message, retry::stream_cap,
+     "close another GET stream of yours, or raise session_stream_options::get_streams_per_principal"},
+    {refusal::global_stream_cap, 429, code_of(errc::stream_cap), refusal_stream_cap_message, retry::stream_cap,
+     "wait for a stream to close, or raise stream_budget_options::global_cap"},
+    {refusal::stream_handover_pending, 429, code_of(errc::stream_cap),
+     "An earlier stream on this session is still closing", retry::handover,
+     "retry once the earlier stream on this session has closed"},
+    {refusal::replay_window_exceeded, 404, code_of(errc::unknown_session), "Replay window exceeded", std::nullopt,
+     "re-initialize; durable results remain fetchable by execution id"},
+    {refusal::terminal_poisoned, 410, code_of(errc::stream_poisoned), "Stream terminated; final response undeliverable",
+     std::nullopt, "fetch the result by execution id; do not re-POST the request"},
+    {refusal::post_per_principal_cap, 429, code_of(errc::stream_cap), refusal_stream_cap_message, retry::streamed_post,
+     refusal_post_cap_remediation},
+    {refusal::post_global_cap, 429, code_of(errc::stream_cap), refusal_stream_cap_message, retry::streamed_post,
+     refusal_post_cap_remediation},
+    {refusal::post_record_cap, 429, code_of(errc::stream_cap), "Streamed request capacity reached",
+     retry::streamed_post, refusal_post_cap_remediation},
+    // The "pins" remediation; admit_post swaps in `refusal_pin_slots_charges_remediation` when the
+    // caller's own calls hold the slots.
+    {refusal::post_pin_slots, 429, code_of(errc::stream_cap), "Too many undelivered streamed results on this session",
+     retry::streamed_post,
+     "retry; if it persists, resume the GET stream with a cursor one below the lowest id you still need, or "
+     "re-initialize and fetch results by execution id"},
+    {refusal::post_duplicate_request_id, 409, code_of(errc::invalid_request), refusal_in_flight_message, std::nullopt,
+     "resume on the GET stream with Last-Event-ID, or use a fresh request id"},
+    {refusal::post_unknown_session, 404, code_of(errc::unknown_session), refusal_unknown_session_message,
+     std::nullopt, refusal_unknown_session_remediation},
+    {refusal::stream_install_failed, 500, code_of(errc::internal_error), "streamed response could not be established",
+     std::nullopt, refusal_post_dispatch_remediation},
+    {refusal::dispatch_threw, 500, code_of(errc::internal_error), "dispatched, but the response could not be completed",
+     std::nullopt, refusal_post_dispatch_remediation},
+    // The kill switch's answer is deliberately bare: no `error.data` at all.
+    {refusal::disabled, 200, code_of(errc::mcp_disabled), "MCP is disabled on this server", std::nullopt, {}},
+    {refusal::host, 403, code_of(errc::origin_rejected), "Host not allowed", std::nullopt,
+     "send a Host header naming this server (localhost, 127.0.0.1 or [::1]), or add the host to "
+     "http_endpoint_options::allowed_hosts"},
+    {refusal::unauthenticated, 401, -32001, "Authentication required", std::nullopt,
+     "send a valid credential (Authorization: Bearer <token>)"},
+    {refusal::body_too_large, 413, code_of(errc::invalid_request), "Request body too large", std::nullopt,
+     "send a smaller request; the limit is http_endpoint_options::max_body_bytes"},
+    {refusal::content_type, 415, code_of(errc::invalid_request), "Content-Type must be application/json",
+     std::nullopt, "send the JSON-RPC message as application/json"},
+    {refusal::accept, 406, code_of(errc::not_acceptable), "Accept must list application/json or text/event-stream",
+     std::nullopt, "send Accept: application/json, text/event-stream"},
+    {refusal::in_flight_duplicate, 409, code_of(errc::invalid_request), refusal_in_flight_message, std::nullopt,
+     "use a fresh request id (MCP: ids are never reused within a session)"},
+    {refusal::session_cap, 429, code_of(errc::session_cap), "Session limit reached", std::nullopt,
+     "DELETE a session you no longer use, or wait for idle sessions to expire"},
+    {refusal::shutting_down, 503, code_of(errc::shutting_down), "Server is shutting down", std::nullopt,
+     "reconnect to another instance or retry after the server restarts"},
+    {refusal::mint_failed, 500, code_of(errc::internal_error), "The session could not be created", std::nullopt,
+     "retry initialize; report the correlation_id if it persists"},
+    {refusal::busy, 503, code_of(errc::internal_error), "Server busy", retry::dispatch_queue_full,
+     "retry after retry_after_ms; every dispatch slot is taken"},
+};
+// clang-format on
+
+/// The alternative remediation of `post_pin_slots` (the caller's own calls hold the slots).
+inline constexpr std::string_view refusal_pin_slots_charges_remediation =
+    "wait for one of your streamed calls on this session to finish";
+
+constexpr bool refusal_table_in_order() noexcept {
+  for (std::size_t i = 0; i < std::size(refusal_table); ++i) {
+    if (static_cast<std::size_t>(refusal_table[i].id) != i) return false;
+  }
+  return std::size(refusal_table) == static_cast<std::size_t>(refusal::busy) + 1;
+}
+static_assert(refusal_table_in_order(), "one row per refusal, in the enum's order");
+static_assert(static_cast<std::size_t>(refusal::post_unknown_session) + 1 == stream_reject_count,
+              "the first rows mirror stream_reject");
+
+/// The row of `r` (an out-of-range value reads as `unknown_session`, the most conservative answer).
+inline const refusal_row& refusal_row_of(refusal r) noexcept {
+  const auto i = static_cast<std::size_t>(r);
+  return i < std::size(refusal_table) ? refusal_table[i] : refusal_table[static_cast<std::size_t>(refusal::unknown_session)];
+}
+
+/// The row of `row_id` as a `stream_refusal` labelled `reason` (metric, audit and `error.data`).
+inline stream_refusal stream_refusal_for(refusal row_id, stream_reject reason) noexcept {
+  const refusal_row& row = refusal_row_of(row_id);
+  stream_refusal out;
+  out.http_status = row.http_status;
+  out.code = static_cast<errc>(row.code);
+  out.message = row.message;
+  out.reason = reason;
+  out.retry_after = row.retry_after;
+  out.remediation = row.remediation;
+  return out;
+}
+
+/// Every refusal of the closed set (its row has the same value).
+inline stream_refusal stream_refusal_for(stream_reject r) noexcept {
+  if (static_cast<std::size_t>(r) >= stream_reject_count) r = stream_reject::unknown_session;
+  return stream_refusal_for(static_cast<refusal>(r), r);
+}
+
 /// Audit `reason=` of the session a resume gap terminates (reference §7.4 step 3).
 inline constexpr std::string_view gap_terminate_reason = "replay_window_exceeded";
-
-inline constexpr stream_refusal make_stream_refusal(int status, errc code, std::string_view message,
-                                                    stream_reject reason,
-                                                    std::optional<std::chrono::milliseconds> retry_after,
-                                                    std::string_view remediation) noexcept {
-  stream_refusal r;
-  r.http_status = status;
-  r.code = code;
-  r.message = message;
-  r.reason = reason;
-  r.retry_after = retry_after;
-  r.remediation = remediation;
-  return r;
-}
-
-// Every refusal of the closed set; `pin_slots` gets the "pins" remediation (the caller swaps it
-// for the "charges" one). Texts point at static storage.
-inline stream_refusal stream_refusal_for(stream_reject r) noexcept {
-  using std::nullopt;
-  switch (r) {
-    case stream_reject::missing_session_header:
-      return make_stream_refusal(400, errc::invalid_request, refusal_missing_session_header_message, r, nullopt,
-                                 refusal_missing_session_header_remediation);
-    case stream_reject::unknown_session:
-    case stream_reject::post_unknown_session:
-      return make_stream_refusal(404, errc::unknown_session, refusal_unknown_session_message, r, nullopt,
-                                 refusal_unknown_session_remediation);
-    case stream_reject::not_acceptable:
-      return make_stream_refusal(406, errc::not_acceptable, refusal_not_acceptable_message, r, nullopt,
-                                 refusal_not_acceptable_remediation);
-    case stream_reject::origin:
-      // Answered by the transport's Origin check; mapped here only to keep this function total.
-      return make_stream_refusal(403, errc::origin_rejected, default_message(errc::origin_rejected), r, nullopt, {});
-    case stream_reject::protocol_version:
-      return make_stream_refusal(400, errc::unsupported_protocol_version,
-                                 default_message(errc::unsupported_protocol_version), r, nullopt, {});
-    case stream_reject::per_principal_stream_cap:
-      return make_stream_refusal(429, errc::stream_cap, refusal_stream_cap_message, r, retry::stream_cap,
-                                 refusal_per_principal_stream_cap_remediation);
-    case stream_reject::global_stream_cap:
-      return make_stream_refusal(429, errc::stream_cap, refusal_stream_cap_message, r, retry::stream_cap,
-                                 refusal_global_stream_cap_remediation);
-    case stream_reject::stream_handover_pending:
-      return make_stream_refusal(429, errc::stream_cap, refusal_handover_message, r, retry::handover,
-                                 refusal_handover_remediation);
-    case stream_reject::replay_window_exceeded:
-      return make_stream_refusal(404, errc::unknown_session, refusal_gap_message, r, nullopt,
-                                 refusal_gap_remediation);
-    case stream_reject::terminal_poisoned:
-      return make_stream_refusal(410, errc::stream_poisoned, refusal_poisoned_message, r, nullopt,
-                                 refusal_poisoned_remediation);
-    case stream_reject::post_per_principal_cap:
-    case stream_reject::post_global_cap:
-      return make_stream_refusal(429, errc::stream_cap, refusal_stream_cap_message, r, retry::streamed_post,
-                                 refusal_post_cap_remediation);
-    case stream_reject::post_record_cap:
-      return make_stream_refusal(429, errc::stream_cap, refusal_record_cap_message, r, retry::streamed_post,
-                                 refusal_post_cap_remediation);
-    case stream_reject::post_pin_slots:
-      return make_stream_refusal(429, errc::stream_cap, refusal_pin_slots_message, r, retry::streamed_post,
-                                 refusal_pin_slots_pins_remediation);
-    case stream_reject::post_duplicate_request_id:
-      return make_stream_refusal(409, errc::invalid_request, refusal_duplicate_message, r, nullopt,
-                                 refusal_duplicate_remediation);
-  }
-  // An out-of-range value: the most conservative answer (unknown session, no retry).
-  return make_stream_refusal(404, errc::unknown_session, refusal_unknown_session_message,
-                             stream_reject::unknown_session, nullopt, refusal_unknown_session_remediation);
-}
 
 inline void count_stream_reject(const session_metrics& m, stream_reject r) noexcept {
   const auto i = static_cast<std::size_t>(r);
@@ -327,195 +381,15 @@ MCPCORE_DECL void write_post_dispatch_failure(std::string& out, request_id_view 
   error_data d;
   d.correlation_id = correlation_id;
   d.retry_after_ms = std::nullopt;
-  d.remediation = detail::post_dispatch_failure_remediation;
+  const detail::refusal_row& row = detail::refusal_row_of(
+      f == post_dispatch_failure::stream_install_failed ? detail::refusal::stream_install_failed
+                                                        : detail::refusal::dispatch_threw);
+  d.remediation = row.remediation;
   // Written either way: null says "no execution yet", a string is the handle to fetch by.
   d.execution_id = execution_id.empty() ? std::optional<std::string_view>{}
                                         : std::optional<std::string_view>{execution_id};
-  const std::string_view message = f == post_dispatch_failure::stream_install_failed
-                                       ? detail::post_stream_install_failed_message
-                                       : detail::post_dispatch_threw_message;
-  const error_object e = make_error(errc::internal_error, message, d);
+  const error_object e = make_error(static_cast<errc>(row.code), row.message, d);
   write_error_response(out, std::optional<request_id_view>{id}, e);
-}
-
-// ---- post_pump ---------------------------------------------------------------------------------
-
-namespace detail {
-
-// The pump's close bookkeeping lives on the call's wake sink (where a cancel records `cancelled`).
-// A call reserved without the streamed intent has no wake sink (a precondition violation): the
-// pump then keeps the first reason in `fallback` (its own `reason_`, still `none` until finished).
-inline void post_pump_close(const std::shared_ptr<stream_sink>& sink, close_reason r, close_reason& fallback) noexcept {
-  if (sink) {
-    (void)sink->close(r);
-  } else if (fallback == close_reason::none) {
-    fallback = r;
-  }
-}
-
-inline close_reason post_pump_recorded(const std::shared_ptr<stream_sink>& sink, close_reason fallback) noexcept {
-  return sink ? sink->reason() : fallback;
-}
-
-}  // namespace detail
-
-MCPCORE_DECL post_pump::post_pump(progress_call call, stream_lease lease, std::chrono::steady_clock::time_point now,
-                                  std::string correlation_id, post_pump_options options,
-                                  std::chrono::milliseconds jitter, session_metrics metrics)
-    : call_(std::move(call)),
-      lease_(std::move(lease)),
-      correlation_id_(std::move(correlation_id)),
-      options_(std::move(options)),
-      grace_(options_.revalidation, now, jitter),
-      metrics_(metrics),
-      last_tick_(now),
-      deadline_(detail::pump_add(now, options_.response_cap)) {
-  MCPCORE_ASSERT(call_.wake_sink() != nullptr);  // a streamed reservation, armed streaming
-  // Paired with the decrement in release().
-  metrics_.post_streams_active.add(1);
-}
-
-MCPCORE_DECL post_pump::~post_pump() { release(); }
-
-MCPCORE_DECL std::chrono::milliseconds post_pump::wait_time(std::chrono::steady_clock::time_point now) const noexcept {
-  return detail::pump_wait_time(last_tick_, options_.tick, grace_, deadline_, now);
-}
-
-MCPCORE_DECL bool post_pump::tick_due(std::chrono::steady_clock::time_point now) const noexcept {
-  return detail::pump_tick_due(last_tick_, options_.tick, grace_, now);
-}
-
-MCPCORE_DECL void post_pump::tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,
-                                  bool session_alive) noexcept {
-  if (finished_) return;
-  last_tick_ = now;
-  heartbeat_due_ = true;
-  const close_reason r = grace_.apply(verdict, now);
-  if (r != close_reason::none) {
-    detail::post_pump_close(call_.wake_sink(), r, reason_);
-  } else if (!session_alive) {
-    detail::post_pump_close(call_.wake_sink(), close_reason::session_terminated, reason_);
-  }
-}
-
-MCPCORE_DECL void post_pump::pass(std::chrono::steady_clock::time_point now, std::string& out) noexcept {
-  if (finished_ || final_in_flight_) return;
-  const std::size_t mark = out.size();
-  // Finishes with `r`, appending the close notification (with the execution id and
-  // `"partial":true`) when the reason has a frame (reference §9.5).
-  const auto finish = [&](close_reason r) {
-    reason_ = r;
-    finished_ = true;
-    if (writes_close_frame(r)) {
-      write_close_notification(out, options_.close_method, r, correlation_id_, call_.execution_id());
-    }
-  };
-  const std::shared_ptr<stream_sink> wake = call_.wake_sink();
-  try {
-    bool closed = reason_ != close_reason::none;  // only without a wake sink
-    close_reason recorded = reason_;
-    if (wake) {
-      wake->take(wake_batch_);  // also clears the poke that woke the transport
-      closed = wake_batch_.closed;
-      recorded = wake_batch_.reason;
-    }
-    if (closed) {
-      // Closed (cancel, revocation, session death, poison, shutdown): frames not yet written stay
-      // in the ring, and the record parks for a GET resume when the pump is released.
-      finish(recorded == close_reason::none ? close_reason::client_disconnect : recorded);
-      return;
-    }
-    const bool cap_expired = now >= deadline_;
-    call_.take(batch_, cap_expired);
-    for (const auto& frame : batch_.frames) write_frame(out, frame);  // ring ids: resumable on GET
-    if (batch_.final_included) {
-      // The final is last; the stream ends `completed` once `written()` confirms it.
-      final_in_flight_ = true;
-      heartbeat_due_ = false;
-      return;
-    }
-    if (batch_.cap_settled) {
-      // reference §9.4: the one drain pass is done; the work continues.
-      finish(close_reason::cap_expired);
-      return;
-    }
-    if (out.size() == mark) {
-      const bridge_record_state st = call_.state_now();
-      if (st == bridge_record_state::done || st == bridge_record_state::aborted ||
-          st == bridge_record_state::ring_only) {
-        // Nothing more will come for this POST. A reason recorded on the sink wins (a poisoned
-        // final and shutdown close it `internal_error` around the record turning done);
-        // otherwise a record done without a final on this POST (the work produced no response)
-        // ends `completed` with no frame, and one aborted, or parked under a live pump by the
-        // sweep's backstop, ends `internal_error` (its frames stay resumable on the GET stream).
-        close_reason r = detail::post_pump_recorded(wake, reason_);
-        if (r == close_reason::none) {
-          r = st == bridge_record_state::done ? close_reason::completed : close_reason::internal_error;
-        }
-        finish(r);
-        return;
-      }
-    }
-    if (out.size() == mark && heartbeat_due_) write_heartbeat(out);
-    if (out.size() != mark) heartbeat_due_ = false;
-  } catch (...) {
-    // Nothing half-written goes out; the client resumes from its last whole frame on GET.
-    out.resize(mark);
-    detail::post_pump_close(wake, close_reason::internal_error, reason_);  // the first reason wins
-    const close_reason recorded = detail::post_pump_recorded(wake, reason_);
-    reason_ = recorded == close_reason::none ? close_reason::internal_error : recorded;
-    finished_ = true;
-    final_in_flight_ = false;
-    try {
-      if (writes_close_frame(reason_)) {
-        write_close_notification(out, options_.close_method, reason_, correlation_id_, call_.execution_id());
-      }
-    } catch (...) {
-      out.resize(mark);
-    }
-  }
-}
-
-MCPCORE_DECL void post_pump::written() noexcept {
-  if (!final_in_flight_ || finished_) return;
-  final_in_flight_ = false;
-  call_.on_final_written();  // route (a): unpinned, record done
-  reason_ = close_reason::completed;
-  finished_ = true;
-}
-
-MCPCORE_DECL void post_pump::write_failed() noexcept {
-  const std::shared_ptr<stream_sink> wake = call_.wake_sink();
-  final_in_flight_ = false;  // the final did not reach the wire: it stays pinned for a GET resume
-  if (finished_) {
-    if (wake) (void)wake->close(close_reason::client_disconnect);
-    return;  // the reason this pump finished with stands
-  }
-  detail::post_pump_close(wake, close_reason::client_disconnect, reason_);
-  reason_ = detail::post_pump_recorded(wake, reason_);
-  finished_ = true;
-}
-
-MCPCORE_DECL close_reason post_pump::reason() const noexcept {
-  if (!finished_) return detail::post_pump_recorded(call_.wake_sink(), reason_);
-  return reason_ == close_reason::none ? close_reason::client_disconnect : reason_;
-}
-
-MCPCORE_DECL void post_pump::release() noexcept {
-  if (released_) return;
-  released_ = true;
-  if (!finished_) {
-    // The transport stopped early (the peer went away): the recorded reason, if any (`none`
-    // reports as client_disconnect). The sink is not closed here, as in get_pump.
-    reason_ = detail::post_pump_recorded(call_.wake_sink(), reason_);
-    finished_ = true;
-  }
-  final_in_flight_ = false;
-  call_.on_post_closed();  // without a written final the record parks ring-only (reference §9.4)
-  lease_.release();
-  metrics_.post_streams_active.add(-1);
-  const auto i = static_cast<std::size_t>(reason());
-  if (i < metrics_.stream_closes.size()) metrics_.stream_closes[i].inc();
 }
 
 MCPCORE_END_NAMESPACE

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GET stream pump: credential grace, the close notification, the synthetics and one pass.
+// The pumps of held-open responses: credential grace, the close notification, the synthetics, and
+// one pass of the GET stream and of a streamed POST.
 #ifndef MCPCORE_IMPL_STREAM_PUMP_IPP
 #define MCPCORE_IMPL_STREAM_PUMP_IPP
 
@@ -319,6 +320,186 @@ MCPCORE_DECL void get_pump::release() noexcept {
   }
   stream_->detach(*sink_);   // the lease goes back
   sink_->lease().release();  // (a resumed stream of an ended POST stream was never tracked)
+  const auto i = static_cast<std::size_t>(reason());
+  if (i < metrics_.stream_closes.size()) metrics_.stream_closes[i].inc();
+}
+
+// ---- post_pump ---------------------------------------------------------------------------------
+
+namespace detail {
+
+// The pump's close bookkeeping lives on the call's wake sink (where a cancel records `cancelled`).
+// A call reserved without the streamed intent has no wake sink (a precondition violation): the
+// pump then keeps the first reason in `fallback` (its own `reason_`, still `none` until finished).
+inline void post_pump_close(const std::shared_ptr<stream_sink>& sink, close_reason r, close_reason& fallback) noexcept {
+  if (sink) {
+    (void)sink->close(r);
+  } else if (fallback == close_reason::none) {
+    fallback = r;
+  }
+}
+
+inline close_reason post_pump_recorded(const std::shared_ptr<stream_sink>& sink, close_reason fallback) noexcept {
+  return sink ? sink->reason() : fallback;
+}
+
+}  // namespace detail
+
+MCPCORE_DECL post_pump::post_pump(progress_call call, stream_lease lease, std::chrono::steady_clock::time_point now,
+                                  std::string correlation_id, post_pump_options options,
+                                  std::chrono::milliseconds jitter, session_metrics metrics)
+    : call_(std::move(call)),
+      lease_(std::move(lease)),
+      correlation_id_(std::move(correlation_id)),
+      options_(std::move(options)),
+      grace_(options_.revalidation, now, jitter),
+      metrics_(metrics),
+      last_tick_(now),
+      deadline_(detail::pump_add(now, options_.response_cap)) {
+  MCPCORE_ASSERT(call_.wake_sink() != nullptr);  // a streamed reservation, armed streaming
+  // Paired with the decrement in release().
+  metrics_.post_streams_active.add(1);
+}
+
+MCPCORE_DECL post_pump::~post_pump() { release(); }
+
+MCPCORE_DECL std::chrono::milliseconds post_pump::wait_time(std::chrono::steady_clock::time_point now) const noexcept {
+  return detail::pump_wait_time(last_tick_, options_.tick, grace_, deadline_, now);
+}
+
+MCPCORE_DECL bool post_pump::tick_due(std::chrono::steady_clock::time_point now) const noexcept {
+  return detail::pump_tick_due(last_tick_, options_.tick, grace_, now);
+}
+
+MCPCORE_DECL void post_pump::tick(std::chrono::steady_clock::time_point now, credential_verdict verdict,
+                                  bool session_alive) noexcept {
+  if (finished_) return;
+  last_tick_ = now;
+  heartbeat_due_ = true;
+  const close_reason r = grace_.apply(verdict, now);
+  if (r != close_reason::none) {
+    detail::post_pump_close(call_.wake_sink(), r, reason_);
+  } else if (!session_alive) {
+    detail::post_pump_close(call_.wake_sink(), close_reason::session_terminated, reason_);
+  }
+}
+
+MCPCORE_DECL void post_pump::pass(std::chrono::steady_clock::time_point now, std::string& out) noexcept {
+  if (finished_ || final_in_flight_) return;
+  const std::size_t mark = out.size();
+  // Finishes with `r`, appending the close notification (with the execution id and
+  // `"partial":true`) when the reason has a frame (reference §9.5).
+  const auto finish = [&](close_reason r) {
+    reason_ = r;
+    finished_ = true;
+    if (writes_close_frame(r)) {
+      write_close_notification(out, options_.close_method, r, correlation_id_, call_.execution_id());
+    }
+  };
+  const std::shared_ptr<stream_sink> wake = call_.wake_sink();
+  try {
+    bool closed = reason_ != close_reason::none;  // only without a wake sink
+    close_reason recorded = reason_;
+    if (wake) {
+      wake->take(wake_batch_);  // also clears the poke that woke the transport
+      closed = wake_batch_.closed;
+      recorded = wake_batch_.reason;
+    }
+    if (closed) {
+      // Closed (cancel, revocation, session death, poison, shutdown): frames not yet written stay
+      // in the ring, and the record parks for a GET resume when the pump is released.
+      finish(recorded == close_reason::none ? close_reason::client_disconnect : recorded);
+      return;
+    }
+    const bool cap_expired = now >= deadline_;
+    call_.take(batch_, cap_expired);
+    for (const auto& frame : batch_.frames) write_frame(out, frame);  // ring ids: resumable on GET
+    if (batch_.final_included) {
+      // The final is last; the stream ends `completed` once `written()` confirms it.
+      final_in_flight_ = true;
+      heartbeat_due_ = false;
+      return;
+    }
+    if (batch_.cap_settled) {
+      // reference §9.4: the one drain pass is done; the work continues.
+      finish(close_reason::cap_expired);
+      return;
+    }
+    if (out.size() == mark) {
+      const bridge_record_state st = call_.state_now();
+      if (st == bridge_record_state::done || st == bridge_record_state::aborted ||
+          st == bridge_record_state::ring_only) {
+        // Nothing more will come for this POST. A reason recorded on the sink wins (a poisoned
+        // final and shutdown close it `internal_error` around the record turning done);
+        // otherwise a record done without a final on this POST (the work produced no response)
+        // ends `completed` with no frame, and one aborted, or parked under a live pump by the
+        // sweep's backstop, ends `internal_error` (its frames stay resumable on the GET stream).
+        close_reason r = detail::post_pump_recorded(wake, reason_);
+        if (r == close_reason::none) {
+          r = st == bridge_record_state::done ? close_reason::completed : close_reason::internal_error;
+        }
+        finish(r);
+        return;
+      }
+    }
+    if (out.size() == mark && heartbeat_due_) write_heartbeat(out);
+    if (out.size() != mark) heartbeat_due_ = false;
+  } catch (...) {
+    // Nothing half-written goes out; the client resumes from its last whole frame on GET.
+    out.resize(mark);
+    detail::post_pump_close(wake, close_reason::internal_error, reason_);  // the first reason wins
+    const close_reason recorded = detail::post_pump_recorded(wake, reason_);
+    reason_ = recorded == close_reason::none ? close_reason::internal_error : recorded;
+    finished_ = true;
+    final_in_flight_ = false;
+    try {
+      if (writes_close_frame(reason_)) {
+        write_close_notification(out, options_.close_method, reason_, correlation_id_, call_.execution_id());
+      }
+    } catch (...) {
+      out.resize(mark);
+    }
+  }
+}
+
+MCPCORE_DECL void post_pump::written() noexcept {
+  if (!final_in_flight_ || finished_) return;
+  final_in_flight_ = false;
+  call_.on_final_written();  // route (a): unpinned, record done
+  reason_ = close_reason::completed;
+  finished_ = true;
+}
+
+MCPCORE_DECL void post_pump::write_failed() noexcept {
+  const std::shared_ptr<stream_sink> wake = call_.wake_sink();
+  final_in_flight_ = false;  // the final did not reach the wire: it stays pinned for a GET resume
+  if (finished_) {
+    if (wake) (void)wake->close(close_reason::client_disconnect);
+    return;  // the reason this pump finished with stands
+  }
+  detail::post_pump_close(wake, close_reason::client_disconnect, reason_);
+  reason_ = detail::post_pump_recorded(wake, reason_);
+  finished_ = true;
+}
+
+MCPCORE_DECL close_reason post_pump::reason() const noexcept {
+  if (!finished_) return detail::post_pump_recorded(call_.wake_sink(), reason_);
+  return reason_ == close_reason::none ? close_reason::client_disconnect : reason_;
+}
+
+MCPCORE_DECL void post_pump::release() noexcept {
+  if (released_) return;
+  released_ = true;
+  if (!finished_) {
+    // The transport stopped early (the peer went away): the recorded reason, if any (`none`
+    // reports as client_disconnect). The sink is not closed here, as in get_pump.
+    reason_ = detail::post_pump_recorded(call_.wake_sink(), reason_);
+    finished_ = true;
+  }
+  final_in_flight_ = false;
+  call_.on_post_closed();  // without a written final the record parks ring-only (reference §9.4)
+  lease_.release();
+  metrics_.post_streams_active.add(-1);
   const auto i = static_cast<std::size_t>(reason());
   if (i < metrics_.stream_closes.size()) metrics_.stream_closes[i].inc();
 }
