@@ -4,10 +4,11 @@
 #include <mcpcore/transport/asio_http_server.hpp>
 
 #include "http_head_parser.hpp"
+#include "http_response_writer.hpp"
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/session/session_metrics.hpp>
+#include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/wire/http.hpp>
 
@@ -37,7 +38,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <ctime>
 #include <deque>
 #include <expected>
 #include <functional>
@@ -77,217 +77,10 @@ void post_to(const Executor& ex, F&& f) {
   asio::post(ex, std::forward<F>(f));  // NOLINT(misc-include-cleaner)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Small HTTP helpers
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto x = static_cast<unsigned char>(a[i]);
-    auto y = static_cast<unsigned char>(b[i]);
-    if (x >= 'A' && x <= 'Z') {
-      x = static_cast<unsigned char>(x + 32U);
-    }
-    if (y >= 'A' && y <= 'Z') {
-      y = static_cast<unsigned char>(y + 32U);
-    }
-    if (x != y) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Whether the comma-separated list `value` contains `token` (ASCII case-insensitive).
-bool list_contains(std::string_view value, std::string_view token) noexcept {
-  while (!value.empty()) {
-    const auto comma = value.find(',');
-    auto item = value.substr(0, comma);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) {
-      item.remove_prefix(1);
-    }
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) {
-      item.remove_suffix(1);
-    }
-    if (iequals(item, token)) {
-      return true;
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    value.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
-bool safe_field(std::string_view s) noexcept {
-  return s.find_first_of(std::string_view{"\r\n\0", 3}) == std::string_view::npos;
-}
-
-std::string_view reason_phrase(int status) noexcept {
-  switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Status";
-  }
-}
-
 void append_number(std::string& out, std::size_t n) {
   std::array<char, 24> buf{};
   const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), n);
   out.append(buf.data(), r.ptr);
-}
-
-void append_hex(std::string& out, std::size_t n) {
-  std::array<char, 24> buf{};
-  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), n, 16);
-  out.append(buf.data(), r.ptr);
-}
-
-void append_2digits(std::string& out, int v) {
-  out.push_back(static_cast<char>('0' + v / 10));
-  out.push_back(static_cast<char>('0' + v % 10));
-}
-
-// IMF-fixdate (RFC 9110 §5.6.7), locale-independent.
-void append_http_date(std::string& out) {
-  static constexpr std::array<std::string_view, 7> days{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static constexpr std::array<std::string_view, 12> months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  if (gmtime_r(&t, &tm) == nullptr) {
-    out += "Thu, 01 Jan 1970 00:00:00 GMT";
-    return;
-  }
-  out += days.at(static_cast<std::size_t>(tm.tm_wday % 7));
-  out += ", ";
-  append_2digits(out, tm.tm_mday);
-  out += ' ';
-  out += months.at(static_cast<std::size_t>(tm.tm_mon % 12));
-  out += ' ';
-  const int year = tm.tm_year + 1900;
-  append_number(out, static_cast<std::size_t>(year));
-  out += ' ';
-  append_2digits(out, tm.tm_hour);
-  out += ':';
-  append_2digits(out, tm.tm_min);
-  out += ':';
-  append_2digits(out, tm.tm_sec);
-  out += " GMT";
-}
-
-void append_header(std::string& out, std::string_view name, std::string_view value) {
-  out += name;
-  out += ": ";
-  out += value;
-  out += "\r\n";
-}
-
-// Appends `bytes` as chunks of at most max_chunk_bytes.
-void append_chunks(std::string& out, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const auto n = std::min(bytes.size(), max_chunk_bytes);
-    append_hex(out, n);
-    out += "\r\n";
-    out += bytes.substr(0, n);
-    out += "\r\n";
-    bytes.remove_prefix(n);
-  }
-}
-
-enum class framing { content_length, chunked, until_close };
-
-// Writes the status line and headers of `r`. The server owns the framing headers
-// (Content-Length, Transfer-Encoding) and Connection; it adds Date, nosniff, and the stream
-// headers unless the reply has them. Fields holding CR, LF or NUL are dropped.
-void append_head(std::string& out, const http_response& r, framing f, std::size_t body_size, bool keep_alive) {
-  const int status = (r.status >= 100 && r.status <= 999) ? r.status : 500;
-  out += "HTTP/1.1 ";
-  append_number(out, static_cast<std::size_t>(status));
-  out += ' ';
-  out += reason_phrase(status);
-  out += "\r\n";
-  bool has_date = false;
-  bool has_nosniff = false;
-  bool has_cache = false;
-  bool has_accel = false;
-  for (const auto& h : r.headers) {
-    if (h.name.empty() || !safe_field(h.name) || !safe_field(h.value) || h.name.find(':') != std::string::npos) {
-      continue;
-    }
-    if (iequals(h.name, "Content-Length") || iequals(h.name, "Transfer-Encoding") || iequals(h.name, "Connection")) {
-      continue;
-    }
-    has_date = has_date || iequals(h.name, "Date");
-    has_nosniff = has_nosniff || iequals(h.name, "X-Content-Type-Options");
-    has_cache = has_cache || iequals(h.name, "Cache-Control");
-    has_accel = has_accel || iequals(h.name, "X-Accel-Buffering");
-    append_header(out, h.name, h.value);
-  }
-  if (!has_date) {
-    out += "Date: ";
-    append_http_date(out);
-    out += "\r\n";
-  }
-  if (!has_nosniff) {
-    append_header(out, "X-Content-Type-Options", "nosniff");
-  }
-  const bool no_body = (status >= 100 && status < 200) || status == 204 || status == 304;
-  switch (f) {
-    case framing::content_length:
-      if (!no_body) {
-        out += "Content-Length: ";
-        append_number(out, body_size);
-        out += "\r\n";
-      }
-      break;
-    case framing::chunked:
-    case framing::until_close:
-      if (!has_cache) {
-        append_header(out, "Cache-Control", "no-cache");
-      }
-      if (!has_accel) {
-        append_header(out, "X-Accel-Buffering", "no");
-      }
-      if (f == framing::chunked) {
-        append_header(out, "Transfer-Encoding", "chunked");
-      }
-      break;
-  }
-  append_header(out, "Connection", keep_alive ? "keep-alive" : "close");
-  out += "\r\n";
 }
 
 std::string format_endpoint(const tcp::endpoint& ep) {
@@ -331,8 +124,6 @@ std::error_code configure_tls(asio::ssl::context& ctx, const tls_options& tls) {
   }
   return ec;
 }
-
-bool body_forbidden(int status) noexcept { return (status >= 100 && status < 200) || status == 204 || status == 304; }
 
 }  // namespace
 
@@ -421,7 +212,7 @@ class handler_pool {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   std::vector<std::thread> threads_;
-  bool stopping_ = false;
+  bool stopping_ = false;  // set by stop(): submit refuses, each thread ends once the queue is empty
 };
 
 /// Guards posting into the io_context from foreign threads (completions, wakers): once closed
@@ -442,7 +233,7 @@ class post_gate {
 
  private:
   std::shared_mutex mu_;
-  bool open_ = true;
+  bool open_ = true;  // false once the I/O threads are joined: a late completion posts nothing
 };
 
 class connection;
@@ -506,6 +297,7 @@ struct asio_http_server::impl {
   http_endpoint* endpoint_;
   detail::head_limits limits_{};
   std::shared_ptr<detail::handler_pool> pool_;
+  http_executor_binding exec_binding_;  // the endpoint dispatches on `pool_` while this server lives
   std::shared_ptr<detail::post_gate> gate_;
   std::optional<asio::ssl::context> ssl_;
   std::unique_ptr<asio::io_context> io_;
@@ -522,7 +314,7 @@ struct asio_http_server::impl {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<detail::connection*, std::shared_ptr<detail::connection>> conns_;  // under mu_
-  bool stop_requested_ = false;                                                         // under mu_
+  bool stop_requested_ = false;  // request_stop() or stop() was called: run() returns (under mu_)
   std::atomic<std::size_t> count_{0};
   std::atomic<std::uint16_t> port_{0};
   std::atomic<run_state> state_{run_state::idle};
@@ -532,8 +324,27 @@ struct asio_http_server::impl {
 namespace detail {
 
 // ---------------------------------------------------------------------------------------------
-// One connection. Every member function below except the public entry points runs on the
-// connection's strand (its socket's executor).
+// One connection.
+//
+// Strand: the acceptor gives every socket its own strand (make_strand in do_accept), which is
+// the socket's executor ex_. Every member function below except the entry points runs on that
+// strand, so the members need no lock; the entry points only post to it. The one member other
+// threads touch is the atomic wake_posted_.
+//
+// Lifetime: the server's map (conns_) owns the connection until close() removes it, and every
+// handler pending on the strand (reads, writes, timers, posted calls) holds a shared_ptr, so the
+// object outlives its last handler. Completions and wakers, called from handler threads, hold a
+// weak_ptr only and post through the server's post_gate, which closes once the I/O threads are
+// joined: after that nothing reaches a connection from outside.
+//
+// State: three machines rather than one, because they overlap in time. A connection reads and
+// queues the next (pipelined) requests while it answers the current one, and it may write
+// `100 Continue` for the request being read while another is being answered:
+//  - phase_: the connection's lifecycle;
+//  - input_: the request being read (with interim_ for its `Expect: 100-continue`);
+//  - turn_: the request being answered; requests are answered strictly in the order received.
+// The response bytes are made by writer_ (http_response_writer.hpp, sans-I/O); this class only
+// moves them to the socket.
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
@@ -599,17 +410,60 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
  private:
+  using wall_clock = std::chrono::system_clock;
+
   struct queued {
     parsed_request request;
     int error_status = 0;  // non-zero: answer this parse failure and close
     std::string_view error_reason;
   };
+  // Which deadline read_timer_ runs. `fresh` runs from the start of the connection: the first
+  // request's head must arrive within header_read_timeout of it (not of its first byte).
   enum class deadline_kind { none, fresh, idle, head, body };
+
+  // The connection's lifecycle: handshake → open → lingering → closed, or open → closing →
+  // closed when the stop's drain ends during a write; any phase may go straight to closed (a
+  // reset, a timeout, the end of a stop).
+  enum class phase : unsigned char {
+    handshake,  // not started, or the TLS handshake is in progress: nothing is read yet
+    open,       // reading requests and answering them
+    closing,    // the shutdown drain expired during a write: the write's end (or timeout) closes
+    lingering,  // the last answer is written and the sending side shut: input is discarded for
+                // close_linger, then the socket closes (the client reads the answer, not a reset)
+    closed,     // the socket is closed, the stream released: handlers still pending return at once
+  };
+  // The request being read: its bytes go through parser_; complete ones wait in queue_.
+  enum class input : unsigned char {
+    idle,    // no request begun (the fresh, idle or no deadline runs)
+    head,    // a request began: its head is arriving (header_read_timeout)
+    body,    // its head is complete: its body is arriving (body_read_timeout)
+    failed,  // the input was rejected: nothing more is parsed, nor read until lingering
+  };
+  // `Expect: 100-continue` of the request being read. The interim answer is written only when
+  // nothing else is being answered (answers stay in order); else it waits for the turn to end.
+  enum class interim : unsigned char { none, deferred, sent };
+  // The request being answered (the front of the queue when it was dispatched).
+  enum class turn_state : unsigned char {
+    idle,          // nothing is being answered
+    dispatched,    // the handler has the request; its reply has not arrived
+    responding,    // the whole answer is in out_/wbuf_: the turn ends once it is written
+    streaming,     // the body comes from stream_: pulled when the waker or wait_time says so
+    stream_write,  // the bytes of a pull are being written: stream_->written() once they drain
+  };
+
+  [[nodiscard]] bool is_closed() const noexcept { return phase_ == phase::closed; }
+  [[nodiscard]] bool is_lingering() const noexcept { return phase_ == phase::lingering; }
+  [[nodiscard]] bool is_streaming() const noexcept {
+    return turn_ == turn_state::streaming || turn_ == turn_state::stream_write;
+  }
+  [[nodiscard]] bool request_in_progress() const noexcept {
+    return input_ == input::head || input_ == input::body;
+  }
 
   // --- lifecycle ---
 
   void on_start() {
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
     if (!tls_) {
@@ -617,64 +471,61 @@ class connection : public std::enable_shared_from_this<connection> {
       socket_.non_blocking(true, ec);  // reads are synchronous once the socket is readable
     }
     if (over_limit_) {
-      if (tls_) {  // no handshake spent on a connection that is refused anyway
-        close();
-        return;
-      }
-      handshake_done_ = true;
-      busy_ = true;
-      close_after_ = true;
-      http_response r;
-      r.status = 503;
-      r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-      r.headers.push_back({"Retry-After", "1"});
-      r.body = "too many connections\n";
-      append_head(out_, r, framing::content_length, r.body.size(), false);
-      out_ += r.body;
-      response_complete_ = true;
-      flush();
+      refuse_over_limit();
       return;
     }
     arm_deadline(deadline_kind::fresh, opts_.header_read_timeout);
     if (tls_) {
       tls_->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](const std::error_code& ec) {
-        if (self->closed_) {
+        if (self->is_closed()) {
           return;
         }
         if (ec) {
           self->close();
           return;
         }
-        self->handshake_done_ = true;
+        self->phase_ = phase::open;
         self->maybe_read();
       });
       return;
     }
-    handshake_done_ = true;
+    phase_ = phase::open;
     maybe_read();
+  }
+
+  // Beyond max_connections: 503 and close, without reading the request.
+  void refuse_over_limit() {
+    if (tls_) {  // no handshake spent on a connection that is refused anyway
+      close();
+      return;
+    }
+    phase_ = phase::open;
+    turn_ = turn_state::responding;
+    writer_.close_with(out_, over_capacity_response(), wall_clock::now());
+    flush();
   }
 
   void on_server_stopping() {
     stopping_ = true;
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
-    if (stream_) {
+    if (is_streaming()) {
       stream_->close(close_reason::session_terminated);
       pump_stream();
       return;
     }
-    if (!busy_ && queue_.empty() && !lingering_) {
+    if (turn_ == turn_state::idle && queue_.empty() && !is_lingering()) {
       close();
     }
   }
 
   void on_drain_expired() {
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
     if (writing_) {
-      doomed_ = true;  // the write finishes or its write_timeout closes the connection
+      phase_ = phase::closing;  // the write finishes or its write_timeout closes the connection
       return;
     }
     close();
@@ -683,19 +534,19 @@ class connection : public std::enable_shared_from_this<connection> {
   // Full close: the stream sees write_failed and is destroyed, the socket closes, the server
   // forgets the connection.
   void close() {
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
-    auto self = shared_from_this();
+    auto self = shared_from_this();  // remove() drops the server's reference: keep this alive
     close_io();
     srv_.remove(this);
   }
 
   void close_io() noexcept {
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
-    closed_ = true;
+    phase_ = phase::closed;
     if (stream_) {
       stream_->write_failed();
       stream_.reset();
@@ -719,10 +570,10 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // Stop sending, discard what still arrives for up to close_linger, then close.
   void begin_linger() {
-    if (closed_ || lingering_) {
+    if (is_closed() || is_lingering()) {
       return;
     }
-    lingering_ = true;
+    phase_ = phase::lingering;
     clear_deadline();
     std::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
@@ -736,9 +587,8 @@ class connection : public std::enable_shared_from_this<connection> {
         self->close();
       }
     });
-    read_stopped_ = false;
     in_.clear();
-    maybe_read();
+    maybe_read();  // reads again even after a rejected request, to discard
   }
 
   // --- read side ---
@@ -748,7 +598,7 @@ class connection : public std::enable_shared_from_this<connection> {
     const auto gen = ++deadline_gen_;
     read_timer_.expires_after(after);
     read_timer_.async_wait([self = shared_from_this(), gen](const std::error_code& ec) {
-      if (ec || gen != self->deadline_gen_ || self->closed_) {
+      if (ec || gen != self->deadline_gen_ || self->is_closed()) {
         return;
       }
       self->close();  // slowloris, slow body, idle keep-alive: closed without an answer
@@ -764,32 +614,33 @@ class connection : public std::enable_shared_from_this<connection> {
     read_timer_.cancel();
   }
 
-  void maybe_read() {
-    if (reading_ || closed_ || !handshake_done_ || read_stopped_ || peer_eof_) {
-      return;
+  // Whether to read now. While lingering, always (to discard); otherwise not before the
+  // handshake, after a rejected request, or while unparsed bytes wait or the queue is full
+  // (reading resumes when the queue has room).
+  [[nodiscard]] bool read_wanted() const noexcept {
+    if (reading_ || is_closed() || phase_ == phase::handshake || peer_eof_) {
+      return false;
     }
-    if (!lingering_ && (!in_.empty() || queue_.size() >= opts_.max_pipelined)) {
-      return;  // paused: resumes when the queue has room
+    if (is_lingering()) {
+      return true;
+    }
+    return input_ != input::failed && in_.empty() && queue_.size() < opts_.max_pipelined;
+  }
+
+  void maybe_read() {
+    if (!read_wanted()) {
+      return;
     }
     reading_ = true;
     if (tls_) {
-      if (!tls_buf_) {
-        tls_buf_ = std::make_unique<std::array<char, read_chunk_bytes>>();
-      }
-      tls_->async_read_some(asio::buffer(*tls_buf_),
-                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                              self->reading_ = false;
-                              if (!self->closed_) {
-                                self->on_data(ec, std::string_view(self->tls_buf_->data(), ec ? 0 : n));
-                              }
-                            });
+      read_tls(*tls_);
       return;
     }
     // Plain TCP: wait for readability without a buffer (an idle connection or stream holds no
     // read buffer), then read what is there into the I/O thread's stack.
     socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const std::error_code& ec) {
       self->reading_ = false;
-      if (self->closed_) {
+      if (self->is_closed()) {
         return;
       }
       if (ec) {
@@ -807,16 +658,30 @@ class connection : public std::enable_shared_from_this<connection> {
     });
   }
 
+  // TLS: the record layer needs a buffer that outlives the read (allocated on first use).
+  void read_tls(asio::ssl::stream<tcp::socket&>& tls) {
+    if (!tls_buf_) {
+      tls_buf_ = std::make_unique<std::array<char, read_chunk_bytes>>();
+    }
+    auto on_read = [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+      self->reading_ = false;
+      if (!self->is_closed()) {
+        self->on_data(ec, std::string_view(self->tls_buf_->data(), ec ? 0 : n));
+      }
+    };
+    tls.async_read_some(asio::buffer(*tls_buf_), std::move(on_read));
+  }
+
   void on_data(const std::error_code& ec, std::string_view data) {
     if (ec) {
-      if (!lingering_ && (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)) {
+      if (!is_lingering() && (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)) {
         on_peer_eof();
       } else {
         close();  // reset or other failure (or the end of a linger): a stream sees write_failed
       }
       return;
     }
-    if (lingering_) {
+    if (is_lingering()) {
       maybe_read();
       return;
     }
@@ -825,20 +690,19 @@ class connection : public std::enable_shared_from_this<connection> {
     maybe_read();
   }
 
-  // The peer closed its sending side: a stream ends as a disconnect; answers still owed are
-  // written, then the connection closes.
+  // The peer closed its sending side: a stream ends as a disconnect, so does a request cut
+  // short; answers still owed are written, then the connection closes.
   void on_peer_eof() {
     peer_eof_ = true;
-    if (stream_ || req_started_ || (!busy_ && queue_.empty())) {
+    if (is_streaming() || request_in_progress() || (turn_ == turn_state::idle && queue_.empty())) {
       close();
     }
   }
 
   void process_input() {
-    while (!in_.empty() && !parse_failed_ && queue_.size() < opts_.max_pipelined && !closed_) {
-      if (!req_started_) {
-        req_started_ = true;
-        body_phase_ = false;
+    while (!in_.empty() && input_ != input::failed && queue_.size() < opts_.max_pipelined && !is_closed()) {
+      if (input_ == input::idle) {
+        input_ = input::head;
         if (deadline_kind_ != deadline_kind::fresh) {
           arm_deadline(deadline_kind::head, opts_.header_read_timeout);
         }
@@ -848,26 +712,22 @@ class connection : public std::enable_shared_from_this<connection> {
       const auto st = parser_.state();
       if (st == parse_state::complete) {
         queue_.push_back(queued{parser_.take(), 0, {}});
-        req_started_ = false;
-        body_phase_ = false;
-        continue_sent_ = false;
-        continue_wanted_ = false;
+        input_ = input::idle;
+        interim_ = interim::none;
         clear_deadline();
         continue;
       }
       if (st == parse_state::error) {
         const auto f = parser_.failure();
         queue_.push_back(queued{{}, f.status > 0 ? f.status : 400, f.reason});
-        parse_failed_ = true;
-        read_stopped_ = true;
-        req_started_ = false;
+        input_ = input::failed;
         in_.clear();
         clear_deadline();
         break;
       }
       if (st == parse_state::headers_done) {
-        if (!body_phase_) {
-          body_phase_ = true;
+        if (input_ == input::head) {
+          input_ = input::body;
           arm_deadline(deadline_kind::body, opts_.body_read_timeout);
         }
         maybe_continue();
@@ -882,42 +742,50 @@ class connection : public std::enable_shared_from_this<connection> {
   // `Expect: 100-continue`: the interim answer goes out only when nothing else is being
   // answered on this connection (answers stay in order); otherwise when the turn comes.
   void maybe_continue() {
-    if (continue_sent_ || parser_.state() != parse_state::headers_done) {
+    if (interim_ == interim::sent || parser_.state() != parse_state::headers_done) {
       return;
     }
     const auto& r = parser_.peek();
     if (!r.expect_continue || r.version_minor < 1) {
       return;
     }
-    if (busy_ || !queue_.empty() || writing_ || !out_.empty()) {
-      continue_wanted_ = true;
+    if (turn_ != turn_state::idle || !queue_.empty() || writing_ || !out_.empty()) {
+      interim_ = interim::deferred;
       return;
     }
-    continue_sent_ = true;
-    continue_wanted_ = false;
-    out_ += "HTTP/1.1 100 Continue\r\n\r\n";
+    interim_ = interim::sent;
+    out_ += continue_response;
     flush();
   }
 
   // --- dispatch ---
 
   void dispatch_next() {
-    if (busy_ || closed_ || lingering_ || queue_.empty()) {
+    if (turn_ != turn_state::idle || is_closed() || is_lingering() || queue_.empty()) {
       return;
     }
     queued item = std::move(queue_.front());
     queue_.pop_front();
-    busy_ = true;
-    replied_ = false;
-    ++turn_;
+    ++turn_no_;
     if (item.error_status != 0) {
       write_error(item.error_status, item.error_reason);
       return;
     }
+    turn_ = turn_state::dispatched;
     const parsed_request& req = item.request;
-    keep_alive_ = req.keep_alive;
-    head_only_ = req.method == "HEAD";
-    version_minor_ = req.version_minor;
+    writer_.begin(request_facts{req.version_minor, req.keep_alive, req.method == "HEAD"});
+    call_handler(req);
+    item = queued{};  // the request is no longer referenced: release its body now
+    if (!in_.empty()) {
+      process_input();  // a paused pipelined request may now be queued
+    }
+    maybe_read();
+  }
+
+  // Hands `req` to the endpoint or the handler, on this strand. The completion may run on any
+  // thread, at most once: it holds only a weak_ptr and posts the reply back to the strand
+  // through the gate, tagged with this turn's number.
+  void call_handler(const parsed_request& req) {
     http_request_view view;
     view.method = req.method;
     view.target = req.target;
@@ -927,7 +795,7 @@ class connection : public std::enable_shared_from_this<connection> {
     view.local = local_;
 
     auto once = std::make_shared<std::atomic<bool>>(false);
-    http_completion done = [gate = srv_.gate_, weak = weak_from_this(), once, turn = turn_](http_reply reply) {
+    http_completion done = [gate = srv_.gate_, weak = weak_from_this(), once, turn = turn_no_](http_reply reply) {
       if (once->exchange(true)) {
         return;
       }
@@ -945,64 +813,42 @@ class connection : public std::enable_shared_from_this<connection> {
       }
     } catch (...) {
       http_reply r;
-      r.head.status = 500;
-      r.head.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-      r.head.body = "internal error\n";
+      r.head = internal_error_response();
       done(std::move(r));  // ignored when the handler already answered
     }
-    item = queued{};  // the request is no longer referenced: release its body now
-    if (!in_.empty()) {
-      process_input();  // a paused pipelined request may now be queued
-    }
-    maybe_read();
   }
 
+  // A request the parser rejected: answered with its status, then the connection closes.
   void write_error(int status, std::string_view reason) {
-    close_after_ = true;
-    http_response r;
-    r.status = status;
-    r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-    r.body = reason.empty() ? std::string(reason_phrase(status)) : std::string(reason);
-    r.body += '\n';
-    append_head(out_, r, framing::content_length, r.body.size(), false);
-    out_ += r.body;
-    response_complete_ = true;
+    turn_ = turn_state::responding;
+    writer_.close_with(out_, parse_error_response(status, reason), wall_clock::now());
     flush();
   }
 
   // --- write side ---
 
   void on_reply(http_reply reply, std::uint64_t turn) {
-    if (closed_ || !busy_ || replied_ || turn != turn_) {
+    if (is_closed() || turn_ != turn_state::dispatched || turn != turn_no_) {
       return;  // the stream (if any) is destroyed here: it closes client_disconnect
     }
-    replied_ = true;
-    bool keep = keep_alive_ && !stopping_ && !peer_eof_;
-    if (const auto c = reply.head.header("Connection"); c && list_contains(*c, "close")) {
-      keep = false;
-    }
-    close_after_ = !keep;
-    if (!reply.stream || head_only_ || body_forbidden(reply.head.status)) {
-      append_head(out_, reply.head, framing::content_length, reply.head.body.size(), keep);
-      if (!head_only_ && !body_forbidden(reply.head.status)) {
-        out_ += reply.head.body;
-      }
-      response_complete_ = true;
+    const bool persist = !stopping_ && !peer_eof_;
+    const bool streamed = writer_.reply(out_, reply.head, reply.stream != nullptr, persist, wall_clock::now());
+    if (!streamed) {
+      turn_ = turn_state::responding;  // a stream given for HEAD or a body-less status is dropped here
       flush();
       return;
     }
-    chunked_ = version_minor_ >= 1;
-    if (!chunked_) {
-      close_after_ = true;  // HTTP/1.0: the body ends with the connection
-      keep = false;
-    }
-    append_head(out_, reply.head, chunked_ ? framing::chunked : framing::until_close, 0, keep);
+    start_stream(std::move(reply.stream));
+  }
+
+  void start_stream(std::unique_ptr<http_stream> stream) {
+    turn_ = turn_state::streaming;
     if (opts_.stream_queue_bytes > 0) {
       std::error_code ec;
       const auto cap = std::min<std::size_t>(opts_.stream_queue_bytes, std::size_t{1} << 30U);
       socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(cap)), ec);
     }
-    stream_ = std::move(reply.stream);
+    stream_ = std::move(stream);
     if (in_.empty()) {
       std::string().swap(in_);  // a held-open stream keeps no buffers it does not need
     }
@@ -1017,11 +863,12 @@ class connection : public std::enable_shared_from_this<connection> {
     if (stopping_) {
       stream_->close(close_reason::session_terminated);
     }
-    flush();
+    flush();  // the head; the first pull follows once it is written
   }
 
+  // Starts writing out_ unless a write is in progress (on_write flushes again when it ends).
   void flush() {
-    if (writing_ || closed_ || out_.empty()) {
+    if (writing_ || is_closed() || out_.empty()) {
       return;
     }
     wbuf_.swap(out_);
@@ -1035,7 +882,7 @@ class connection : public std::enable_shared_from_this<connection> {
     const auto gen = ++write_gen_;
     write_timer_.expires_after(opts_.write_timeout);
     write_timer_.async_wait([self = shared_from_this(), gen](const std::error_code& ec) {
-      if (ec || gen != self->write_gen_ || self->closed_ || !self->writing_) {
+      if (ec || gen != self->write_gen_ || self->is_closed() || !self->writing_) {
         return;
       }
       self->close();  // no progress for write_timeout: the stream sees write_failed
@@ -1050,7 +897,7 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void on_write(const std::error_code& ec, std::size_t n) {
-    if (closed_) {
+    if (is_closed()) {
       return;
     }
     if (ec) {
@@ -1070,7 +917,7 @@ class connection : public std::enable_shared_from_this<connection> {
     } else {
       wbuf_.clear();
     }
-    if (doomed_) {
+    if (phase_ == phase::closing) {
       close();
       return;
     }
@@ -1081,16 +928,17 @@ class connection : public std::enable_shared_from_this<connection> {
     on_drained();
   }
 
+  // Everything queued is on the socket.
   void on_drained() {
-    if (stream_) {
-      if (stream_in_flight_) {
-        stream_in_flight_ = false;
+    if (is_streaming()) {
+      if (turn_ == turn_state::stream_write) {
+        turn_ = turn_state::streaming;
         stream_->written();
       }
       pump_stream();
       return;
     }
-    if (response_complete_) {
+    if (turn_ == turn_state::responding) {
       finish_turn();
     }
   }
@@ -1098,7 +946,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // Pull → write → written(), strictly alternating; between pulls, wait for the waker or
   // wait_time, whichever is first.
   void pump_stream() {
-    if (!stream_ || closed_ || writing_ || !out_.empty()) {
+    if (!is_streaming() || is_closed() || writing_ || !out_.empty()) {
       return;
     }
     const auto now = steady::now();
@@ -1106,28 +954,15 @@ class connection : public std::enable_shared_from_this<connection> {
       std::string bytes;
       stream_->pull(now, bytes);
       if (!bytes.empty()) {
-        if (chunked_) {
-          append_chunks(out_, bytes);
-        } else {
-          out_ += bytes;
-        }
-        stream_in_flight_ = true;
+        writer_.append_stream(out_, bytes);
+        turn_ = turn_state::stream_write;
         ++stream_gen_;
         flush();
         return;
       }
     }
     if (stream_->finished()) {
-      stream_.reset();
-      ++stream_gen_;
-      stream_timer_.cancel();
-      response_complete_ = true;
-      if (chunked_) {
-        out_ += "0\r\n\r\n";
-        flush();
-      } else {
-        finish_turn();
-      }
+      finish_stream();
       return;
     }
     auto wait = stream_->wait_time(now);
@@ -1142,11 +977,24 @@ class connection : public std::enable_shared_from_this<connection> {
     });
   }
 
+  // The stream finished: release it, then end the body (the last chunk, or the close of an
+  // HTTP/1.0 connection).
+  void finish_stream() {
+    stream_.reset();
+    ++stream_gen_;
+    stream_timer_.cancel();
+    turn_ = turn_state::responding;
+    if (writer_.end_stream(out_)) {
+      flush();
+    } else {
+      finish_turn();
+    }
+  }
+
+  // The answer is written: close, or go on with the next request.
   void finish_turn() {
-    busy_ = false;
-    replied_ = false;
-    response_complete_ = false;
-    if (close_after_ || stopping_) {
+    turn_ = turn_state::idle;
+    if (!writer_.keep_alive() || stopping_) {
       begin_linger();
       return;
     }
@@ -1158,13 +1006,13 @@ class connection : public std::enable_shared_from_this<connection> {
       dispatch_next();
       return;
     }
-    if (continue_wanted_) {
+    if (interim_ == interim::deferred) {
       maybe_continue();
     }
     if (!in_.empty()) {
       process_input();
     }
-    if (!busy_ && queue_.empty() && !req_started_ && !closed_) {
+    if (turn_ == turn_state::idle && queue_.empty() && !request_in_progress() && !is_closed()) {
       arm_deadline(deadline_kind::idle, opts_.idle_timeout);
     }
     maybe_read();
@@ -1173,13 +1021,14 @@ class connection : public std::enable_shared_from_this<connection> {
   asio_http_server::impl& srv_;
   const asio_http_server_options& opts_;
   tcp::socket socket_;
-  asio::any_io_executor ex_;
+  asio::any_io_executor ex_;  // the socket's strand: every handler of this connection runs on it
   std::optional<asio::ssl::stream<tcp::socket&>> tls_;
-  asio::steady_timer read_timer_;
-  asio::steady_timer write_timer_;
-  asio::steady_timer stream_timer_;
-  asio::steady_timer linger_timer_;
+  asio::steady_timer read_timer_;    // header, body and idle deadlines
+  asio::steady_timer write_timer_;   // write_timeout of the write in progress
+  asio::steady_timer stream_timer_;  // the next pull of a stream without a wake
+  asio::steady_timer linger_timer_;  // close_linger
   http_head_parser parser_;
+  http_response_writer writer_;
   std::string remote_;
   std::string local_;
 
@@ -1188,40 +1037,30 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string out_;   // to write after the write in progress
   std::string wbuf_;  // the write in progress
   std::size_t woff_ = 0;
-  std::deque<queued> queue_;
-  int version_minor_ = 1;
-  std::unique_ptr<http_stream> stream_;
-  std::atomic<bool> wake_posted_{false};
+  std::deque<queued> queue_;             // parsed, waiting for their turn
+  std::unique_ptr<http_stream> stream_;  // set exactly while is_streaming() (until closed)
 
-  std::uint64_t deadline_gen_ = 0;
-  std::uint64_t write_gen_ = 0;
-  std::uint64_t stream_gen_ = 0;
-  std::uint64_t turn_ = 0;
+  phase phase_ = phase::handshake;
+  input input_ = input::idle;
+  interim interim_ = interim::none;
+  turn_state turn_ = turn_state::idle;
   deadline_kind deadline_kind_ = deadline_kind::none;
 
-  bool over_limit_;
-  bool handshake_done_ = false;
-  bool reading_ = false;
-  bool read_stopped_ = false;
-  bool peer_eof_ = false;
-  bool req_started_ = false;
-  bool body_phase_ = false;
-  bool parse_failed_ = false;
-  bool continue_sent_ = false;
-  bool continue_wanted_ = false;
-  bool busy_ = false;
-  bool replied_ = false;
-  bool keep_alive_ = true;
-  bool head_only_ = false;
-  bool close_after_ = false;
-  bool response_complete_ = false;
-  bool chunked_ = true;
-  bool stream_in_flight_ = false;
-  bool writing_ = false;
-  bool lingering_ = false;
-  bool stopping_ = false;
-  bool doomed_ = false;
-  bool closed_ = false;
+  // Generations. Cancelling a timer does not recall a completion Asio has already queued with
+  // success, so each timer handler carries the generation it was armed in and does nothing once
+  // the generation has moved on.
+  std::uint64_t deadline_gen_ = 0;  // a deadline cleared or re-armed (or the close) voids the old one
+  std::uint64_t write_gen_ = 0;     // a write that progressed or ended (or the close) voids its timeout
+  std::uint64_t stream_gen_ = 0;    // a pull or the stream's end voids the wait armed before it
+  std::uint64_t turn_no_ = 0;       // numbers the turns: a reply for another turn is dropped
+
+  // Facts independent of the states above (each combines with several of them).
+  const bool over_limit_;                 // accepted beyond max_connections: 503 and close, read nothing
+  bool reading_ = false;                  // a read (or readiness wait) is pending: one at a time
+  bool writing_ = false;                  // a write is pending: one at a time (100 Continue in any turn)
+  bool peer_eof_ = false;                 // the peer shut its sending side: answer what is owed, then close
+  bool stopping_ = false;                 // the server is stopping: no keep-alive, streams closed
+  std::atomic<bool> wake_posted_{false};  // a wake is posted and not run yet: coalesces wakes from any thread
 };
 
 }  // namespace detail
@@ -1504,7 +1343,12 @@ asio_http_server::asio_http_server(handler h, asio_http_server_options options)
 
 asio_http_server::asio_http_server(http_endpoint& endpoint, asio_http_server_options options)
     : impl_(new impl(handler{}, &endpoint, std::move(options))) {
-  endpoint.set_executor(impl_->make_executor());
+  try {
+    impl_->exec_binding_ = endpoint.bind_executor(impl_->make_executor());
+  } catch (...) {
+    delete impl_;  // e.g. a second server on the endpoint (std::logic_error): nothing of this one survives
+    throw;
+  }
 }
 
 asio_http_server::~asio_http_server() {

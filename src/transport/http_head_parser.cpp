@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/wire/http.hpp>
 #include <memory>
@@ -54,35 +55,12 @@ constexpr bool is_field_value_byte(unsigned char c) noexcept {
 
 constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
 
-constexpr char ascii_lower(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
-}
+using mcpcore::detail::ascii_iequals;
 
 std::string_view trim_ows(std::string_view v) noexcept {
   while (!v.empty() && is_ows(v.front())) v.remove_prefix(1);
   while (!v.empty() && is_ows(v.back())) v.remove_suffix(1);
   return v;
-}
-
-// Whether the comma-separated list `list` (RFC 9110 §5.6.1) has an element equal to `token`,
-// ignoring ASCII case.
-bool list_has_token(std::string_view list, std::string_view token) noexcept {
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    const std::string_view element = trim_ows(list.substr(0, comma));
-    if (iequals(element, token)) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
 }
 
 // Whether `text` is 1*DIGIT with the value `value` (leading zeros allowed).
@@ -342,7 +320,7 @@ class chunk_line_scanner {
   };
 
   static constexpr bool is_hex(unsigned char c) noexcept {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return mcpcore::detail::hex_value(static_cast<char>(c)) >= 0;
   }
 
   // Consumes one byte; false when it cannot continue a valid line.
@@ -442,6 +420,17 @@ class chunk_line_scanner {
 };
 
 }  // namespace
+
+bool list_has_token(std::string_view list, std::string_view token) noexcept {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view element = trim_ows(list.substr(0, comma));
+    if (ascii_iequals(element, token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
 
 std::string_view to_string(parse_state state) noexcept {
   switch (state) {
@@ -793,19 +782,19 @@ struct http_head_parser::impl {
     bool keep_alive = false;
     bool expect_continue = false;
     for (const mcpcore::http_header& h : req_.headers) {
-      if (iequals(h.name, "content-length")) {
+      if (ascii_iequals(h.name, "content-length")) {
         ++cl_fields;
         cl_value = h.value;
-      } else if (iequals(h.name, "transfer-encoding")) {
+      } else if (ascii_iequals(h.name, "transfer-encoding")) {
         ++te_fields;
         te_value = h.value;
-      } else if (iequals(h.name, "upgrade")) {
+      } else if (ascii_iequals(h.name, "upgrade")) {
         upgrade = true;
-      } else if (iequals(h.name, "connection")) {
+      } else if (ascii_iequals(h.name, "connection")) {
         close = close || list_has_token(h.value, "close");
         keep_alive = keep_alive || list_has_token(h.value, "keep-alive");
-      } else if (iequals(h.name, "expect")) {
-        expect_continue = expect_continue || iequals(h.value, "100-continue");
+      } else if (ascii_iequals(h.name, "expect")) {
+        expect_continue = expect_continue || ascii_iequals(h.value, "100-continue");
       }
     }
     if (upgrade || parser_.upgrade != 0) {
@@ -818,7 +807,7 @@ struct http_head_parser::impl {
         fail(400, reason_te_http10);
         return false;
       }
-      if (te_fields != 1 || !iequals(te_value, "chunked")) {
+      if (te_fields != 1 || !ascii_iequals(te_value, "chunked")) {
         fail(501, reason_transfer_coding);
         return false;
       }

@@ -74,6 +74,11 @@ enum class parse_state {
 /// The printable name of a state ("need_more", "headers_done", "complete", "error").
 [[nodiscard]] std::string_view to_string(parse_state state) noexcept;
 
+/// Whether the comma-separated list `list` (RFC 9110 §5.6.1, e.g. a `Connection` value) has an
+/// element equal to `token`, ignoring ASCII case and the spaces and tabs around each element.
+/// Shared by the request parser and the response writer.
+[[nodiscard]] bool list_has_token(std::string_view list, std::string_view token) noexcept;
+
 /// Why a request was rejected: the status to answer with, then close the connection.
 ///  - 400: malformed syntax: the request line (a method that is not a token included: an empty
 ///    one, a line starting with SP, a byte other than a tchar, such as HTAB, CR, LF or NUL, before

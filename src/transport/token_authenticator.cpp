@@ -2,6 +2,7 @@
 // The bearer-token authenticator: token file parsing, SHA-256 digests and constant-time lookup (libcrypto).
 #include <mcpcore/transport/token_authenticator.hpp>
 
+#include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/policy.hpp>
@@ -66,25 +67,6 @@ std::string_view trim_blanks(std::string_view s) noexcept {
   while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
   return s;
-}
-
-constexpr bool ascii_iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    char y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
@@ -201,8 +183,8 @@ result<void, token_file_error> parse_entry(std::string_view text, std::size_t li
     return fail(line_error(line, "the digest must be exactly 64 hex digits after sha256:"));
   }
   for (std::size_t i = 0; i < digest_bytes; ++i) {
-    const int h = hex_value(hex[2 * i]);
-    const int l = hex_value(hex[(2 * i) + 1]);
+    const int h = mcpcore::detail::hex_value(hex[2 * i]);
+    const int l = mcpcore::detail::hex_value(hex[(2 * i) + 1]);
     if (h < 0 || l < 0) return fail(line_error(line, "the digest contains a character that is not a hex digit"));
     e.digest[i] = static_cast<unsigned char>((h << 4) | l);
   }
@@ -444,7 +426,8 @@ std::optional<principal> token_authenticator::authenticate(const http_request_vi
     // carries no surrounding whitespace (RFC 9110 §5.5), which a lenient host may have left.
     const std::string_view value = trim_blanks(*field);
     constexpr std::string_view scheme = "Bearer";
-    if (value.size() <= scheme.size() || !ascii_iequal(value.substr(0, scheme.size()), scheme) ||
+    if (value.size() <= scheme.size() ||
+        !mcpcore::detail::ascii_iequals(value.substr(0, scheme.size()), scheme) ||
         value[scheme.size()] != ' ') {
       return std::nullopt;
     }
