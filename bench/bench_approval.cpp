@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Approvals (spec §5, reference §5): mint, recall-pending and consume per second for
+// Approvals (docs/approvals.md#the-flow): mint, recall-pending and consume per second for
 // memory_approval_store and sqlite_approval_store, at the store and through
 // approval_service::gate, beside references measured in the same run: a bare SQLite write
 // transaction inserting a row of the same size with the same pragmas, a bare SQLite point
@@ -20,7 +20,7 @@
 //   the caps raised to 2^30, so every mint creates; the previous batch is rejected between
 //   batches, so the pending set holds 0 to 63 tickets (0 to 15 on sqlite_tmp). The "pending:1000"
 //   variant first seeds 1000 pending tickets from 40 other submitters (25 each: the default
-//   per-submitter and global caps, reference §5.3), which stay pending throughout;
+//   per-submitter and global caps, docs/approvals.md#what-the-machine-checks-in-order), which stay pending throughout;
 // - consume: between batches, the next batch is minted and approved; each operation consumes a
 //   different approved ticket;
 // - review: between batches, the previous batch (now approved) is consumed and the next batch

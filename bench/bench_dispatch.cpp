@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The dispatch core end to end in process (spec §9): a tools/call for a trivial tool goes through
-// parse_message, server::handle (kill switches, tier gate, input-schema validation, RBAC, the
-// handler, metrics, audit) and the response writer. parse_message alone on the same bytes is the
-// reference measured in the same binary.
+// The dispatch core end to end in process (docs/performance.md): a tools/call for a trivial tool
+// goes through parse_message, server::handle (kill switches, tier gate, input-schema validation,
+// RBAC, the handler, metrics, audit) and the response writer. parse_message alone on the same bytes
+// is the reference measured in the same binary.
 //
 // This executable replaces the global operator new/delete with counting versions, so that each
 // benchmark can report its allocations per call in steady state. The counts are reported, not

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Inputs shared by the benchmarks, generated in-process (style §5.9: no data downloads).
+// Inputs shared by the benchmarks, generated in-process
+// (docs/performance.md#inputs-generated-in-process: no data downloads).
 #ifndef MCPCORE_BENCH_INPUTS_HPP
 #define MCPCORE_BENCH_INPUTS_HPP
 

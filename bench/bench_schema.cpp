@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Input-schema validation per tools/call and compilation per registration (spec §9; the subset
-// is reference §4.2-§4.3): the echo tool's schema and a larger, realistic one.
+// Input-schema validation per tools/call and compilation per registration (docs/performance.md; the
+// subset is docs/schema.md#keywords, #validation-order): the echo tool's schema and a larger,
+// realistic one.
 //
 // This executable replaces the global operator new/delete with counting versions. Validating a
 // valid instance must not allocate (the schema's contract; `pattern` included, which the

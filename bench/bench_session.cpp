@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The session layer (spec §6, reference §7-§10): replay-ring publish (with and without a live GET
-// sink), the resume replay of a full ring, streamed-POST admission (budget lease + bridge
-// reservation), and the memory held per idle session and per parked record, each beside a
-// reference measured in the same run:
+// The session layer (docs/sessions.md#get-attach-replay-resume, #pinned-finals, #streamed-post,
+// #progress-records): replay-ring publish (with and without a live GET sink), the resume replay of
+// a full ring, streamed-POST admission (budget lease + bridge reservation), and the memory held per
+// idle session and per parked record, each beside a reference measured in the same run:
 // - publish: a std::deque<std::string> under a std::mutex, bounded at the same 500 frames
 //   (push_back a copy, pop_front beyond the bound) — the cheapest structure with the same
 //   copying and locking, without ids, byte accounting or pins;
@@ -36,7 +36,8 @@
 
 namespace {
 
-// A progress notification of the size reference §10.3 produces (about 200 bytes).
+// A progress notification of the size docs/sessions.md#projection-and-finals produces (about 200
+// bytes).
 const std::string frame_text =
     R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-0001",)"
     R"("progress":41,"total":120,"message":"41/120 agents responded","_meta":{"mcpcore/executionId":)"

@@ -3,7 +3,7 @@
 #  - a generated translation unit that includes it twice (self-containment, include guard),
 #    compiled in both modes (objects of mcpcore_header_checks_compiled / _header_only);
 #  - a ctest test that preprocesses it in compiled mode and fails above MCPCORE_HEADER_LINE_BUDGET
-#    lines (a deterministic proxy for compile cost; style guide §5.6). The dispatch layer's headers
+#    lines (a deterministic proxy for compile cost; docs/design.md#compile-model). The dispatch layer's headers
 #    (server.hpp, stdio.hpp), the progress bridge, stream admission and the HTTP endpoint (which join the wire layer's request ids to the
 #    session layer's <memory>/<chrono>/<mutex> state) and the umbrella have
 #    MCPCORE_DISPATCH_HEADER_LINE_BUDGET instead: the standard headers they need (<chrono>,

@@ -5,7 +5,7 @@
 // Mode: stateful (one transport and one McpServer per session, sessions keyed by Mcp-Session-Id),
 // SSE responses (enableJsonResponse false, the SDK's default), and the SDK's own InMemoryEventStore
 // (priming events and event ids): the SDK's fastest stateful mode on this machine
-// (shared/docs/mcp-protocol.md, "Performance baseline").
+// (docs/performance.md#http-load-wrk-loopback).
 //
 // Usage: node ts_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR]
 //   --port        TCP port on 127.0.0.1 (default 0: an ephemeral port)

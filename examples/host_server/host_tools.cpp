@@ -342,7 +342,8 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
                                     "only their starter can read them)");
         }
         if (is_terminal(snap->status)) return tool_result::structured(snapshot_json(*snap));
-        // Still running: the success-shaped poll hint (reference §2, kMcpResultPollRetryMs).
+        // Still running: the success-shaped poll hint (docs/errors.md#retry-floors-retryhpp,
+        // kMcpResultPollRetryMs).
         return tool_result::structured(rewrite_object(snapshot_json(*snap), {}, [](mcpcore::json::writer& w) {
           w.member("retry_after_ms", static_cast<std::int64_t>(result_poll_retry.count()));
         }));
@@ -371,7 +372,8 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
                      R"json("required":["execution_id","command","status"]})json")
       .security("Execution", operation::execute)
       .effect(tool_effect::destructive, false)
-      // A recall whose arguments the command's schema refuses keeps its ticket (reference §5.4).
+      // A recall whose arguments the command's schema refuses keeps its ticket
+      // (docs/approvals.md#what-the-machine-checks-in-order).
       .approval_precondition([&ctx](const mcpcore::approval_ticket&, const mcpcore::principal&,
                                     mcpcore::json::value args) -> std::optional<std::string> {
         return ctx.commands->validate_args(args["command"].as_string(), args["args"]);

@@ -35,7 +35,7 @@ struct log_limits {
 };
 
 /// The `retry_after_ms` poll hint inside `get_execution_status`'s result while the execution
-/// runs (reference §2 kMcpResultPollRetryMs); omitted once it is terminal.
+/// runs (docs/errors.md#retry-floors-retryhpp kMcpResultPollRetryMs); omitted once it is terminal.
 inline constexpr std::chrono::milliseconds result_poll_retry{2000};
 
 /// What the host's tools work on. Every pointer must outlive the server built from it.
@@ -53,8 +53,8 @@ struct host_context {
 /// Gives `Approval:Approve` (the approver tools, the approval routes) to principals holding the
 /// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table). A
 /// principal without an MCP tier (a `-` line in the token file) is refused everything: the tier
-/// policy would let it through ungated (reference §3.1: RBAC alone decides for non-MCP
-/// credentials), and this host has no RBAC of its own to decide with.
+/// policy would let it through ungated (docs/security.md#principals-and-tiers: RBAC alone decides
+/// for non-MCP credentials), and this host has no RBAC of its own to decide with.
 struct host_authorizer {
   static constexpr std::string_view approver_role = "approver";
   [[nodiscard]] bool allowed(const mcpcore::principal& who, std::string_view /*securable*/,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// mcpcore-host: an MCP server for the machine it runs on (the project's main job, spec §8).
+// mcpcore-host: an MCP server for the machine it runs on (the project's main job,
+// docs/host-server.md).
 //
 // Streamable HTTP on 127.0.0.1 by default, or stdio (`--stdio`) for desktop clients. Read-only
 // tools over the host's real state, tags kept in SQLite, an approval-gated execute_instruction

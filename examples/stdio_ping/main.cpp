@@ -18,7 +18,8 @@
 
 namespace {
 
-/// Longest message line accepted, in bytes (the HTTP transport's body cap, reference §1.1).
+/// Longest message line accepted, in bytes (the HTTP transport's body cap,
+/// docs/http.md#processing-order-on-the-mcp-path).
 constexpr std::size_t default_max_line = std::size_t{4} << 20;
 
 void answer(std::string_view line, mcpcore::json::document& doc, std::string& out) {

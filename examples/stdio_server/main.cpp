@@ -136,7 +136,7 @@ void declare_tools(mcpcore::server_builder& b) {
 
   // Approval-gated for the supervised tier (Yuzu's table gates every Delete): the first call
   // answers -32006 with a ticket; a reviewer other than the caller approves it out of band (the
-  // host's approval page, spec §5); the call repeated with approval_id then runs once.
+  // host's approval page, docs/approvals.md); the call repeated with approval_id then runs once.
   b.tool("delete_note")
       .description("Deletes a note. With a supervised-tier token it needs an approval ticket first.")
       .input_schema(R"({"type":"object","properties":{"name":{"type":"string","minLength":1},)"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Allocation failure in the replay ring and the progress bridge (reference §14.2: "Allocation is
-// done before any state is committed so a bad_alloc is a clean 'nothing happened'"): every
-// operation is run once per allocation it makes, with that allocation failing (once, and from
-// there on), and afterwards the state must be the state before or the state after a clean run,
-// or one of the documented degradations (a frame committed but counted dropped for one
-// connection, a final that fell down the final → fallback → poison ladder). Ids, pins, charges,
-// leases and gauges are checked after each run, and the state is driven to its end and checked
-// empty. Leaks are AddressSanitizer's to find; an exception escaping a noexcept boundary
-// terminates the program.
+// Allocation failure in the replay ring and the progress bridge
+// (docs/sessions.md#exception-boundaries: "Allocation is done before any state is committed so a
+// bad_alloc is a clean 'nothing happened'"): every operation is run once per allocation it makes,
+// with that allocation failing (once, and from there on), and afterwards the state must be the
+// state before or the state after a clean run, or one of the documented degradations (a frame
+// committed but counted dropped for one connection, a final that fell down the final → fallback →
+// poison ladder). Ids, pins, charges, leases and gauges are checked after each run, and the state
+// is driven to its end and checked empty. Leaks are AddressSanitizer's to find; an exception
+// escaping a noexcept boundary terminates the program.
 #include "failing_allocator.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
@@ -354,7 +354,7 @@ bridge_state state_of(const bridge_world& w) {
 /// a terminal, swept, shut down) and nothing may be left: no record, charge, lease or gauge.
 void check_bridge(bridge_world& w) {
   CHECK(w.m.bridge_records_active.value() == static_cast<std::int64_t>(w.bridge.records()));
-  CHECK(w.bridge.charges(w.s->id()) + w.pins() <= max_pinned_finals);  // admission's accounting (reference §8)
+  CHECK(w.bridge.charges(w.s->id()) + w.pins() <= max_pinned_finals);  // admission's accounting (docs/sessions.md#pinned-finals)
   const auto st = w.s->stream()->stats();
   for (const auto p : st.pins) {
     if (p == 0) continue;
@@ -375,7 +375,8 @@ void check_bridge(bridge_world& w) {
   CHECK(w.m.bridge_records_active.value() == 0);
   CHECK(w.bridge.charges(w.s->id()) == 0);
   CHECK(w.budget.in_use() == 0);
-  // Every audit row was written or counted as lost (reference §3.5).
+  // Every audit row was written or counted as lost
+  // (docs/security.md#audit-and-the-one-cid-pattern).
   (void)w.registry.terminate_all();
 }
 
@@ -445,9 +446,10 @@ owned_request post(std::string body, std::string session = {}, bool sse = false)
 
 TEST_SUITE("allocation failure") {
 
-// ---- replay ring (reference §7.9, §8, §14.2) ---------------------------------------------------
+// ---- replay ring (docs/sessions.md#the-replay-ring, #pinned-finals, #exception-boundaries)
+// ---------------------------------------------------
 
-TEST_CASE("reference §14.2, §7.9: publish to the ring and the live GET sink commits whole or not at all, with eviction") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/the-replay-ring: publish to the ring and the live GET sink commits whole or not at all, with eviction") {
   sweep_publish(
       "session_stream::publish (live sink, full ring)",
       [](ring_world& w) {
@@ -457,7 +459,7 @@ TEST_CASE("reference §14.2, §7.9: publish to the ring and the live GET sink co
       [m = msg(10)](ring_world& w) { return w.stream.publish(m); }, false);
 }
 
-TEST_CASE("reference §14.2, §7.9: an oversized frame's notice is built before the commit") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/the-replay-ring: an oversized frame's notice is built before the commit") {
   sweep_publish(
       "session_stream::publish (frame_too_large notice)",
       [](ring_world& w) {
@@ -467,7 +469,7 @@ TEST_CASE("reference §14.2, §7.9: an oversized frame's notice is built before 
       [m = msg(1, 5000)](ring_world& w) { return w.stream.publish(m); }, false);
 }
 
-TEST_CASE("reference §14.2: publish_ring_only to a resumed POST stream commits whole or not at all") {
+TEST_CASE("sessions.md/exception-boundaries: publish_ring_only to a resumed POST stream commits whole or not at all") {
   sweep_publish(
       "session_stream::publish_ring_only (resumed POST stream)",
       [](ring_world& w) {
@@ -479,7 +481,7 @@ TEST_CASE("reference §14.2: publish_ring_only to a resumed POST stream commits 
       [m = msg(1)](ring_world& w) { return w.stream.publish_ring_only(m, 1); }, false);
 }
 
-TEST_CASE("reference §14.2, §8: publish_final pins only what it committed, displaces a pin and ends its stream only then") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/pinned-finals: publish_final pins only what it committed, displaces a pin and ends its stream only then") {
   sweep_publish(
       "session_stream::publish_final (pins full, resumed POST stream)",
       [](ring_world& w) {
@@ -491,7 +493,7 @@ TEST_CASE("reference §14.2, §8: publish_final pins only what it committed, dis
       [m = final_for(9)](ring_world& w) { return w.stream.publish_final(m, 1); }, true);
 }
 
-TEST_CASE("reference §14.2, §7.4: attach_and_replay either attaches (sink, lease, gauge, replay) or changes nothing") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/get-attach-replay-resume: attach_and_replay either attaches (sink, lease, gauge, replay) or changes nothing") {
   for (const bool takeover : {false, true}) {
     CAPTURE(takeover);
     const auto setup = [&](ring_world& w) -> std::shared_ptr<stream_sink> {
@@ -532,7 +534,7 @@ TEST_CASE("reference §14.2, §7.4: attach_and_replay either attaches (sink, lea
   }
 }
 
-TEST_CASE("reference §14.2: open_channel at the cap ends the oldest stream only when the new one opened") {
+TEST_CASE("sessions.md/exception-boundaries: open_channel at the cap ends the oldest stream only when the new one opened") {
   sweep("session_stream::open_channel (at the cap)", [&](run& r, armed_run armed) {
     ring_world w;  // open_channels = 3
     std::vector<opened_channel> open;
@@ -563,9 +565,10 @@ TEST_CASE("reference §14.2: open_channel at the cap ends the oldest stream only
   });
 }
 
-// ---- progress bridge (reference §9.2, §9.3, §10, §14.2) -----------------------------------------
+// ---- progress bridge (docs/sessions.md#streamed-post-admission, #progress-records,
+// #exception-boundaries) -----------------------------------------
 
-TEST_CASE("reference §14.2, §9.2: a reservation either exists whole (record, gauge, charge) or not at all") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post-admission: a reservation either exists whole (record, gauge, charge) or not at all") {
   for (const bool streamed : {false, true}) {
     CAPTURE(streamed);
     sweep(streamed ? "progress_bridge::reserve (streamed)" : "progress_bridge::reserve (GET-only)",
@@ -592,7 +595,7 @@ TEST_CASE("reference §14.2, §9.2: a reservation either exists whole (record, g
   }
 }
 
-TEST_CASE("reference §14.2, §8: an admission that reclaims a pin unpins only after its reservation committed") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/pinned-finals: an admission that reclaims a pin unpins only after its reservation committed") {
   for (const bool parked_victim : {false, true}) {
     CAPTURE(parked_victim);
     const auto setup = [&](bridge_world& w) {
@@ -628,7 +631,7 @@ TEST_CASE("reference §14.2, §8: an admission that reclaims a pin unpins only a
               CHECK(w.pins() == 3);
               CHECK(w.bridge.charges(w.s->id()) == 1);
               CHECK(w.m.pin_displaced_for_admission.value() == 1);
-              // The row, or the count of its loss (reference §3.5).
+              // The row, or the count of its loss (docs/security.md#audit-and-the-one-cid-pattern).
               const auto rows = w.audit.entries().size() - rows_before;
               const auto lost = w.m.audit_failures.value() - lost_before;
               CHECK(rows + lost == 1);
@@ -639,7 +642,7 @@ TEST_CASE("reference §14.2, §8: an admission that reclaims a pin unpins only a
   }
 }
 
-TEST_CASE("reference §14.2, §9.2 step 3: admit_post never throws, and a throw inside returns its lease and its record") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post-admission: admit_post never throws, and a throw inside returns its lease and its record") {
   sweep("admit_post (streamed)", [&](run& r, armed_run armed) {
     bridge_world w;
     std::optional<post_admission> a;
@@ -665,7 +668,7 @@ TEST_CASE("reference §14.2, §9.2 step 3: admit_post never throws, and a throw 
   });
 }
 
-TEST_CASE("reference §14.2, §9.3, §10.4: arm projects what was latched: every frame is committed or counted, the final settles") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post-admission, sessions.md/projection-and-finals: arm projects what was latched: every frame is committed or counted, the final settles") {
   sweep("progress_call::arm (streamed, progress + message + final latched)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.reserve(1, true);
@@ -703,7 +706,7 @@ TEST_CASE("reference §14.2, §9.3, §10.4: arm projects what was latched: every
   });
 }
 
-TEST_CASE("reference §14.2, §10.3: progress is committed or not, the watermark moves only with a commit") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: progress is committed or not, the watermark moves only with a commit") {
   sweep("progress_call::progress (GET-only, live GET sink)", [&](run& /*r*/, armed_run armed) {
     bridge_world w;
     auto& c = w.reserve(1, false);
@@ -724,7 +727,7 @@ TEST_CASE("reference §14.2, §10.3: progress is committed or not, the watermark
   });
 }
 
-TEST_CASE("reference §14.2, §10.4: finish before the call returned accepts the terminal only when it could keep it") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: finish before the call returned accepts the terminal only when it could keep it") {
   sweep("progress_call::finish (detached, before defer)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.streaming(1);
@@ -746,7 +749,7 @@ TEST_CASE("reference §14.2, §10.4: finish before the call returned accepts the
   });
 }
 
-TEST_CASE("reference §14.2, §10.4: finish after defer, and complete: one terminal, down the ladder if it must") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: finish after defer, and complete: one terminal, down the ladder if it must") {
   for (const bool deferred : {false, true}) {
     CAPTURE(deferred);
     sweep(deferred ? "progress_call::finish (after defer)" : "progress_call::complete",
@@ -780,7 +783,7 @@ TEST_CASE("reference §14.2, §10.4: finish after defer, and complete: one termi
   }
 }
 
-TEST_CASE("reference §14.2, §10.4: defer after an early finish builds the final, or leaves the terminal waiting for a retry") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: defer after an early finish builds the final, or leaves the terminal waiting for a retry") {
   sweep("progress_call::defer (after an early finish)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.streaming(1);
@@ -801,7 +804,7 @@ TEST_CASE("reference §14.2, §10.4: defer after an early finish builds the fina
   });
 }
 
-TEST_CASE("reference §14.2, §10.2: an in-call message is queued and committed, or not at all") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/progress-records: an in-call message is queued and committed, or not at all") {
   sweep("progress_call::message (streaming)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.streaming(1);
@@ -820,7 +823,7 @@ TEST_CASE("reference §14.2, §10.2: an in-call message is queued and committed,
   });
 }
 
-TEST_CASE("reference §14.2, §9.4: a pump's take either hands over the frames or leaves them for the next take") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post: a pump's take either hands over the frames or leaves them for the next take") {
   sweep("progress_call::take (cap expired)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.streaming(1);
@@ -839,7 +842,7 @@ TEST_CASE("reference §14.2, §9.4: a pump's take either hands over the frames o
   });
 }
 
-TEST_CASE("reference §14.2, §10.5: the sweep never throws: records are reaped, parked or expired whole, counts stay true") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/the-sweep: the sweep never throws: records are reaped, parked or expired whole, counts stay true") {
   sweep("progress_bridge::sweep (reap, stranded, dead session, pressure)", [&](run& r, armed_run armed) {
     progress_bridge_options o;
     o.parked_pressure_threshold = 1;
@@ -889,7 +892,7 @@ TEST_CASE("reference §14.2, §10.5: the sweep never throws: records are reaped,
   });
 }
 
-TEST_CASE("reference §14.2, §12: shutdown clears every record, and the stream of an undelivered terminal is poisoned") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/shutdown: shutdown clears every record, and the stream of an undelivered terminal is poisoned") {
   sweep("progress_bridge::shutdown", [&](run& r, armed_run armed) {
     bridge_world w;
     (void)w.streaming(1);  // in flight: poisons
@@ -901,7 +904,8 @@ TEST_CASE("reference §14.2, §12: shutdown clears every record, and the stream 
     CHECK(w.bridge.records() == 0);
     CHECK(w.m.bridge_records_active.value() == 0);
     CHECK(w.bridge.charges(w.s->id()) == 0);
-    // Best effort (reference §12): only memory that stays exhausted can cost the poisoning.
+    // Best effort (docs/sessions.md#shutdown): only memory that stays exhausted can cost the
+    // poisoning.
     CHECK((w.s->stream()->poisoned() || (r.fired && r.mode == fa::mode::sticky)));
     CHECK(w.audit.entries().size() - rows_before + (w.m.audit_failures.value() - lost_before) == 1);
     check_bridge(w);
@@ -909,10 +913,11 @@ TEST_CASE("reference §14.2, §12: shutdown clears every record, and the stream 
 }
 
 
-// ---- the HTTP endpoint (reference §14.2; http_endpoint::handle: "never throws except on
-// allocation failure before done was called") -------------------------------------------------
+// ---- the HTTP endpoint (docs/sessions.md#exception-boundaries; http_endpoint::handle: "never
+// throws except on allocation failure before done was called")
+// -------------------------------------------------
 
-TEST_CASE("reference §14.2: http_endpoint::handle of a POST answers exactly once, or throws bad_alloc before answering") {
+TEST_CASE("sessions.md/exception-boundaries: http_endpoint::handle of a POST answers exactly once, or throws bad_alloc before answering") {
   for (const bool with_session : {false, true}) {
     CAPTURE(with_session);
     sweep(with_session ? "http_endpoint::handle (tools/call, in a session)" : "http_endpoint::handle (tools/call, stateless)",
@@ -949,7 +954,7 @@ TEST_CASE("reference §14.2: http_endpoint::handle of a POST answers exactly onc
 }
 
 
-TEST_CASE("reference §14.2, §6.2: initialize over HTTP mints a session the client is told of, or none") {
+TEST_CASE("sessions.md/exception-boundaries, http.md/post: initialize over HTTP mints a session the client is told of, or none") {
   sweep("http_endpoint::handle (initialize)", [&](run& r, armed_run armed) {
     http_world w;
     const auto init = post(std::string{initialize_body});
@@ -981,7 +986,7 @@ TEST_CASE("reference §14.2, §6.2: initialize over HTTP mints a session the cli
   });
 }
 
-TEST_CASE("reference §14.2, §9.2-§9.4: a streamed tools/call over HTTP is admitted and answered once, or cleanly not") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post-admission, sessions.md/streamed-post: a streamed tools/call over HTTP is admitted and answered once, or cleanly not") {
   sweep("http_endpoint::handle (streamed tools/call with progress)", [&](run& r, armed_run armed) {
     http_world w;
     std::string sid;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A failing allocator for the allocation-failure sweeps (reference §14.2): the program's global
-// operator new (replaced in failing_allocator.cpp, so only the program that links it has it)
-// throws std::bad_alloc at the Nth allocation after arming, on the arming thread only.
+// A failing allocator for the allocation-failure sweeps (docs/sessions.md#exception-boundaries):
+// the program's global operator new (replaced in failing_allocator.cpp, so only the program that
+// links it has it) throws std::bad_alloc at the Nth allocation after arming, on the arming thread
+// only.
 #ifndef MCPCORE_TESTS_ALLOC_FAILING_ALLOCATOR_HPP
 #define MCPCORE_TESTS_ALLOC_FAILING_ALLOCATOR_HPP
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the approval stores: the at-most-once consume race (approval_store
-// requirement 1, reference §5.4 5.f, §5.9), run under TSan by the tsan preset.
+// requirement 1, docs/approvals.md#what-the-machine-checks-in-order, #guarantees), run under TSan
+// by the tsan preset.
 #include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <doctest/doctest.h>
@@ -15,7 +16,7 @@
 #include <utility>
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("memory_approval_store: of 16 concurrent consumes of one ticket exactly one wins (reference §5.9)") {
+  TEST_CASE("memory_approval_store: of 16 concurrent consumes of one ticket exactly one wins (approvals.md/guarantees)") {
     // Every "connection" is a shared handle to the one in-process store.
     const auto store = std::make_shared<mcpcore::memory_approval_store>();
     mcpcore_test::approval_store_consume_race([store] { return store; }, 16);
@@ -24,7 +25,7 @@ TEST_SUITE("concurrency") {
 }
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("sqlite_approval_store: of 8 concurrent consumes of one ticket exactly one wins (reference §5.9)") {
+  TEST_CASE("sqlite_approval_store: of 8 concurrent consumes of one ticket exactly one wins (approvals.md/guarantees)") {
     // Twice: with one connection per thread, and with one store shared by all threads.
     const test_process::temp_dir dir;
     const auto open = [](const std::string& path) {

@@ -15,7 +15,7 @@
 using namespace mcpcore;
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("correlation ids minted on many threads are unique (reference §1.6 process-wide sequence)") {
+  TEST_CASE("correlation ids minted on many threads are unique (errors.md/the-errordata-envelope process-wide sequence)") {
     constexpr int threads = 4;
     constexpr int per_thread = 5000;
     std::vector<std::vector<std::string>> minted(threads);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency test of the HTTP endpoint (run under TSan by the tsan preset; reference §6-§9, §12,
-// §14.1): clients opening sessions, calling (plain, streamed and upgraded), cancelling, dropping
-// streams, attaching GET streams and deleting sessions, while the maintenance tick runs.
+// Concurrency test of the HTTP endpoint (run under TSan by the tsan preset;
+// docs/sessions.md#the-session-registry, #get-attach-replay-resume, #pinned-finals, #streamed-post,
+// #shutdown, #lock-discipline): clients opening sessions, calling (plain, streamed and upgraded),
+// cancelling, dropping streams, attaching GET streams and deleting sessions, while the maintenance
+// tick runs.
 #include <mcpcore/transport/http_endpoint.hpp>
 
 #include <doctest/doctest.h>
@@ -157,7 +159,7 @@ std::string call(std::int64_t id, std::string_view tool, bool progress) {
 
 }  // namespace
 
-TEST_CASE("reference §14.1: sessions, calls, cancels, GET attaches, deletes and ticks race without harm") {
+TEST_CASE("sessions.md/lock-discipline: sessions, calls, cancels, GET attaches, deletes and ticks race without harm") {
   server_info info;
   info.name = "http-race";
   info.version = "1.0.0";

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of the metrics registry (run under TSan by the tsan preset; spec §2 metrics_sink requirement 4).
+// Concurrency tests of the metrics registry (run under TSan by the tsan preset; docs/plugins.md
+// metrics_sink requirement 4).
 #include <mcpcore/governance/metrics.hpp>
 
 #include <doctest/doctest.h>
@@ -26,7 +27,7 @@ TEST_SUITE("concurrency") {
     constexpr int iterations = 20000;
     constexpr int series_per_thread = 50;
 
-    // shared series, pre-seeded before the threads start (reference §11)
+    // shared series, pre-seeded before the threads start (docs/metrics.md#names-and-registration)
     const std::array shared_label{metric_label{"reason", "shared"}};
     const counter shared = r.make_counter("hits_total", "Hits.", shared_label);
     const gauge level = r.make_gauge("level", "Level.");

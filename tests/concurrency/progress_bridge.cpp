@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of the progress bridge (run under TSan by the tsan preset; reference §8-§10,
-// §14.1, §14.3): reporters, pumps, the sweep and cancels racing on the records of one session.
+// Concurrency tests of the progress bridge (run under TSan by the tsan preset;
+// docs/sessions.md#pinned-finals, #streamed-post, #progress-records, #lock-discipline,
+// #ordering-guarantees): reporters, pumps, the sweep and cancels racing on the records of one
+// session.
 #include <mcpcore/session/progress_bridge.hpp>
 
 #include <mcpcore/governance/clock.hpp>
@@ -40,7 +42,7 @@ std::string success(std::int64_t id) {
 }
 
 // Delivers every pinned final of `s`: a resume at its newest id replays them, and the pump's
-// successful write releases them (reference §8 route (a) on the GET wire).
+// successful write releases them (docs/sessions.md#pinned-finals on the GET wire).
 void acknowledge_all(const std::shared_ptr<session>& s) {
   stream_budget budget;
   const auto next = s->stream()->stats().next_id;
@@ -63,8 +65,8 @@ struct pump_log {
   int finals = 0;
 };
 
-// The pump of one streamed POST (reference §9.4), in a thread of its own: arms, then takes until the
-// final is written or the wake sink closes.
+// The pump of one streamed POST (docs/sessions.md#streamed-post), in a thread of its own: arms,
+// then takes until the final is written or the wake sink closes.
 void pump(progress_call call, pump_log& log) {
   if (call.arm(bridge_delivery::streamed) != arm_outcome::streaming) return;  // cancelled: plain answer
   const auto sink = call.wake_sink();
@@ -112,7 +114,7 @@ void pump(progress_call call, pump_log& log) {
 }  // namespace
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("reference §14.1/§14.3: reporters, pumps, sweeps and cancels keep ids ordered and the final last") {
+  TEST_CASE("sessions.md/lock-discipline, sessions.md/ordering-guarantees: reporters, pumps, sweeps and cancels keep ids ordered and the final last") {
     manual_clock clk;
     metrics_registry metrics;
     const session_metrics m = bind_session_metrics(metrics);
@@ -123,7 +125,7 @@ TEST_SUITE("concurrency") {
     const std::shared_ptr<session> s = *minted;
 
     constexpr int rounds = 8;
-    constexpr int calls_per_round = 4;  // one per pin slot (reference §8)
+    constexpr int calls_per_round = 4;  // one per pin slot (docs/sessions.md#pinned-finals)
     constexpr int reports = 60;
     std::atomic<bool> stop{false};
     std::atomic<int> round_base{0};
@@ -199,7 +201,7 @@ TEST_SUITE("concurrency") {
     CHECK(m.pin_displaced.value() == 0);  // admission counted every pin: LRU never had to act
   }
 
-  TEST_CASE("reference §10.4: exactly one terminal is accepted when many threads race to finish one call") {
+  TEST_CASE("sessions.md/projection-and-finals: exactly one terminal is accepted when many threads race to finish one call") {
     manual_clock clk;
     metrics_registry metrics;
     const session_metrics m = bind_session_metrics(metrics);
@@ -261,7 +263,7 @@ TEST_SUITE("concurrency") {
     }
   }
 
-  TEST_CASE("reference §8: concurrent reservations never exceed the pin slots, charges settle to zero") {
+  TEST_CASE("sessions.md/pinned-finals: concurrent reservations never exceed the pin slots, charges settle to zero") {
     manual_clock clk;
     metrics_registry metrics;
     const session_metrics m = bind_session_metrics(metrics);
@@ -288,7 +290,7 @@ TEST_SUITE("concurrency") {
       for (int t = 0; t < threads; ++t) {
         ts.emplace_back([&, t] {
           for (int i = 0; i < iterations; ++i) {
-            bridge.sweep();  // done records hold their slot until a sweep (reference §10.5)
+            bridge.sweep();  // done records hold their slot until a sweep (docs/sessions.md#the-sweep)
             const int id = t * 100000 + i;
             auto r = bridge.reserve(s, id, request_id{id}, true);
             if (!r.has_value()) {
@@ -328,7 +330,8 @@ TEST_SUITE("concurrency") {
     observer.join();
     CHECK_FALSE(over.load());
     CHECK(admitted.load() > 0);
-    // Admission counts pins, so LRU displacement needs a lost release race (reference §8).
+    // Admission counts pins, so LRU displacement needs a lost release race
+    // (docs/sessions.md#pinned-finals).
     CHECK(m.pin_displaced.value() <= m.pin_release_raced.value());
     CHECK(bridge.charges(s->id()) == 0);
     acknowledge_all(s);
@@ -341,8 +344,8 @@ TEST_SUITE("concurrency") {
   // dispatch core stops the handler and `complete_without_response` runs on the dispatch thread
   // while the transport's strand passes the POST's pump. A pass that found the record done before
   // its sink was closed ended the stream `completed`: no result and no close frame, read by the
-  // client as a completion (reference §14.4: never indistinguishable).
-  TEST_CASE("reference §14.4: work that ends without a response while its POST pump passes ends it cancelled") {
+  // client as a completion (docs/errors.md#honest-answers: never indistinguishable).
+  TEST_CASE("errors.md/honest-answers: work that ends without a response while its POST pump passes ends it cancelled") {
     constexpr int rounds = 200;
     int completed = 0;
     int cancelled = 0;

@@ -17,8 +17,7 @@ using namespace mcpcore;
 
 TEST_SUITE("concurrency") {
   TEST_CASE(
-      "one compiled schema validates from 4 threads at once with the single-thread results (spec "
-      "§4)") {
+      "one compiled schema validates from 4 threads at once with the single-thread results (schema.md)") {
     // Every path of the validator: types, enum, pattern (std::regex), lengths, bounds, required,
     // declared and extra keys, items, anyOf/oneOf, and a recursive $ref.
     auto compiled = schema::compiled_schema::compile(

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Concurrency tests of the dispatch core (run under TSan by the tsan preset): concurrent
 // tools/call on one server and one peer, with live kill-switch flips and cancellations
-// (spec §3-§4; reference §3.4, §14.1; MCP 2025-11-25 cancellation).
+// (docs/design.md#json-rpc, #the-toolscall-pipeline, docs/security.md#the-gate-order,
+// docs/sessions.md#lock-discipline; MCP 2025-11-25 cancellation).
 #include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Exactly-once redemption through the whole tools/call pipeline (spec §5, reference §5.9): many
-// threads recall one approved ticket at the same moment and exactly one handler runs, with the
+// Exactly-once redemption through the whole tools/call pipeline (docs/approvals.md#guarantees):
+// many threads recall one approved ticket at the same moment and exactly one handler runs, with the
 // in-memory store and with the SQLite store (one shared store, and one connection per thread).
 #include <mcpcore/dispatch/server.hpp>
 
@@ -113,19 +113,19 @@ void check_exactly_once(const race_result& r) {
 
 TEST_SUITE("concurrency") {
 
-TEST_CASE("reference §5.9: memory store — racing recalls of one approved ticket run the handler exactly once") {
+TEST_CASE("approvals.md/guarantees: memory store — racing recalls of one approved ticket run the handler exactly once") {
   memory_approval_store store;
   check_exactly_once(race([&] { return std::make_unique<approval_service>(store); }));
 }
 
-TEST_CASE("reference §5.9: SQLite store shared by all threads — exactly one handler runs") {
+TEST_CASE("approvals.md/guarantees: SQLite store shared by all threads — exactly one handler runs") {
   const test_process::temp_dir dir;
   auto store = sqlite_approval_store::open(dir.file());
   REQUIRE(store.has_value());
   check_exactly_once(race([&] { return std::make_unique<approval_service>(*store); }));
 }
 
-TEST_CASE("reference §5.9: SQLite, one connection per thread on one file — exactly one handler runs") {
+TEST_CASE("approvals.md/guarantees: SQLite, one connection per thread on one file — exactly one handler runs") {
   const test_process::temp_dir dir;
   const std::string path = dir.file();
   std::vector<std::unique_ptr<sqlite_approval_store>> connections;

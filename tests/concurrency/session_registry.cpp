@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of the session registry (run under TSan by the tsan preset; reference §6.5-§6.8,
-// §14.1).
+// Concurrency tests of the session registry (run under TSan by the tsan preset;
+// docs/sessions.md#the-session-registry, docs/http.md#delete-sessions-on,
+// docs/sessions.md#lock-discipline).
 #include <mcpcore/session/session_registry.hpp>
 
 #include <mcpcore/governance/audit.hpp>
@@ -27,7 +28,7 @@ using namespace mcpcore;
 using namespace std::chrono_literals;
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("reference §6.5: mint, validate, terminate and GC from many threads never exceed the caps") {
+  TEST_CASE("sessions.md/the-session-registry: mint, validate, terminate and GC from many threads never exceed the caps") {
     constexpr std::size_t global_cap = 7;
     constexpr std::size_t per_principal_cap = 3;
     constexpr int threads = 4;
@@ -142,7 +143,7 @@ TEST_SUITE("concurrency") {
     CHECK(m.sessions_active.value() == 0);
   }
 
-  TEST_CASE("reference §12: begin_shutdown racing mints: once it returns, no mint succeeds") {
+  TEST_CASE("sessions.md/shutdown: begin_shutdown racing mints: once it returns, no mint succeeds") {
     manual_clock clk;
     session_registry reg{session_registry_options{}, clock_ref<manual_clock>{clk}};
     std::atomic<bool> flagged{false};

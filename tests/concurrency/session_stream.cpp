@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of one session's stream state (run under TSan by the tsan preset; reference §7.4,
-// §7.5, §7.9, §8, §14.1, §14.3).
+// Concurrency tests of one session's stream state (run under TSan by the tsan preset;
+// docs/sessions.md#get-attach-replay-resume, #takeover, #the-replay-ring, #pinned-finals,
+// #lock-discipline, #ordering-guarantees).
 #include <mcpcore/session/session_stream.hpp>
 
 #include <mcpcore/governance/metrics.hpp>
@@ -52,7 +53,7 @@ void count_wake(void* p) noexcept { static_cast<std::atomic<long>*>(p)->fetch_ad
 }  // namespace
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("reference §7.4, §7.9, §14.3: a resuming reader sees every id once, in order, across replay and live") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/the-replay-ring, sessions.md/ordering-guarantees: a resuming reader sees every id once, in order, across replay and live") {
     constexpr int publishers = 4;
     constexpr int per_publisher = 500;
     constexpr std::uint64_t total = std::uint64_t{publishers} * per_publisher;
@@ -147,7 +148,7 @@ TEST_SUITE("concurrency") {
     CHECK(m.streams_handover_pending.value() == 0);
   }
 
-  TEST_CASE("reference §7.4 steps 5-8, §7.5: concurrent takeovers and detaches return every lease exactly once") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/takeover: concurrent takeovers and detaches return every lease exactly once") {
     constexpr int threads = 4;
     constexpr int iterations = 300;
     session_stream_options o;
@@ -235,7 +236,7 @@ TEST_SUITE("concurrency") {
     CHECK(m.streams_handover_pending.value() == 0);
   }
 
-  TEST_CASE("reference §8: concurrent finals, unpins and acknowledging attaches release each pin exactly once") {
+  TEST_CASE("sessions.md/pinned-finals: concurrent finals, unpins and acknowledging attaches release each pin exactly once") {
     constexpr int threads = 4;
     constexpr int per_thread = 400;
     session_stream_options o;
@@ -320,7 +321,7 @@ TEST_SUITE("concurrency") {
     CHECK(budget.in_use() == 0);
   }
 
-  TEST_CASE("MCP resumability (reference §7.4, §7.5, §8, §14.3): concurrent channel publishers, resumes, ends and detaches keep each stream to its own frames") {
+  TEST_CASE("MCP resumability (sessions.md/get-attach-replay-resume, sessions.md/takeover, sessions.md/pinned-finals, sessions.md/ordering-guarantees): concurrent channel publishers, resumes, ends and detaches keep each stream to its own frames") {
     // Channel publishers open POST streams one after another and fill them; even-numbered streams
     // end with their final, odd ones with end_channel (also called at random by an ender); a GET
     // publisher fills the GET stream; resumers attach by priming markers (and by GET cursors),
@@ -590,7 +591,7 @@ TEST_SUITE("concurrency") {
     CHECK(m.frames_dropped.value() == 0);
   }
 
-  TEST_CASE("reference §7.6, §14.1: close, poke and poison wake a consumer blocked in wait_for") {
+  TEST_CASE("sessions.md/the-get-pump, sessions.md/lock-discipline: close, poke and poison wake a consumer blocked in wait_for") {
     stream_budget budget;
     session_stream s;
     auto a = s.attach_and_replay(0, budget, "dave");

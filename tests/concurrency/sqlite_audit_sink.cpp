@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of the SQLite audit sink (audit_sink requirement 2, reference §3.5): threads
-// recording through one sink and through several sinks on one file, run under TSan by the tsan preset.
+// Concurrency tests of the SQLite audit sink (audit_sink requirement 2,
+// docs/security.md#audit-and-the-one-cid-pattern): threads recording through one sink and through
+// several sinks on one file, run under TSan by the tsan preset.
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <doctest/doctest.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Concurrency tests of the stream budget (run under TSan by the tsan preset; reference §7.10).
+// Concurrency tests of the stream budget (run under TSan by the tsan preset;
+// docs/sessions.md#the-stream-budget).
 #include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
@@ -19,7 +20,7 @@ using mcpcore::stream_budget_reject;
 using mcpcore::stream_lease;
 
 TEST_SUITE("concurrency") {
-  TEST_CASE("reference §7.10: enforce_caps traffic from many threads never exceeds the caps") {
+  TEST_CASE("sessions.md/the-stream-budget: enforce_caps traffic from many threads never exceeds the caps") {
     constexpr std::size_t global_cap = 16;
     constexpr std::size_t per_principal_cap = 3;
     constexpr int threads = 8;
@@ -90,7 +91,7 @@ TEST_SUITE("concurrency") {
     CHECK(b.entries() == 0);
   }
 
-  TEST_CASE("reference §7.4 step 5: takeovers from many threads are all counted and all returned") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: takeovers from many threads are all counted and all returned") {
     constexpr std::size_t global_cap = 4;
     constexpr int threads = 6;
     constexpr int per_thread = 200;

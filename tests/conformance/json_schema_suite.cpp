@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The input-schema subset against the JSON-Schema-Test-Suite (spec §4; Debian
+// The input-schema subset against the JSON-Schema-Test-Suite (docs/schema.md; Debian
 // json-schema-test-suite).
 #include <mcpcore/dispatch/schema.hpp>
 
@@ -40,7 +40,7 @@ constexpr std::string_view suite_dir = MCPCORE_JSON_SCHEMA_SUITE_DIR;
 constexpr std::string_view suite_dir = "/usr/share/json-schema-test-suite/tests/draft7";
 #endif
 
-// The keyword files run (spec §4's subset). `optional/format/*.json` is added by listing the
+// The keyword files run (docs/schema.md's subset). `optional/format/*.json` is added by listing the
 // directory: `format` is an annotation for mcpcore, so only its valid:true tests apply.
 constexpr std::string_view keyword_files[] = {
     "additionalProperties.json",
@@ -95,7 +95,7 @@ constexpr exclusion exclusions[] = {
     {"optional/zeroTerminatedFloats.json",
      "some languages do not distinguish between different types of numeric value",
      "a float without fractional part is an integer",
-     "deliberate: reference §4.3 makes an integer an integer literal, so 1.0 is refused"},
+     "deliberate: docs/schema.md#validation-order makes an integer an integer literal, so 1.0 is refused"},
     {"properties.json",
      "properties, patternProperties, additionalProperties interaction",
      {},
@@ -199,8 +199,7 @@ std::string joined(const std::vector<schema::compile_error>& errors) {
 }  // namespace
 
 TEST_CASE(
-    "JSON-Schema-Test-Suite draft 7: every supported keyword's cases pass in lenient mode (spec "
-    "§4)") {
+    "JSON-Schema-Test-Suite draft 7: every supported keyword's cases pass in lenient mode (schema.md)") {
   const std::filesystem::path dir{std::string{suite_dir}};
   REQUIRE_MESSAGE(std::filesystem::is_directory(dir),
                   "the JSON-Schema-Test-Suite is not at "

@@ -304,7 +304,8 @@ void check_refused(const rpc_case& c, const result<message, message_error>& r) {
   CHECK(text.starts_with(message_prefix(c.code)));
   CHECK_FALSE(e.remediation.empty());
 
-  // The answer the server would send: valid JSON with the same code and id (reference §1.3).
+  // The answer the server would send: valid JSON with the same code and id
+  // (docs/design.md#json-rpc).
   const correlation_id cid = next_correlation_id();
   std::string body;
   write_error_response(body, e, cid);
@@ -342,7 +343,7 @@ TEST_SUITE("jsonrpc conformance") {
     }
   }
 
-  TEST_CASE("every case of jsonrpc_cases.json is answered as its rule says (spec §3, reference §1.2)") {
+  TEST_CASE("every case of jsonrpc_cases.json is answered as its rule says (design.md/json-rpc)") {
     const case_file& file = all_cases();
     REQUIRE(file.problems.empty());
     REQUIRE(file.cases.size() >= 60);

@@ -84,7 +84,7 @@ TEST_CASE("docs/concepts/tier_policy.md: a host's own tiers decide the tier gate
   CHECK(refused.message() == "MCP tier does not allow this operation");
 
   // The admin's Delete goes through approval; without an approval service that is the degraded
-  // -32004 of reference §5.7, with no ticket.
+  // -32004 of docs/approvals.md#every-answer-of-the-machine, with no ticket.
   connection admin{{.id = "ada", .tier = "admin"}};
   const auto gated = admin.send(server, call_tool(3, "delete_note", R"({"id":"n1"})"));
   CHECK(gated.code() == -32004);

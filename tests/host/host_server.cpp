@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of mcpcore-host's own pieces (spec §8): the data directory, the tag store, the token file,
-// and the catalogue (tools, tiers, approvals, detached commands, resources, prompts) driven through
-// server::handle against this machine's real state. The end-to-end run over HTTP with the official
-// SDK client is tests/interop/host_e2e.mjs.
+// Tests of mcpcore-host's own pieces (docs/host-server.md): the data directory, the tag store, the
+// token file, and the catalogue (tools, tiers, approvals, detached commands, resources, prompts)
+// driven through server::handle against this machine's real state. The end-to-end run over HTTP
+// with the official SDK client is tests/interop/host_e2e.mjs.
 #include "host_tools.hpp"
 
 #include <doctest/doctest.h>
@@ -129,7 +129,7 @@ answer wait_terminal(host_fixture& f, const mcpcore::principal& who, const std::
 TEST_SUITE("host_server") {
   // ---- data directory ------------------------------------------------------------------------------
 
-  TEST_CASE("spec §8: the data directory holds the token file, approvals, audit and tags databases") {
+  TEST_CASE("host-server.md: the data directory holds the token file, approvals, audit and tags databases") {
     const auto p = data_paths::in("/srv/h");
     CHECK(p.token_file == "/srv/h/tokens");
     CHECK(p.approvals_db == "/srv/h/approvals.db");
@@ -274,7 +274,7 @@ TEST_SUITE("host_server") {
 
   // ---- the catalogue ------------------------------------------------------------------------------
 
-  TEST_CASE("spec §8: every tool is declared with its annotations, read tools carry an object outputSchema") {
+  TEST_CASE("host-server.md: every tool is declared with its annotations, read tools carry an object outputSchema") {
     host_fixture f;
     auto a = f.rpc(op, "tools/list");
     std::set<std::string> names;
@@ -294,7 +294,7 @@ TEST_SUITE("host_server") {
     }
   }
 
-  TEST_CASE("spec §8: host state tools answer structuredContent from the real machine") {
+  TEST_CASE("host-server.md: host state tools answer structuredContent from the real machine") {
     host_fixture f;
     auto s = f.call(reader, "get_system_summary");
     std::array<char, 256> host{};
@@ -309,7 +309,7 @@ TEST_SUITE("host_server") {
     CHECK(f.call(reader, "get_recent_logs", R"({"source":"/etc/shadow"})").code() == -32602);
   }
 
-  TEST_CASE("reference §3.2: tags are read at readonly, set at operator, deleted only with approval") {
+  TEST_CASE("security.md/principals-and-tiers: tags are read at readonly, set at operator, deleted only with approval") {
     host_fixture f;
     CHECK(f.call(reader, "set_tag", R"({"key":"k","value":"v"})").code() == -32004);
     CHECK(f.call(op, "set_tag", R"({"key":"bad key","value":"v"})").code() == -32602);
@@ -330,7 +330,7 @@ TEST_SUITE("host_server") {
     CHECK(replay.code() == -32003);
   }
 
-  TEST_CASE("spec §8: execute_instruction at supervised needs approval, the recall runs the command once") {
+  TEST_CASE("host-server.md: execute_instruction at supervised needs approval, the recall runs the command once") {
     host_fixture f;
     const std::string args = R"({"command":"kernel_info"})";
     auto mint = f.call(agent, "execute_instruction", args);
@@ -356,7 +356,7 @@ TEST_SUITE("host_server") {
     CHECK(to_json(foreign.result()["content"]) == to_json(unknown.result()["content"]));
   }
 
-  TEST_CASE("spec §8: while a command runs, get_execution_status carries the success-shaped retry_after_ms") {
+  TEST_CASE("host-server.md: while a command runs, get_execution_status carries the success-shaped retry_after_ms") {
     host_fixture f;
     auto run = f.call(op, "execute_instruction", R"({"command":"sleep","args":["2"]})");
     const std::string id = str(run.result()["structuredContent"]["execution_id"]);
@@ -369,7 +369,7 @@ TEST_SUITE("host_server") {
     CHECK(str(wait_terminal(f, op, id).result()["structuredContent"]["status"]) == "succeeded");
   }
 
-  TEST_CASE("reference §3.1: a principal without an MCP tier is refused every tool (no ungated path)") {
+  TEST_CASE("security.md/principals-and-tiers: a principal without an MCP tier is refused every tool (no ungated path)") {
     host_fixture f;
     const mcpcore::principal tierless{.id = "legacy", .tier = ""};
     CHECK(f.call(tierless, "get_system_summary").code() == -32003);
@@ -378,7 +378,7 @@ TEST_SUITE("host_server") {
     CHECK(f.call(tierless, "delete_tag", R"({"key":"k"})").code() == -32003);
   }
 
-  TEST_CASE("spec §8: a command's own argument schema refuses arguments, nothing runs") {
+  TEST_CASE("host-server.md: a command's own argument schema refuses arguments, nothing runs") {
     host_fixture f;
     auto bad = f.call(op, "execute_instruction", R"({"command":"list_directory","args":["relative/path"]})");
     CHECK(bad.result()["isError"].is_bool());
@@ -388,7 +388,7 @@ TEST_SUITE("host_server") {
     CHECK(f.call(op, "execute_instruction", R"({"command":"rm","args":["-rf","/"]})").code() == -32602);
   }
 
-  TEST_CASE("spec §8: resources and prompts, incident prompt arguments are wrapped as untrusted data") {
+  TEST_CASE("host-server.md: resources and prompts, incident prompt arguments are wrapped as untrusted data") {
     host_fixture f;
     auto model = f.rpc(reader, "resources/read", R"({"uri":"host://operating-model"})");
     CHECK(str(at(model.result()["contents"], 0)["text"]).starts_with("# Operating model"));

@@ -48,8 +48,9 @@ namespace {
 
 using probe_result = mcpcore::result<std::string, std::string>;
 
-/// A probe's output, parsed and validated against its output schema (spec §8: the official SDK
-/// client validates structuredContent against outputSchema, so each output must match exactly).
+/// A probe's output, parsed and validated against its output schema (docs/host-server.md: the
+/// official SDK client validates structuredContent against outputSchema, so each output must match
+/// exactly).
 class checked_output {
  public:
   checked_output(const probe_result& r, std::string_view schema) {
@@ -228,7 +229,7 @@ void check_described(json::value node, const std::string& where) {
 TEST_SUITE("host_state") {
 // ---- schemas ------------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: every output schema compiles in mcpcore's strict subset, typed and described throughout") {
+TEST_CASE("host-server.md: every output schema compiles in mcpcore's strict subset, typed and described throughout") {
   const std::array<std::pair<std::string_view, std::string_view>, 7> schemas = {{
       {"system_summary", system_summary_schema},
       {"memory", memory_schema},
@@ -253,7 +254,7 @@ TEST_CASE("spec §8: every output schema compiles in mcpcore's strict subset, ty
   }
 }
 
-TEST_CASE("spec §8: an output with an undeclared or null member does not validate") {
+TEST_CASE("host-server.md: an output with an undeclared or null member does not validate") {
   auto compiled = mcpcore::schema::compiled_schema::compile(memory_schema);
   REQUIRE(compiled.has_value());
   auto out = memory();
@@ -270,7 +271,7 @@ TEST_CASE("spec §8: an output with an undeclared or null member does not valida
 
 // ---- system summary -----------------------------------------------------------------------------
 
-TEST_CASE("spec §8: system_summary agrees with the kernel (hostname, release, uptime, CPUs)") {
+TEST_CASE("host-server.md: system_summary agrees with the kernel (hostname, release, uptime, CPUs)") {
   const double uptime_before = std::stod(read_file("/proc/uptime"));
   const auto r = system_summary();
   const double uptime_after = std::stod(read_file("/proc/uptime"));
@@ -318,7 +319,7 @@ TEST_CASE("os-release values: quoting, escapes, comments, the last assignment") 
 
 // ---- memory -------------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: memory reports /proc/meminfo in bytes, used = total - available") {
+TEST_CASE("host-server.md: memory reports /proc/meminfo in bytes, used = total - available") {
   const checked_output out{memory(), memory_schema};
   const auto total = integer(out["total_bytes"]);
   CHECK(total == meminfo_kib("MemTotal") * 1024);
@@ -335,7 +336,7 @@ TEST_CASE("spec §8: memory reports /proc/meminfo in bytes, used = total - avail
 
 // ---- filesystems --------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: filesystems lists / with its statvfs sizes and leaves pseudo filesystems out") {
+TEST_CASE("host-server.md: filesystems lists / with its statvfs sizes and leaves pseudo filesystems out") {
   const checked_output out{filesystems({}), filesystems_schema};
   const auto list = out["filesystems"];
   CHECK(integer(out["count"]) == static_cast<std::int64_t>(list.size()));
@@ -357,7 +358,7 @@ TEST_CASE("spec §8: filesystems lists / with its statvfs sizes and leaves pseud
   CHECK_FALSE(find_by(list, "mount_point", "/proc").exists());
 }
 
-TEST_CASE("spec §8: include_pseudo lists /proc without sizes, max_entries bounds the list") {
+TEST_CASE("host-server.md: include_pseudo lists /proc without sizes, max_entries bounds the list") {
   filesystem_options o;
   o.include_pseudo = true;
   const checked_output all{filesystems(o), filesystems_schema};
@@ -403,7 +404,7 @@ TEST_CASE("mountinfo escapes are decoded") {
 
 // ---- processes ----------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: top_processes lists this process with its real pid, parent, name and user") {
+TEST_CASE("host-server.md: top_processes lists this process with its real pid, parent, name and user") {
   process_options o;
   o.sort_by = process_sort::memory;
   o.limit = 1000;  // clamped to max_top_processes
@@ -451,7 +452,7 @@ TEST_CASE("spec §8: top_processes lists this process with its real pid, parent,
   if (cmdline.size() <= max_command_bytes) CHECK(command == cmdline);
 }
 
-TEST_CASE("spec §8: top_processes respects the sort order and the limit") {
+TEST_CASE("host-server.md: top_processes respects the sort order and the limit") {
   SUBCASE("memory: resident size, largest first") {
     process_options o;
     o.sort_by = process_sort::memory;
@@ -496,7 +497,7 @@ TEST_CASE("spec §8: top_processes respects the sort order and the limit") {
 
 // ---- network ------------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: network_interfaces lists every interface of /sys/class/net, loopback with 127.0.0.1/8") {
+TEST_CASE("host-server.md: network_interfaces lists every interface of /sys/class/net, loopback with 127.0.0.1/8") {
   const auto sys_names = [] {
     std::set<std::string> names;
     DIR* d = ::opendir("/sys/class/net");
@@ -539,7 +540,7 @@ TEST_CASE("spec §8: network_interfaces lists every interface of /sys/class/net,
 
 // ---- listening sockets --------------------------------------------------------------------------
 
-TEST_CASE("spec §8: listening_sockets lists a TCP listener and a UDP socket of this process on 127.0.0.1") {
+TEST_CASE("host-server.md: listening_sockets lists a TCP listener and a UDP socket of this process on 127.0.0.1") {
   const socket_fd tcp{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   REQUIRE(tcp.get() >= 0);
   const auto tcp_port = bind_loopback_v4(tcp);
@@ -579,7 +580,7 @@ TEST_CASE("spec §8: listening_sockets lists a TCP listener and a UDP socket of 
   for (const auto s : sockets.elements()) CHECK(integer(s["inode"]) != static_cast<std::int64_t>(inode_of(accepted)));
 }
 
-TEST_CASE("spec §8: listening_sockets decodes an IPv6 listener on ::1") {
+TEST_CASE("host-server.md: listening_sockets decodes an IPv6 listener on ::1") {
   const socket_fd tcp{::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   sockaddr_in6 a{};
   a.sin6_family = AF_INET6;
@@ -598,7 +599,7 @@ TEST_CASE("spec §8: listening_sockets decodes an IPv6 listener on ::1") {
   CHECK(integer(listener["pid"]) == ::getpid());
 }
 
-TEST_CASE("spec §8: listening_sockets bounds its entries and its descriptor walk") {
+TEST_CASE("host-server.md: listening_sockets bounds its entries and its descriptor walk") {
   const socket_fd tcp{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   REQUIRE(tcp.get() >= 0);
   const auto port = bind_loopback_v4(tcp);
@@ -639,7 +640,7 @@ TEST_CASE("/proc/net addresses: host-order hex words decode to dotted IPv4 and c
 
 // ---- logs ---------------------------------------------------------------------------------------
 
-TEST_CASE("spec §8: tail_log_file keeps matching lines, case-insensitively, the last `limit`, oldest first") {
+TEST_CASE("host-server.md: tail_log_file keeps matching lines, case-insensitively, the last `limit`, oldest first") {
   temp_dir dir;
   const auto path = dir.write("app.log",
                               "alpha ERROR one\nbeta ok\r\ngamma error two\nError three\ndelta\nlast no newline");
@@ -681,7 +682,7 @@ TEST_CASE("spec §8: tail_log_file keeps matching lines, case-insensitively, the
   }
 }
 
-TEST_CASE("spec §8: tail_log_file reads only its window and drops a partial first line") {
+TEST_CASE("host-server.md: tail_log_file reads only its window and drops a partial first line") {
   temp_dir dir;
   const auto path = dir.write("w.log", "aaaa\nbbbb\ncccc\n");  // 15 bytes
   log_options o;
@@ -718,7 +719,7 @@ TEST_CASE("spec §8: tail_log_file reads only its window and drops a partial fir
   }
 }
 
-TEST_CASE("spec §8: tail_log_file bounds each line at a UTF-8 boundary and marks it") {
+TEST_CASE("host-server.md: tail_log_file bounds each line at a UTF-8 boundary and marks it") {
   temp_dir dir;
   std::string e_acute;
   for (int i = 0; i < 10; ++i) e_acute += "\xC3\xA9";
@@ -738,14 +739,14 @@ TEST_CASE("spec §8: tail_log_file bounds each line at a UTF-8 boundary and mark
   CHECK(texts(cut).back() == "\xC3\xA9\xC3\xA9");  // 4 bytes: the fifth would split a character
 }
 
-TEST_CASE("spec §8: tail_log_file passes invalid UTF-8 through repaired") {
+TEST_CASE("host-server.md: tail_log_file passes invalid UTF-8 through repaired") {
   temp_dir dir;
   const auto path = dir.write("bad.log", "ok \xFF\xFE end\n");
   const checked_output out{tail_log_file(path, {}), log_lines_schema};
   CHECK(texts(out) == lines{"ok \xEF\xBF\xBD\xEF\xBF\xBD end"});
 }
 
-TEST_CASE("spec §8: tail_log_file on an empty file, a missing file, a directory") {
+TEST_CASE("host-server.md: tail_log_file on an empty file, a missing file, a directory") {
   temp_dir dir;
   const checked_output empty{tail_log_file(dir.write("empty.log", ""), {}), log_lines_schema};
   CHECK(empty["lines"].size() == 0);
@@ -763,7 +764,7 @@ TEST_CASE("spec §8: tail_log_file on an empty file, a missing file, a directory
   CHECK(directory.error().find("not a regular file") != std::string::npos);
 }
 
-TEST_CASE("spec §8: tail_log_file refuses a FIFO and a character device without blocking") {
+TEST_CASE("host-server.md: tail_log_file refuses a FIFO and a character device without blocking") {
   temp_dir dir;
   const auto fifo = dir.track("pipe");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -793,7 +794,7 @@ TEST_CASE("spec §8: tail_log_file refuses a FIFO and a character device without
   }
 }
 
-TEST_CASE("spec §8: filter_log_lines applies the same rules to captured text") {
+TEST_CASE("host-server.md: filter_log_lines applies the same rules to captured text") {
   constexpr std::string_view journal =
       "2025-01-01T00:00:00+0000 host sshd[1]: Accepted key\n"
       "2025-01-01T00:00:01+0000 host kernel: EXT4-fs error (device vda)\n"

@@ -133,7 +133,7 @@ async function expectMcpError(promise, code) {
   return error;
 }
 
-/** spec.md §3: error.data has correlation_id "req-<hex>-<hex>", retry_after_ms and remediation (maybe null). */
+/** docs/errors.md#the-errordata-envelope: error.data has correlation_id "req-<hex>-<hex>", retry_after_ms and remediation (maybe null). */
 function expectErrorData(error) {
   const data = error.data;
   expect(data !== null && typeof data === 'object', `error.data is not an object: ${fmt(data)}`);
@@ -473,9 +473,10 @@ await check('tools/call unknown tool', async () => {
   expectEqual(serverMessage(error), 'Unknown tool: nope', 'message');
 });
 
-// spec §5, reference §5.3-5.4: a second server process, serving a supervised-tier caller, gates
-// delete_note. The SDK must hand us the -32006 envelope intact: approval_id, status_url and the
-// honest 30 s poll hint; a recall of the pending ticket echoes it; a malformed id is -32602.
+// docs/approvals.md#what-the-machine-checks-in-order: a second server process, serving a
+// supervised-tier caller, gates delete_note. The SDK must hand us the -32006 envelope intact:
+// approval_id, status_url and the honest 30 s poll hint; a recall of the pending ticket echoes it;
+// a malformed id is -32602.
 await check('approval: -32006 ticket envelope through the SDK, pending recall, malformed id', async () => {
   const supervised = new Client({ name: 'mcpcore-interop-supervised', version: '1.0.0' }, { capabilities: {} });
   await supervised.connect(new StdioClientTransport({

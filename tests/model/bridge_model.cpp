@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Model test of the progress bridge on one session (reference §7.4, §7.9, §8, §9, §10, §14.3):
+// Model test of the progress bridge on one session (docs/sessions.md#get-attach-replay-resume,
+// #the-replay-ring, #pinned-finals, #streamed-post, #progress-records, #ordering-guarantees):
 // random schedules drive the real `progress_bridge`, `session_stream` and `session_registry` (one
-// manual clock) through a simulated client — streamed and GET-only calls, their POST pumps, at
-// most one GET connection, cancels, sweeps, clock jumps — while a plain model written from the
-// reference predicts every verdict, every committed frame, every pin and every charge. After each
-// step the library and the model must agree, and the ordering guarantees of §14.3 must hold on
-// every wire the client reads. Small random ring bounds make eviction, pin overshoot, gaps,
-// pin_slots refusals, reclaims, parks and pressure expiry common.
+// manual clock) through a simulated client — streamed and GET-only calls, their POST pumps, at most
+// one GET connection, cancels, sweeps, clock jumps — while a plain model written from the reference
+// predicts every verdict, every committed frame, every pin and every charge. After each step the
+// library and the model must agree, and the ordering guarantees of
+// docs/sessions.md#ordering-guarantees must hold on every wire the client reads. Small random ring
+// bounds make eviction, pin overshoot, gaps, pin_slots refusals, reclaims, parks and pressure
+// expiry common.
 #include <mcpcore/session/progress_bridge.hpp>
 
 #include <doctest/doctest.h>
@@ -270,9 +272,10 @@ class bridge_sim {
     }
   }
 
-  // The end of a schedule (reference §14.3, §8, §10.5): every call completes, every POST closes, the
-  // GET detaches, the sweep settles; what is left are parked records awaiting a resume; a resume
-  // from the client's cursor, then one from the end, acknowledges everything.
+  // The end of a schedule (docs/sessions.md#ordering-guarantees, #pinned-finals, #the-sweep): every
+  // call completes, every POST closes, the GET detaches, the sweep settles; what is left are parked
+  // records awaiting a resume; a resume from the client's cursor, then one from the end,
+  // acknowledges everything.
   void finish() {
     if (broken_) return;
     step_ = 1000;  // the end phase
@@ -295,7 +298,7 @@ class bridge_sim {
       if (calls_[i].post_open && coin(0.2)) release_post(ci);  // the client went away
       for (int pass = 0; pass < 4 && calls_[i].post_open && !broken_; ++pass) pump(ci, 0.0, 0.1);
       if (calls_[i].post_open) {
-        BRIDGE_FAIL("reference §9.4: a POST with its final committed ends within one pass");
+        BRIDGE_FAIL("docs/sessions.md#streamed-post: a POST with its final committed ends within one pass");
         release_post(ci);
       }
       full_check_ = true;
@@ -310,18 +313,19 @@ class bridge_sim {
     sweep_until_stable();
     if (broken_) return;
 
-    // Only parked records whose final is pinned are left: they wait for a resume (reference §10.1).
+    // Only parked records whose final is pinned are left: they wait for a resume
+    // (docs/sessions.md#progress-records).
     std::size_t parked_pinned = 0;
     for (const auto& c : calls_) {
       if (!c.in_bridge) continue;
       const bool waiting = c.st == rec_state::ring_only && c.final_id != 0 && pins_.contains(c.final_id);
-      CHECK_MESSAGE(waiting, "reference §10.5: after the flush only parked records awaiting a resume remain (call "
+      CHECK_MESSAGE(waiting, "docs/sessions.md#the-sweep: after the flush only parked records awaiting a resume remain (call "
                                  << c.id << " state " << mcpcore::to_string(c.st) << ")");
       if (waiting) ++parked_pinned;
     }
     CHECK_MESSAGE(bridge_.records() == parked_pinned,
-                  "reference §10.5: records() counts only the parked records awaiting a resume");
-    CHECK_MESSAGE(bridge_.charges(sid_) == 0, "reference §8: every charge settled once every final settled");
+                  "docs/sessions.md#the-sweep: records() counts only the parked records awaiting a resume");
+    CHECK_MESSAGE(bridge_.charges(sid_) == 0, "docs/sessions.md#pinned-finals: every charge settled once every final settled");
     t_.end_parked += parked_pinned;
 
     if (alive_ && coin(0.3)) {
@@ -330,7 +334,7 @@ class bridge_sim {
       if (live_ && !broken_) {
         for (const auto& [pin, owner] : pins_) {
           CHECK_MESSAGE(std::binary_search(expected_get_.begin(), expected_get_.end(), pin),
-                        "reference §8 (4): a pinned final replays on a resume from cursor 0 (id " << pin << ")");
+                        "docs/sessions.md#pinned-finals: a pinned final replays on a resume from cursor 0 (id " << pin << ")");
         }
         drain();
       }
@@ -339,14 +343,14 @@ class bridge_sim {
       settle("end: resume from 0");
     }
     if (alive_ && !broken_) {
-      // The client's own resume (reference §7.4): its cursor, then a reconnect from the end, which
-      // acknowledges every pin (route (b)).
+      // The client's own resume (docs/sessions.md#get-attach-replay-resume): its cursor, then a
+      // reconnect from the end, which acknowledges every pin (route (b)).
       const std::uint64_t cursor = choose_cursor_final();
       attach(cursor);
       if (live_ && !broken_) {
         for (const auto& [pin, owner] : pins_) {
           CHECK_MESSAGE(std::binary_search(expected_get_.begin(), expected_get_.end(), pin),
-                        "reference §8 (4): a pinned final the cursor did not acknowledge replays (id " << pin << ")");
+                        "docs/sessions.md#pinned-finals: a pinned final the cursor did not acknowledge replays (id " << pin << ")");
         }
         std::vector<int> unseen;  // parked calls whose final the client has not received yet
         for (const int k : active_) {
@@ -360,7 +364,7 @@ class bridge_sim {
         detach_get(true);
         attach(get_cursor_);
         if (live_ && !broken_) {
-          CHECK_MESSAGE(pins_.empty(), "reference §8 route (b): a cursor at the end acknowledges every pin");
+          CHECK_MESSAGE(pins_.empty(), "docs/sessions.md#pinned-finals: a cursor at the end acknowledges every pin");
           detach_get(true);
         }
       }
@@ -371,14 +375,14 @@ class bridge_sim {
     }
     sweep_until_stable();
     if (broken_) return;
-    CHECK_MESSAGE(bridge_.records() == 0, "reference §10.5: after the resume and a sweep no record is left");
-    CHECK_MESSAGE(bridge_.charges(sid_) == 0, "reference §8: no charge is left");
-    CHECK_MESSAGE(bridge_.parked() == 0, "reference §10.5: no parked record is left");
-    CHECK_MESSAGE(budget_.in_use() == 0, "reference §7.10: every GET lease went back to the budget");
+    CHECK_MESSAGE(bridge_.records() == 0, "docs/sessions.md#the-sweep: after the resume and a sweep no record is left");
+    CHECK_MESSAGE(bridge_.charges(sid_) == 0, "docs/sessions.md#pinned-finals: no charge is left");
+    CHECK_MESSAGE(bridge_.parked() == 0, "docs/sessions.md#the-sweep: no parked record is left");
+    CHECK_MESSAGE(budget_.in_use() == 0, "docs/sessions.md#the-stream-budget: every GET lease went back to the budget");
     if (alive_) {
       const auto st = sess_->stream()->stats();
       CHECK_MESSAGE(std::none_of(st.pins.begin(), st.pins.end(), [](std::uint64_t p) { return p != 0; }),
-                    "reference §8: no pin is left once the client resumed from the end");
+                    "docs/sessions.md#pinned-finals: no pin is left once the client resumed from the end");
     }
   }
 
@@ -461,7 +465,7 @@ class bridge_sim {
     }
     return n;
   }
-  // A pin some surviving record references (reference §8: otherwise an orphan).
+  // A pin some surviving record references (docs/sessions.md#pinned-finals: otherwise an orphan).
   [[nodiscard]] bool referenced(std::uint64_t pin) const {
     for (const int i : active_) {
       if (calls_[idx(i)].in_bridge && calls_[idx(i)].final_id == pin) return true;
@@ -481,7 +485,8 @@ class bridge_sim {
     return -1;
   }
 
-  // ---- the model's projection (reference §10.3, §10.4) ---------------------------------------
+  // ---- the model's projection (docs/sessions.md#projection-and-finals)
+  // ---------------------------------------
 
   // A frame the library is expected to commit now: the model assigns its id.
   std::uint64_t commit(int owner, bool is_final, bool live_frame, bool to_outbox) {
@@ -608,13 +613,13 @@ class bridge_sim {
     c.final_in_outbox = false;
     c.charge = false;
     // A streamed POST ends `cancelled` with its close frame (never looking like a completion,
-    // reference §14.4).
+    // docs/errors.md#honest-answers).
     if (c.streamed_res) c.wake_closed = true;
     return true;
   }
 
-  // `finish` (reference §10.4): before the call returned (detached, no base yet) the terminal is
-  // accepted at once and the final waits for `defer`.
+  // `finish` (docs/sessions.md#projection-and-finals): before the call returned (detached, no base
+  // yet) the terminal is accepted at once and the final waits for `defer`.
   bool model_finish(int i) {
     auto& c = calls_[idx(i)];
     if (!c.in_bridge || c.terminal || c.st == rec_state::aborted) return false;
@@ -694,7 +699,7 @@ class bridge_sim {
     if (!c.in_bridge || c.final_written) return false;
     if (c.no_response && (c.st == rec_state::arming || c.st == rec_state::streaming)) {
       // Its work ended without a response: nothing will ever be published for it, so it settles
-      // rather than park holding a pin slot (reference §8).
+      // rather than park holding a pin slot (docs/sessions.md#pinned-finals).
       c.st = rec_state::done;
       c.slot.reset();
       c.messages = 0;
@@ -743,7 +748,7 @@ class bridge_sim {
   void touch() {
     if (!alive_ || dying_) return;
     BRIDGE_INVARIANT(registry_.validate_and_touch(sid_, principal) != nullptr,
-                     "reference §6.6: a session touched every step stays alive");
+                     "docs/sessions.md#the-session-registry: a session touched every step stays alive");
   }
 
   void let_expire() {
@@ -766,7 +771,7 @@ class bridge_sim {
       id = next_request_++;
     }
     ++t_.reservations;
-    // The model's verdict (reference §9.2 step 2, §8).
+    // The model's verdict (docs/sessions.md#streamed-post-admission, #pinned-finals).
     std::optional<bridge_reject> expect;
     bool expect_held = false;
     std::vector<std::uint64_t> acceptable;  // pins a reclaim may take
@@ -819,16 +824,16 @@ class bridge_sim {
       ++t_.refusals[static_cast<std::size_t>(reason)];
       if (reason == bridge_reject::pin_slots) ++(r.error().held_by_charges ? t_.pin_slots_charges : t_.pin_slots_pins);
       BRIDGE_INVARIANT(expect.has_value() && *expect == reason,
-                       "reference §9.2 step 2 / §8: refusal " << mcpcore::to_string(reason) << " where the model "
+                       "docs/sessions.md#streamed-post-admission, #pinned-finals: refusal " << mcpcore::to_string(reason) << " where the model "
                                                                << (expect ? mcpcore::to_string(*expect) : "admits"));
       if (reason == bridge_reject::pin_slots) {
         BRIDGE_INVARIANT(r.error().held_by_charges == expect_held,
-                         "reference §8: held=charges exactly when charges are outstanding");
+                         "docs/sessions.md#pinned-finals: held=charges exactly when charges are outstanding");
       }
       return;
     }
     if (expect) {
-      BRIDGE_FAIL("reference §9.2 step 2 / §8: admitted where the model refuses " << mcpcore::to_string(*expect));
+      BRIDGE_FAIL("docs/sessions.md#streamed-post-admission, #pinned-finals: admitted where the model refuses " << mcpcore::to_string(*expect));
       r->abandon();
       return;
     }
@@ -837,16 +842,17 @@ class bridge_sim {
     touched_.push_back(index);
     by_request_[id] = index;
     if (!acceptable.empty()) {
-      // reference §8 (#2740): exactly one pin went, the one the rules select; its record is done.
+      // docs/sessions.md#pinned-finals: exactly one pin went, the one the rules select; its record
+      // is done.
       const auto st = sess_->stream()->stats();
       std::vector<std::uint64_t> gone;
       for (const auto& [pin, owner] : pins_) {
         if (std::find(st.pins.begin(), st.pins.end(), pin) == st.pins.end()) gone.push_back(pin);
       }
-      BRIDGE_INVARIANT(gone.size() == 1, "reference §8: a reclaim releases exactly one pin (" << gone.size() << ")");
+      BRIDGE_INVARIANT(gone.size() == 1, "docs/sessions.md#pinned-finals: a reclaim releases exactly one pin (" << gone.size() << ")");
       if (gone.size() != 1) return;
       BRIDGE_INVARIANT(std::find(acceptable.begin(), acceptable.end(), gone.front()) != acceptable.end(),
-                       "reference §8: reclaim takes orphans lowest id first, then the oldest parked final (took "
+                       "docs/sessions.md#pinned-finals: reclaim takes orphans lowest id first, then the oldest parked final (took "
                            << gone.front() << ", expected " << acceptable.front() << ")");
       const int owner = pins_[gone.front()];
       pins_.erase(gone.front());
@@ -878,7 +884,7 @@ class bridge_sim {
     const auto expect = model_arm(i, streamed_delivery);
     const auto got = c.handle.arm(streamed_delivery ? mcpcore::bridge_delivery::streamed
                                                     : mcpcore::bridge_delivery::get_only);
-    BRIDGE_INVARIANT(got == expect, "reference §9.3: arm outcome of call " << c.id);
+    BRIDGE_INVARIANT(got == expect, "docs/sessions.md#streamed-post-admission: arm outcome of call " << c.id);
     if (got == arm_outcome::streaming) {
       c.post_open = true;  // the transport installs the SSE response and its pump
       c.post_last = 0;
@@ -910,17 +916,17 @@ class bridge_sim {
     if (tk < 10) {
       // no total
     } else if (tk < 18) {
-      total = 0.0;  // skipped (reference §10.3)
+      total = 0.0;  // skipped (docs/sessions.md#projection-and-finals)
     } else {
       total = static_cast<double>(pick(10, 100));
     }
     const bool expect = model_progress(i, p, total);
     const bool got = c.handle.progress(p, total, coin(0.3) ? "working" : "");
-    BRIDGE_INVARIANT(got == expect, "reference §10.3: progress(" << p << ") of call " << c.id << " committed");
+    BRIDGE_INVARIANT(got == expect, "docs/sessions.md#projection-and-finals: progress(" << p << ") of call " << c.id << " committed");
   }
 
   // The call's terminal: its response (`complete`), or for a detached operation the deferred base
-  // and `finish` (reference §10.4), or now and then no response at all.
+  // and `finish` (docs/sessions.md#projection-and-finals), or now and then no response at all.
   void complete(int i) {
     acted_ = true;
     touched_.push_back(i);
@@ -932,14 +938,15 @@ class bridge_sim {
       if (got) ++t_.no_response;
       BRIDGE_INVARIANT(
           got == expect,
-          "spec §6: complete_without_response is a terminal, accepted once (call " << c.id << ")");
+          "docs/sessions.md: complete_without_response is a terminal, accepted once (call " << c.id << ")");
       return;
     }
     bool expect = false;
     bool got = false;
     if (how < 25) {
-      // A detached operation (spec §6): its handler returns the base of the final (`defer`), then
-      // its work finishes; or the work finishes first and the final waits for the base.
+      // A detached operation (docs/sessions.md): its handler returns the base of the final
+      // (`defer`), then its work finishes; or the work finishes first and the final waits for the
+      // base.
       c.handle.mark_detached();
       c.detached = true;
       if (how < 15) {
@@ -956,7 +963,7 @@ class bridge_sim {
       expect = model_complete(i);
       got = c.handle.complete(final_text(c.id));
     }
-    BRIDGE_INVARIANT(got == expect, "reference §10.2: exactly one terminal is accepted (call " << c.id << ")");
+    BRIDGE_INVARIANT(got == expect, "docs/sessions.md#progress-records: exactly one terminal is accepted (call " << c.id << ")");
   }
 
   // The handler of a detached operation returns after its work finished: `defer` brings the base.
@@ -976,7 +983,7 @@ class bridge_sim {
     const bool expect = model_message(i);
     const bool got = calls_[idx(i)].handle.message(call_message(i));
     if (got) ++t_.messages;
-    BRIDGE_INVARIANT(got == expect, "reference §10.2: an in-call message of call " << calls_[idx(i)].id
+    BRIDGE_INVARIANT(got == expect, "docs/sessions.md#progress-records: an in-call message of call " << calls_[idx(i)].id
                                                                                   << " is committed like progress");
   }
 
@@ -1003,11 +1010,11 @@ class bridge_sim {
     const auto expect = model_cancel(id);
     const auto got = bridge_.cancel(sid_, mcpcore::request_id{id});
     ++t_.cancels[static_cast<std::size_t>(got)];
-    BRIDGE_INVARIANT(got == expect, "reference §9.8: cancel outcome for id " << id << " is "
+    BRIDGE_INVARIANT(got == expect, "docs/sessions.md#cancellation: cancel outcome for id " << id << " is "
                                                                                << mcpcore::to_string(got));
   }
 
-  // The releaser of a streamed POST response (reference §9.4).
+  // The releaser of a streamed POST response (docs/sessions.md#streamed-post).
   void release_post(int i) {
     acted_ = true;
     touched_.push_back(i);
@@ -1017,23 +1024,23 @@ class bridge_sim {
     c.post_open = false;
   }
 
-  // One pass of the POST pump (reference §9.4), as a transport runs it.
+  // One pass of the POST pump (docs/sessions.md#streamed-post), as a transport runs it.
   void pump(int i, double cap_p, double fail_p) {
     acted_ = true;
     touched_.push_back(i);
     auto& c = calls_[idx(i)];
     const auto wake = c.handle.wake_sink();
-    BRIDGE_INVARIANT(wake != nullptr, "reference §9.3: a streamed reservation has a wake sink");
+    BRIDGE_INVARIANT(wake != nullptr, "docs/sessions.md#streamed-post-admission: a streamed reservation has a wake sink");
     if (!wake) return;
     const bool was_ready = wake->ready();
     mcpcore::stream_sink::batch wb;
     wake->take(wb);
-    BRIDGE_INVARIANT(wb.closed == c.wake_closed, "reference §9.8: the POST sink of call "
+    BRIDGE_INVARIANT(wb.closed == c.wake_closed, "docs/sessions.md#cancellation: the POST sink of call "
                                                      << c.id << " is closed exactly by a detaching cancel (closed "
                                                      << mcpcore::to_string(wb.reason) << ", state "
                                                      << mcpcore::to_string(c.st) << ")");
     if (wb.closed) {
-      BRIDGE_INVARIANT(wb.reason == mcpcore::close_reason::cancelled, "reference §9.8: closed `cancelled`");
+      BRIDGE_INVARIANT(wb.reason == mcpcore::close_reason::cancelled, "docs/sessions.md#cancellation: closed `cancelled`");
       release_post(i);  // the pump finished `cancelled`
       return;
     }
@@ -1043,13 +1050,13 @@ class bridge_sim {
     c.handle.take(b, cap);
     std::vector<std::uint64_t> ids;
     for (const auto& f : b.frames) ids.push_back(f.id);
-    BRIDGE_INVARIANT(ids == expect.ids, "reference §9.4/§14.3: the POST of call "
+    BRIDGE_INVARIANT(ids == expect.ids, "docs/sessions.md#streamed-post, #ordering-guarantees: the POST of call "
                                             << c.id << " takes every frame committed for it, in id order ("
                                             << ids.size() << " taken, " << expect.ids.size() << " expected)");
-    BRIDGE_INVARIANT(b.final_included == expect.final_included, "reference §9.4: final_included");
-    BRIDGE_INVARIANT(b.cap_settled == expect.cap_settled, "reference §9.4: the cap settles after one drain pass");
+    BRIDGE_INVARIANT(b.final_included == expect.final_included, "docs/sessions.md#streamed-post: final_included");
+    BRIDGE_INVARIANT(b.cap_settled == expect.cap_settled, "docs/sessions.md#streamed-post: the cap settles after one drain pass");
     if (!was_ready && !expect.drained) {
-      BRIDGE_INVARIANT(b.frames.empty(), "reference §14.1: frames reached the POST outbox without waking its pump");
+      BRIDGE_INVARIANT(b.frames.empty(), "docs/sessions.md#lock-discipline: frames reached the POST outbox without waking its pump");
     }
     if (expect.drained) ++t_.cap_drains;
     const bool write_ok = !b.final_included || !coin(fail_p);
@@ -1057,8 +1064,8 @@ class bridge_sim {
       const bool is_final = b.final_included && k + 1 == b.frames.size();
       if (is_final && !write_ok) break;  // the final did not reach the client
       const auto& f = b.frames[k];
-      BRIDGE_INVARIANT(f.id > c.post_last, "reference §14.3 (1): ids strictly increase on a POST wire");
-      BRIDGE_INVARIANT(!c.post_final_seen, "reference §14.3 (2): nothing follows the final on its POST wire");
+      BRIDGE_INVARIANT(f.id > c.post_last, "docs/sessions.md#ordering-guarantees: ids strictly increase on a POST wire");
+      BRIDGE_INVARIANT(!c.post_final_seen, "docs/sessions.md#ordering-guarantees: nothing follows the final on its POST wire");
       c.post_last = f.id;
       observe(f, wire::post, i, is_final);
       if (is_final) c.post_final_seen = true;
@@ -1068,7 +1075,7 @@ class bridge_sim {
         mcpcore::post_batch again;
         c.handle.take(again, false);
         BRIDGE_INVARIANT(again.frames.empty() && !again.final_included,
-                         "reference §14.3 (2): the final is last: nothing is taken after it");
+                         "docs/sessions.md#ordering-guarantees: the final is last: nothing is taken after it");
       }
       if (write_ok) {
         ++t_.finals_on_post;
@@ -1097,7 +1104,8 @@ class bridge_sim {
       cursor_is_get_ = true;
       return get_cursor_;  // Last-Event-ID of its GET stream
     }
-    // The highest ring id it saw on any wire (reference §9.4: POST frames carry ring ids).
+    // The highest ring id it saw on any wire (docs/sessions.md#streamed-post: POST frames carry
+    // ring ids).
     if (r < 80) return any_cursor_;
     if (r < 96) return 0;
     const std::uint64_t lo = shadow_.empty() ? next_id_ : shadow_.front();
@@ -1109,7 +1117,7 @@ class bridge_sim {
     return cursor_is_get_ ? get_cursor_ : any_cursor_;
   }
 
-  // The model's verdict of an attach (reference §7.4 steps 0-5).
+  // The model's verdict of an attach (docs/sessions.md#get-attach-replay-resume).
   attach_status predict_attach(std::uint64_t cursor) const {
     if (cursor != 0) {
       // The replay must be exactly cursor+1, ..., next_id-1.
@@ -1136,7 +1144,7 @@ class bridge_sim {
     ++t_.attaches;
     const auto expect = predict_attach(cursor);
     auto a = sess_->stream()->attach_and_replay(cursor, budget_, principal);
-    BRIDGE_INVARIANT(a.status == expect, "reference §7.4 / §14.3 (3): attach verdict for cursor "
+    BRIDGE_INVARIANT(a.status == expect, "docs/sessions.md#get-attach-replay-resume, #ordering-guarantees: attach verdict for cursor "
                                              << cursor << " (next " << next_id_ << ", oldest "
                                              << (shadow_.empty() ? 0 : shadow_.front()) << ")");
     if (a.status != expect) {
@@ -1144,11 +1152,12 @@ class bridge_sim {
       return;
     }
     if (a.status == attach_status::gap) {
-      // reference §7.4 step 3: the caller terminates the session ("Replay window exceeded").
+      // docs/sessions.md#get-attach-replay-resume: the caller terminates the session ("Replay
+      // window exceeded").
       ++t_.gaps;
       gapped_ = true;
       BRIDGE_INVARIANT(registry_.terminate(sid_, principal, "replay_window_exceeded"),
-                       "reference §7.4 step 3: the gap terminates the session");
+                       "docs/sessions.md#get-attach-replay-resume: the gap terminates the session");
       alive_ = false;
       live_open_ = false;
       return;
@@ -1158,7 +1167,7 @@ class bridge_sim {
       return;
     }
     // Finals still pinned at or below the cursor were never written on a wire: they replay first
-    // (a cursor releases no pin; only a write does, reference §8 route (a) on either wire).
+    // (a cursor releases no pin; only a write does, docs/sessions.md#pinned-finals on either wire).
     std::deque<std::uint64_t> replay;
     std::size_t pinned_below = 0;
     for (const auto& [pin, owner] : pins_) {
@@ -1173,13 +1182,13 @@ class bridge_sim {
       if (id > cursor) replay.push_back(id);
     }
     BRIDGE_INVARIANT(a.replayed == replay.size(),
-                     "reference §7.4 step 6: the unwritten pinned finals, then every held frame after the cursor, replay");
+                     "docs/sessions.md#get-attach-replay-resume: the unwritten pinned finals, then every held frame after the cursor, replay");
     BRIDGE_INVARIANT(a.pins_replayed == pinned_below,
-                     "reference §8: pins at or below the cursor replay instead of being acknowledged");
+                     "docs/sessions.md#pinned-finals: pins at or below the cursor replay instead of being acknowledged");
     if (live_) {
-      BRIDGE_INVARIANT(a.took_over, "reference §7.5: a second GET supersedes the first");
+      BRIDGE_INVARIANT(a.took_over, "docs/sessions.md#takeover: a second GET supersedes the first");
       BRIDGE_INVARIANT(live_->closed() && live_->reason() == mcpcore::close_reason::superseded,
-                       "reference §7.4 step 8: the superseded sink is closed `superseded`");
+                       "docs/sessions.md#get-attach-replay-resume: the superseded sink is closed `superseded`");
       ++t_.takeovers;
       draining_ = std::move(live_);  // its pump is still exiting: the client reads only the new one
     }
@@ -1196,20 +1205,20 @@ class bridge_sim {
     acted_ = true;
     mcpcore::stream_sink::batch b;
     live_->take(b);
-    BRIDGE_INVARIANT(b.dropped == 0, "reference §7.4 step 6: a replay and the live tail fit the sink queue");
-    BRIDGE_INVARIANT(b.closed == !live_open_, "reference §7.5: the live GET sink closes only with its session");
+    BRIDGE_INVARIANT(b.dropped == 0, "docs/sessions.md#get-attach-replay-resume: a replay and the live tail fit the sink queue");
+    BRIDGE_INVARIANT(b.closed == !live_open_, "docs/sessions.md#takeover: the live GET sink closes only with its session");
     std::vector<std::uint64_t> ids;
     for (const auto& f : b.frames) ids.push_back(f.id);
     const std::vector<std::uint64_t> expect(expected_get_.begin(), expected_get_.end());
     BRIDGE_INVARIANT(
         ids == expect,
-        "reference §14.3 (3): the GET wire is the replay, then every live frame, no silent gap ("
+        "docs/sessions.md#ordering-guarantees: the GET wire is the replay, then every live frame, no silent gap ("
             << ids.size() << " taken, " << expect.size() << " expected)");
     if (broken_) return;
     for (const auto& f : b.frames) {
       BRIDGE_INVARIANT(
           f.id > get_last_,
-          "reference §14.3 (1): ids strictly increase on the GET wire (replay, then live)");
+          "docs/sessions.md#ordering-guarantees: ids strictly increase on the GET wire (replay, then live)");
       get_last_ = f.id;
       observe(f, replay_left_ > 0 ? wire::get_replay : wire::get_live, -1, false);
       if (replay_left_ > 0) --replay_left_;
@@ -1220,15 +1229,15 @@ class bridge_sim {
     std::size_t released = 0;
     for (const auto id : ids) released += pins_.erase(id);
     BRIDGE_INVARIANT(sess_->stream()->written(ids) == released,
-                     "reference §8 route (a): a final written on the GET wire releases its pin");
+                     "docs/sessions.md#pinned-finals: a final written on the GET wire releases its pin");
   }
 
   void detach_get(bool draining_first) {
     auto& victim = (draining_first && draining_) || !live_ ? draining_ : live_;
     if (!victim) return;
     acted_ = true;
-    BRIDGE_INVARIANT(sess_->stream()->detach(*victim), "reference §7.5: a known sink detaches");
-    BRIDGE_INVARIANT(!sess_->stream()->detach(*victim), "reference §7.5: detach is idempotent");
+    BRIDGE_INVARIANT(sess_->stream()->detach(*victim), "docs/sessions.md#takeover: a known sink detaches");
+    BRIDGE_INVARIANT(!sess_->stream()->detach(*victim), "docs/sessions.md#takeover: detach is idempotent");
     if (victim == live_) {
       expected_get_.clear();
       replay_left_ = 0;
@@ -1241,7 +1250,7 @@ class bridge_sim {
     const std::uint64_t expect = commit(owner_server, false, true, false);
     const auto id = sess_->stream()->publish(
         R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"note"}})");
-    BRIDGE_INVARIANT(id == expect, "reference §7.9: ids per session, from 1, strictly increasing");
+    BRIDGE_INVARIANT(id == expect, "docs/sessions.md#the-replay-ring: ids per session, from 1, strictly increasing");
   }
 
   void advance_clock() {
@@ -1263,7 +1272,8 @@ class bridge_sim {
     return r.error().reason == bridge_reject::duplicate_request_id;
   }
 
-  // Expires one parked record (reference §10.5 pressure): its disposition, then teardown.
+  // Expires one parked record (docs/sessions.md#the-sweep pressure): its disposition, then
+  // teardown.
   void expire(int i, bool uncertain) {
     auto& c = calls_[idx(i)];
     auto d = mcpcore::expire_disposition::synthesize_unavailable;
@@ -1282,12 +1292,12 @@ class bridge_sim {
     teardown(c);
   }
 
-  // The maintenance pass (reference §10.5), predicted, then run.
+  // The maintenance pass (docs/sessions.md#the-sweep), predicted, then run.
   void sweep() {
     acted_ = true;
     full_check_ = true;
     const bool session_alive = registry_.exists(sid_, principal);
-    BRIDGE_INVARIANT(session_alive == alive_, "reference §6.6: the session lives exactly while the client keeps it");
+    BRIDGE_INVARIANT(session_alive == alive_, "docs/sessions.md#the-session-registry: the session lives exactly while the client keeps it");
     const auto now = clk_.steady_now();
     std::vector<int> backstopped;
     for (const int k : active_) {
@@ -1305,7 +1315,7 @@ class bridge_sim {
         continue;
       }
       if (c.st == rec_state::streaming && (now - c.created > bopts_.streaming_park_after || !session_alive)) {
-        c.st = rec_state::ring_only;  // reference §9.7: parked, never reaped
+        c.st = rec_state::ring_only;  // docs/sessions.md#the-sweep: parked, never reaped
         c.outbox.clear();
         c.final_in_outbox = false;
         backstopped.push_back(k);
@@ -1373,7 +1383,7 @@ class bridge_sim {
         if (!probe_in_bridge(calls_[idx(k)].id)) gone.push_back(k);
       }
       BRIDGE_INVARIANT(gone.size() == group_victims,
-                       "reference §10.5: pressure expires exactly the parked records above the threshold");
+                       "docs/sessions.md#the-sweep: pressure expires exactly the parked records above the threshold");
       std::size_t synthesized = 0;
       for (const int k : gone) {
         if (calls_[idx(k)].final_id == 0) ++synthesized;
@@ -1393,7 +1403,8 @@ class bridge_sim {
     }
   }
 
-  // ---- what the client receives (reference §14.3) --------------------------------------------
+  // ---- what the client receives (docs/sessions.md#ordering-guarantees)
+  // --------------------------------------------
 
   // What a frame is, decided the first time the client receives its id.
   enum class frame_kind : std::uint8_t { notification, progress, message, final, too_large };
@@ -1405,12 +1416,12 @@ class bridge_sim {
 
   void observe(const mcpcore::stream_frame& f, wire w, int post_owner, bool post_final) {
     ++t_.frames;
-    BRIDGE_INVARIANT(f.id > 0 && f.id < next_id_, "reference §7.9: a wire frame carries a committed ring id");
+    BRIDGE_INVARIANT(f.id > 0 && f.id < next_id_, "docs/sessions.md#the-replay-ring: a wire frame carries a committed ring id");
     any_cursor_ = std::max(any_cursor_, f.id);
     const std::size_t hash = std::hash<std::string_view>{}(f.data);
     seen_frame info;
     if (const auto known = seen_.find(f.id); known != seen_.end()) {
-      BRIDGE_INVARIANT(known->second.hash == hash, "reference §7.9: one id, one frame, on every wire");
+      BRIDGE_INVARIANT(known->second.hash == hash, "docs/sessions.md#the-replay-ring: one id, one frame, on every wire");
       info = known->second;
     } else {
       info = first_sight(f, hash);
@@ -1420,41 +1431,42 @@ class bridge_sim {
     // Per-wire rules, on every sighting.
     switch (info.kind) {
       case frame_kind::notification:
-        BRIDGE_INVARIANT(w != wire::post, "reference §7.9: a server notification never rides a POST response");
-        BRIDGE_INVARIANT(!post_final, "reference §9.4: the frame flagged final is the call's response");
+        BRIDGE_INVARIANT(w != wire::post, "docs/sessions.md#the-replay-ring: a server notification never rides a POST response");
+        BRIDGE_INVARIANT(!post_final, "docs/sessions.md#streamed-post: the frame flagged final is the call's response");
         break;
       case frame_kind::progress:
       case frame_kind::message:
-        BRIDGE_INVARIANT(!post_final, "reference §9.4: the frame flagged final is the call's response");
+        BRIDGE_INVARIANT(!post_final, "docs/sessions.md#streamed-post: the frame flagged final is the call's response");
         if (w == wire::post) {
           BRIDGE_INVARIANT(info.call == post_owner,
-                           "reference §9.4: a POST response carries only its own call's frames");
+                           "docs/sessions.md#streamed-post: a POST response carries only its own call's frames");
         }
         if (w == wire::get_live) {
           BRIDGE_INVARIANT(calls_[idx(info.call)].live_progress,
-                           "reference §7.9/§10.1: streamed and parked frames are ring-only, never live on GET");
+                           "docs/sessions.md#the-replay-ring, #progress-records: streamed and parked frames are ring-only, never live on GET");
         }
         break;
-      case frame_kind::too_large:  // reference §7.9: replaced a frame over the byte cap (a -32014 final
+      case frame_kind::too_large:  // docs/sessions.md#the-replay-ring: replaced a frame over the byte cap (a -32014 final
         break;                     // with its error data can exceed the smallest rings)
       case frame_kind::final:
-        BRIDGE_INVARIANT(w != wire::get_live, "reference §8/§10.1: a final is ring-only, never live on GET");
+        BRIDGE_INVARIANT(w != wire::get_live, "docs/sessions.md#pinned-finals, #progress-records: a final is ring-only, never live on GET");
         if (w == wire::post) {
-          BRIDGE_INVARIANT(info.call == post_owner, "reference §9.4: a POST carries only its own final");
-          BRIDGE_INVARIANT(post_final, "reference §9.4: a final on a POST is flagged final_included and is last");
+          BRIDGE_INVARIANT(info.call == post_owner, "docs/sessions.md#streamed-post: a POST carries only its own final");
+          BRIDGE_INVARIANT(post_final, "docs/sessions.md#streamed-post: a final on a POST is flagged final_included and is last");
         }
         break;
     }
   }
 
   // Parses a frame the client receives for the first time and checks the rules of the union of
-  // wires (reference §14.3): per call, progress strictly increases with the ring id and precedes the
-  // final; one final per call, under one id; the final is the call's own response or a synthesized one.
+  // wires (docs/sessions.md#ordering-guarantees): per call, progress strictly increases with the
+  // ring id and precedes the final; one final per call, under one id; the final is the call's own
+  // response or a synthesized one.
   seen_frame first_sight(const mcpcore::stream_frame& f, std::size_t hash) {
     seen_frame info;
     info.hash = hash;
     auto parsed = doc_.parse(f.data);
-    BRIDGE_INVARIANT(parsed.has_value(), "reference §7.3: every frame is one JSON-RPC message");
+    BRIDGE_INVARIANT(parsed.has_value(), "docs/sessions.md#sse-frames: every frame is one JSON-RPC message");
     if (!parsed.has_value()) return info;
     const mcpcore::json::value root = *parsed;
     const auto method = root["method"];
@@ -1470,7 +1482,7 @@ class bridge_sim {
         info.call = static_cast<int>(*data);
         auto& c = calls_[idx(info.call)];
         BRIDGE_INVARIANT(c.seen_final == 0 || f.id < c.seen_final,
-                         "reference §14.3 (2): every in-call message precedes the final of its request");
+                         "docs/sessions.md#ordering-guarantees: every in-call message precedes the final of its request");
         c.seen_before_final = std::max(c.seen_before_final, f.id);
         return info;
       }
@@ -1480,11 +1492,11 @@ class bridge_sim {
         return info;
       }
       BRIDGE_INVARIANT(method.as_string() == "notifications/progress",
-                       "reference §7.3: only progress and notifications (id " << f.id << ": " << f.data << ")");
+                       "docs/sessions.md#sse-frames: only progress and notifications (id " << f.id << ": " << f.data << ")");
       const auto params = root["params"];
       const auto token = params["progressToken"];
       BRIDGE_INVARIANT(token.is_string() && token.as_string().starts_with("tok-"),
-                       "reference §10.3: the progress token is echoed verbatim");
+                       "docs/sessions.md#projection-and-finals: the progress token is echoed verbatim");
       if (broken_) return info;
       const auto index = static_cast<int>(std::strtol(std::string{token.as_string().substr(4)}.c_str(), nullptr, 10));
       BRIDGE_INVARIANT(index >= 0 && idx(index) < calls_.size(), "progress token names a call");
@@ -1494,64 +1506,65 @@ class bridge_sim {
       auto& c = calls_[idx(index)];
       const auto progress = params["progress"].to_double();
       const auto total = params["total"];
-      BRIDGE_INVARIANT(progress.has_value(), "reference §10.3: progress is a number");
+      BRIDGE_INVARIANT(progress.has_value(), "docs/sessions.md#projection-and-finals: progress is a number");
       if (!progress) return info;
       if (total.exists()) {
         const auto tv = total.to_double();
-        BRIDGE_INVARIANT(tv && *tv > 0, "reference §14.3: total is never 0");
-        BRIDGE_INVARIANT(tv && *progress <= *tv, "reference §10.3: progress is clamped to total");
+        BRIDGE_INVARIANT(tv && *tv > 0, "docs/sessions.md#ordering-guarantees: total is never 0");
+        BRIDGE_INVARIANT(tv && *progress <= *tv, "docs/sessions.md#projection-and-finals: progress is clamped to total");
       }
       const auto it = c.seen_progress.emplace(f.id, *progress).first;
       if (it != c.seen_progress.begin()) {
         BRIDGE_INVARIANT(std::prev(it)->second < *progress,
-                         "reference §14.3: progress strictly increases per request");
+                         "docs/sessions.md#ordering-guarantees: progress strictly increases per request");
       }
       if (std::next(it) != c.seen_progress.end()) {
         BRIDGE_INVARIANT(*progress < std::next(it)->second,
-                         "reference §14.3: progress strictly increases per request");
+                         "docs/sessions.md#ordering-guarantees: progress strictly increases per request");
       }
       BRIDGE_INVARIANT(c.seen_final == 0 || f.id < c.seen_final,
-                       "reference §14.3 (2): every progress frame precedes the final of its request");
+                       "docs/sessions.md#ordering-guarantees: every progress frame precedes the final of its request");
       c.seen_before_final = std::max(c.seen_before_final, f.id);
       return info;
     }
     // A response: the final of the call it names.
     const auto rid = root["id"].to_int64();
-    BRIDGE_INVARIANT(rid.has_value(), "reference §10.4: a final answers its request id");
+    BRIDGE_INVARIANT(rid.has_value(), "docs/sessions.md#projection-and-finals: a final answers its request id");
     if (!rid) return info;
     const auto found = by_request_.find(*rid);
-    BRIDGE_INVARIANT(found != by_request_.end(), "reference §10.4: a final answers a reserved request");
+    BRIDGE_INVARIANT(found != by_request_.end(), "docs/sessions.md#projection-and-finals: a final answers a reserved request");
     if (found == by_request_.end()) return info;
     info.kind = frame_kind::final;
     info.call = found->second;
     auto& c = calls_[idx(found->second)];
     BRIDGE_INVARIANT(c.seen_final == 0 || c.seen_final == f.id,
-                     "reference §14.3 (6): one final per call: call "
+                     "docs/sessions.md#ordering-guarantees: one final per call: call "
                          << c.id << " final seen with ids " << c.seen_final << " and " << f.id);
     c.seen_final = f.id;
-    BRIDGE_INVARIANT(c.seen_before_final < f.id, "reference §14.3 (2): the final is last");
+    BRIDGE_INVARIANT(c.seen_before_final < f.id, "docs/sessions.md#ordering-guarantees: the final is last");
     if (!c.final_uncertain) {
-      BRIDGE_INVARIANT(c.final_id == f.id, "reference §8: the final committed for call "
+      BRIDGE_INVARIANT(c.final_id == f.id, "docs/sessions.md#pinned-finals: the final committed for call "
                                                << c.id << " is id " << c.final_id << ", not "
                                                << f.id);
     }
     const auto result = root["result"];
     if (c.real_final && c.deferred) {
-      // reference §10.4: the deferred base with `status` added; its content survives.
+      // docs/sessions.md#projection-and-finals: the deferred base with `status` added; its content
+      // survives.
       const auto content = result["content"];
       const bool own = content.is_array() && content.size() == 1 &&
                        (*content.elements().begin())["text"].is_string() &&
                        (*content.elements().begin())["text"].as_string() == "final-" + std::to_string(c.id);
       BRIDGE_INVARIANT(own && result["status"].is_string() && result["status"].as_string() == "completed",
-                       "reference §10.4: a finished detached operation's final is its base plus status");
+                       "docs/sessions.md#projection-and-finals: a finished detached operation's final is its base plus status");
     } else if (c.real_final) {
-      BRIDGE_INVARIANT(f.data == final_text(c.id), "reference §10.4: the call's own response is its final, verbatim");
+      BRIDGE_INVARIANT(f.data == final_text(c.id), "docs/sessions.md#projection-and-finals: the call's own response is its final, verbatim");
     } else {
       const auto code = root["error"]["code"].to_int64();
       const bool unavailable = code && *code == -32014;
       const bool fallback = result.is_object() && result["status"].is_string() &&
                             result["status"].as_string() == "unknown";
-      BRIDGE_INVARIANT(unavailable || fallback, "reference §10.5: a synthesized final is -32014 or the fallback");
+      BRIDGE_INVARIANT(unavailable || fallback, "docs/sessions.md#the-sweep: a synthesized final is -32014 or the fallback");
     }
     return info;
   }
@@ -1564,7 +1577,7 @@ class bridge_sim {
     const auto st = sess_->stream()->stats();
     BRIDGE_INVARIANT(
         st.next_id == next_id_,
-        "reference §7.9/§10.3: the frames committed are the ones the model predicts (next id "
+        "docs/sessions.md#the-replay-ring, #projection-and-finals: the frames committed are the ones the model predicts (next id "
             << st.next_id << ", model " << next_id_ << ")");
     if (broken_) return;
     std::vector<std::uint64_t>& observed_pins = scratch_pins_;  // sorted
@@ -1576,7 +1589,7 @@ class bridge_sim {
     const auto is_pinned = [&](std::uint64_t id) {
       return std::binary_search(observed_pins.begin(), observed_pins.end(), id);
     };
-    // The ring (reference §7.9): the evicted frames are the oldest unpinned ones.
+    // The ring (docs/sessions.md#the-replay-ring): the evicted frames are the oldest unpinned ones.
     const std::uint64_t ev = m_.ring_evictions.value();
     std::uint64_t evicted = ev - ev_base_;
     ev_base_ = ev;
@@ -1588,49 +1601,50 @@ class bridge_sim {
         ++it;
       }
     }
-    BRIDGE_INVARIANT(evicted == 0, "reference §7.9: only unpinned frames are evicted");
-    BRIDGE_INVARIANT(shadow_.size() == st.frames, "reference §7.9: frames held (" << st.frames << ", model "
+    BRIDGE_INVARIANT(evicted == 0, "docs/sessions.md#the-replay-ring: only unpinned frames are evicted");
+    BRIDGE_INVARIANT(shadow_.size() == st.frames, "docs/sessions.md#the-replay-ring: frames held (" << st.frames << ", model "
                                                                                  << shadow_.size() << ")");
     BRIDGE_INVARIANT((shadow_.empty() ? 0 : shadow_.front()) == st.oldest_id,
-                     "reference §7.9: the oldest unpinned frame that is not the newest goes first");
-    // Pins (reference §8): exactly the model's; each pinned final is still held.
+                     "docs/sessions.md#the-replay-ring: the oldest unpinned frame that is not the newest goes first");
+    // Pins (docs/sessions.md#pinned-finals): exactly the model's; each pinned final is still held.
     BRIDGE_INVARIANT(std::equal(observed_pins.begin(), observed_pins.end(), pins_.begin(), pins_.end(),
                                 [](std::uint64_t a, const auto& b) { return a == b.first; }),
-                     "reference §8 (4): a final is pinned at commit and keeps its pin until written (a), acknowledged "
+                     "docs/sessions.md#pinned-finals: a final is pinned at commit and keeps its pin until written (a), acknowledged "
                      "by a cursor (b), displaced (c) or reclaimed (e)");
     for (const auto p : observed_pins) {
       BRIDGE_INVARIANT(std::binary_search(shadow_.begin(), shadow_.end(), p),
-                       "reference §8 (4): a pinned final survives eviction (id " << p << ")");
+                       "docs/sessions.md#pinned-finals: a pinned final survives eviction (id " << p << ")");
     }
-    // The pin cap (reference §8): pins + charges <= max_pinned_finals, one over only as the residual.
+    // The pin cap (docs/sessions.md#pinned-finals): pins + charges <= max_pinned_finals, one over
+    // only as the residual.
     const std::size_t charges = bridge_.charges(sid_);
-    BRIDGE_INVARIANT(charges == model_charges(), "reference §8: streamed charges (" << charges << ", model "
+    BRIDGE_INVARIANT(charges == model_charges(), "docs/sessions.md#pinned-finals: streamed charges (" << charges << ", model "
                                                                                     << model_charges() << ")");
     const std::size_t load = observed_pins.size() + charges;
     if (load > max_pinned_finals) {
       ++t_.residual_over_cap;
       residual_ = true;
     }
-    BRIDGE_INVARIANT(load <= max_pinned_finals + 1, "reference §8 (5): pins + charges <= max_pinned_finals + 1");
+    BRIDGE_INVARIANT(load <= max_pinned_finals + 1, "docs/sessions.md#pinned-finals: pins + charges <= max_pinned_finals + 1");
     const std::uint64_t lru = m_.pin_displaced.value() - lru_base_;
     t_.lru_displaced += lru;
-    BRIDGE_INVARIANT(lru == expect_lru_, "reference §8 route (c): LRU displacement at publish");
+    BRIDGE_INVARIANT(lru == expect_lru_, "docs/sessions.md#pinned-finals: LRU displacement at publish");
     BRIDGE_INVARIANT(
         lru == 0 || residual_,
-        "reference §8 (5): pin_displaced stays 0 unless the one-call residual occurred");
+        "docs/sessions.md#pinned-finals: pin_displaced stays 0 unless the one-call residual occurred");
     BRIDGE_INVARIANT(m_.pin_release_raced.value() == raced_base_ && m_.pin_release_failed.value() == failed_base_,
-                     "reference §8: no reclaim races or fails in a single-threaded schedule");
+                     "docs/sessions.md#pinned-finals: no reclaim races or fails in a single-threaded schedule");
     BRIDGE_INVARIANT(m_.pin_displaced_for_admission.value() - adm_base_ == expect_adm_,
-                     "reference §8: pin_displaced_for_admission counts each reclaim");
+                     "docs/sessions.md#pinned-finals: pin_displaced_for_admission counts each reclaim");
     BRIDGE_INVARIANT(m_.streaming_backstop.value() - backstop_base_ == expect_backstop_,
-                     "reference §9.7: stranded streaming records are parked by the sweep");
+                     "docs/sessions.md#the-sweep: stranded streaming records are parked by the sweep");
     for (std::size_t d = 0; d < forced_base_.size(); ++d) {
       BRIDGE_INVARIANT(m_.forced_expires[d].value() - forced_base_[d] == expect_forced_[d],
-                       "reference §10.5: pressure expiry disposition "
+                       "docs/sessions.md#the-sweep: pressure expiry disposition "
                            << mcpcore::to_string(static_cast<mcpcore::expire_disposition>(d)));
     }
-    // Records (reference §10.1).
-    BRIDGE_INVARIANT(bridge_.records() == model_records(), "reference §10.1: records alive ("
+    // Records (docs/sessions.md#progress-records).
+    BRIDGE_INVARIANT(bridge_.records() == model_records(), "docs/sessions.md#progress-records: records alive ("
                                                                << bridge_.records() << ", model "
                                                                << model_records() << ")");
     // Record states: the calls this step acted on; every call in the bridge (and those torn down
@@ -1639,11 +1653,11 @@ class bridge_sim {
     const auto check_state = [&](int i) {
       const auto& c = calls_[idx(i)];
       const auto s = c.handle.state_now();
-      BRIDGE_INVARIANT(s == c.st, "reference §10.1: call " << c.id << " is " << mcpcore::to_string(s) << ", model "
+      BRIDGE_INVARIANT(s == c.st, "docs/sessions.md#progress-records: call " << c.id << " is " << mcpcore::to_string(s) << ", model "
                                                           << mcpcore::to_string(c.st));
     };
     if (full_check_ || torn_ || ++settles_ % 8 == 0) {
-      BRIDGE_INVARIANT(bridge_.parked() == model_parked(), "reference §10.1: parked records");
+      BRIDGE_INVARIANT(bridge_.parked() == model_parked(), "docs/sessions.md#progress-records: parked records");
       for (const int i : active_) {
         check_state(i);
         if (broken_) break;
@@ -1723,11 +1737,11 @@ class bridge_sim {
 
 TEST_SUITE("model") {
   // Found by this model test: a parked final is committed ring-only and never rides the live GET
-  // stream (reference §10.1 NOTE), so a client resuming its GET stream with that stream's own
-  // Last-Event-ID passes a final it never received. A cursor therefore releases no pin (the
-  // reference's route (b) is replaced): finals still pinned at or below it replay first, and a pin
-  // goes when its frame is written on a wire.
-  TEST_CASE("reference §8 vs §7.4 step 4: a parked final is not lost to the Last-Event-ID of a GET stream that "
+  // stream (docs/sessions.md#progress-records NOTE), so a client resuming its GET stream with that
+  // stream's own Last-Event-ID passes a final it never received. A cursor therefore releases no pin
+  // (the reference's route (b) is replaced): finals still pinned at or below it replay first, and a
+  // pin goes when its frame is written on a wire.
+  TEST_CASE("sessions.md/pinned-finals, sessions.md/get-attach-replay-resume: a parked final is not lost to the Last-Event-ID of a GET stream that "
             "never carried it") {
     mcpcore::manual_clock clk;
     mcpcore::stream_budget budget;  // outlives the sinks
@@ -1741,7 +1755,8 @@ TEST_SUITE("model") {
     // The client holds its GET stream open.
     auto get = s->stream()->attach_and_replay(0, budget, principal);
     REQUIRE(get.status == attach_status::attached);
-    // A streamed call whose POST connection drops before its result: parked (reference §9.4).
+    // A streamed call whose POST connection drops before its result: parked
+    // (docs/sessions.md#streamed-post).
     auto call = bridge.reserve(s, mcpcore::request_id{1}, mcpcore::request_id{std::string{"tok"}}, true);
     REQUIRE(call.has_value());
     REQUIRE(call->arm(mcpcore::bridge_delivery::streamed) == arm_outcome::streaming);
@@ -1766,14 +1781,15 @@ TEST_SUITE("model") {
     const bool delivered =
         std::any_of(b.frames.begin(), b.frames.end(), [](const mcpcore::stream_frame& f) { return f.id == 1; });
     CHECK_MESSAGE(delivered, "the final of call 1 never reached the client");
-    CHECK_MESSAGE(s->stream()->pinned(1), "reference §8: the final lost its pin to a cursor that never carried it");
+    CHECK_MESSAGE(s->stream()->pinned(1), "docs/sessions.md#pinned-finals: the final lost its pin to a cursor that never carried it");
     (void)s->stream()->detach(*resumed.sink);
   }
 
   // Found by the model test: a record whose work ended without a response while it was still arming
   // (`complete_without_response` latches: "arm settles it") and whose POST then parks it instead of
-  // arming it (reference §9.6) must settle there too, or it holds a pin slot and its charge forever.
-  TEST_CASE("reference §8/§9.6: a response-less terminal latched while arming settles the record when its POST parks "
+  // arming it (docs/sessions.md#streamed-post-admission) must settle there too, or it holds a pin
+  // slot and its charge forever.
+  TEST_CASE("sessions.md/pinned-finals, sessions.md/streamed-post-admission: a response-less terminal latched while arming settles the record when its POST parks "
             "it") {
     mcpcore::manual_clock clk;
     mcpcore::session_registry registry{mcpcore::session_registry_options{},
@@ -1793,14 +1809,14 @@ TEST_SUITE("model") {
       REQUIRE(registry.validate_and_touch(s->id(), principal) != nullptr);
       bridge.sweep();
     }
-    CHECK_MESSAGE(bridge.charges(s->id()) == 0, "reference §8: the charge goes when the record settles");
+    CHECK_MESSAGE(bridge.charges(s->id()) == 0, "docs/sessions.md#pinned-finals: the charge goes when the record settles");
     CHECK_MESSAGE(call->state_now() == rec_state::done,
                   "the record was left " << mcpcore::to_string(call->state_now()));
-    CHECK_MESSAGE(bridge.records() == 0, "reference §10.5: a settled record is reaped by the sweep");
+    CHECK_MESSAGE(bridge.records() == 0, "docs/sessions.md#the-sweep: a settled record is reaped by the sweep");
   }
 
   TEST_CASE(
-      "reference §7.4, §7.9, §8, §9, §10, §14.3: the bridge, ring, pins and GET resume keep their "
+      "sessions.md/get-attach-replay-resume, sessions.md/the-replay-ring, sessions.md/pinned-finals, sessions.md/streamed-post, sessions.md/progress-records, sessions.md/ordering-guarantees: the bridge, ring, pins and GET resume keep their "
       "invariants on random schedules") {
     const std::size_t schedules = env_or("MCPCORE_MODEL_SCHEDULES", 3000);
     const std::size_t seed = env_or("MCPCORE_MODEL_SEED", 20261207);
@@ -1859,7 +1875,8 @@ TEST_SUITE("model") {
                                             << "; end: parked awaiting resume=" << t.end_parked
                                             << " delivered by the resume=" << t.end_resumed_finals);
     CHECK(t.violations == 0);
-    // The residual of reference §8 needs a raced or failed reclaim: impossible single-threaded.
+    // The residual of docs/sessions.md#pinned-finals needs a raced or failed reclaim: impossible
+    // single-threaded.
     CHECK(t.residual_over_cap == 0);
     CHECK(t.lru_displaced == 0);
     if (schedules >= 500) {  // the default run must have exercised every interesting path

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Model test of the replay ring, its pins, its channels and the attach (reference §7.4, §7.5, §7.9,
-// §8; MCP resumability): random schedules of publish / publish_ring_only / publish_final (on the GET
-// stream or a POST stream's channel) / open_channel / end_channel / unpin / attach (cursors the
-// client could hold, and junk) / take / written / detach run against `session_stream` and against
-// a plain reference model written from the reference's rules; after every step the two must agree
-// on the ids held, the bytes, the pins, every attach verdict, channel and replay, what each sink
-// holds and whether it is closed, the fences and the leases. Small random caps make eviction, pin
-// overshoot, gaps and ended channels common.
+// Model test of the replay ring, its pins, its channels and the attach
+// (docs/sessions.md#get-attach-replay-resume, #takeover, #the-replay-ring, #pinned-finals; MCP
+// resumability): random schedules of publish / publish_ring_only / publish_final (on the GET stream
+// or a POST stream's channel) / open_channel / end_channel / unpin / attach (cursors the client
+// could hold, and junk) / take / written / detach run against `session_stream` and against a plain
+// reference model written from the reference's rules; after every step the two must agree on the
+// ids held, the bytes, the pins, every attach verdict, channel and replay, what each sink holds and
+// whether it is closed, the fences and the leases. Small random caps make eviction, pin overshoot,
+// gaps and ended channels common.
 #include <mcpcore/session/session_stream.hpp>
 
 #include <doctest/doctest.h>
@@ -39,8 +40,9 @@ std::size_t env_or(const char* name, std::size_t fallback) {
 constexpr std::size_t type_bytes = mcpcore::stream_event_type.size();
 
 // The reference model: a vector of frames, the list of every frame evicted, four pin slots, the
-// POST streams opened and every sink attached, following reference §7.4, §7.5, §7.9 and §8 and
-// the channel rules literally (no performance concerns, nothing shared with the implementation).
+// POST streams opened and every sink attached, following docs/sessions.md#get-attach-replay-resume,
+// #takeover, #the-replay-ring, #pinned-finals and the channel rules literally (no performance
+// concerns, nothing shared with the implementation).
 struct model {
   using channel_id = std::uint64_t;
   struct frame {
@@ -560,7 +562,7 @@ std::ostream& operator<<(std::ostream& os, const trace& t) {
 }  // namespace
 
 TEST_SUITE("model") {
-  TEST_CASE("reference §7.4, §7.9, §8: the ring, pins and attach agree with the reference model on random schedules") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/the-replay-ring, sessions.md/pinned-finals: the ring, pins and attach agree with the reference model on random schedules") {
     const std::size_t schedules = env_or("MCPCORE_MODEL_SCHEDULES", 10000);
     const std::size_t seed = env_or("MCPCORE_MODEL_SEED", 20261130);
     constexpr std::size_t steps = 120;
@@ -630,7 +632,7 @@ TEST_SUITE("model") {
     CHECK(evicted_pinned_survivals > 0);
   }
 
-  TEST_CASE("MCP resumability (reference §7.4, §7.5, §7.9, §8): channels, their replays, gaps and ends agree with the reference model on random schedules") {
+  TEST_CASE("MCP resumability (sessions.md/get-attach-replay-resume, sessions.md/takeover, sessions.md/the-replay-ring, sessions.md/pinned-finals): channels, their replays, gaps and ends agree with the reference model on random schedules") {
     // Each schedule has its own generator (seeded from the seed and its index), so that a failing
     // schedule replays alone: MCPCORE_MODEL_SEED=<seed>, and its index is in the failure report.
     const std::size_t schedules = env_or("MCPCORE_MODEL_SCHEDULES", 1500);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The soak test (spec §10, issue 8): a real `asio_http_server` + `http_endpoint` on 127.0.0.1:0,
-// and client threads on raw sockets that, for a bounded time, open sessions, make plain and
-// streamed calls (SSE on the POST, with progress), drop connections mid-stream and resume them
-// (GET + Last-Event-ID), cancel (notifications/cancelled), stall as slow readers, detach work and
-// fetch it by execution id, race recalls of one approved ticket, and delete sessions. Afterwards
-// every gauge must be back at zero, RSS and the live heap within the bounds stated below, no
-// ticket consumed twice, no final lost while its session lived, and the counters must add up
-// (tests/soak/README.md lists every invariant with its formula).
+// The soak test (docs/security.md#testing-for-robustness, issue 8): a real `asio_http_server` +
+// `http_endpoint` on 127.0.0.1:0, and client threads on raw sockets that, for a bounded time, open
+// sessions, make plain and streamed calls (SSE on the POST, with progress), drop connections
+// mid-stream and resume them (GET + Last-Event-ID), cancel (notifications/cancelled), stall as slow
+// readers, detach work and fetch it by execution id, race recalls of one approved ticket, and
+// delete sessions. Afterwards every gauge must be back at zero, RSS and the live heap within the
+// bounds stated below, no ticket consumed twice, no final lost while its session lived, and the
+// counters must add up (tests/soak/README.md lists every invariant with its formula).
 //
 // Duration: MCPCORE_SOAK_SECONDS (default 20 s; 12 s under ThreadSanitizer), clients:
 // MCPCORE_SOAK_CLIENTS (8), seed: MCPCORE_SOAK_SEED, per-client action cap: MCPCORE_SOAK_MAX_OPS.
@@ -1117,7 +1117,8 @@ class client {
         if (e2 != read_end::ended) fail("POST stream did not end after its session was deleted");
         if (e2 == read_end::ended && !rec.final_seen && rec.close_reason.empty()) {
           // A stream that ends neither with its result nor with a close notification reads as a
-          // completion without a result (reference §14.4: a close is never indistinguishable).
+          // completion without a result (docs/errors.md#honest-answers: a close is never
+          // indistinguishable).
           fail("POST stream of call " + std::to_string(rec.id) + " (" + std::string{tool_names[rec.tool]} +
                ") ended without its final or a close notification after its session was deleted");
         }
@@ -2249,8 +2250,9 @@ TEST_CASE("soak: many clients stream, drop, resume, cancel, stall, detach, race 
   }
   CHECK(v(m("mcp_bridge_forced_expire_total", "disposition", "synthesize_unavailable")) == 0);
   // The backstop counts streaming records the sweep parked: here only a POST whose session was
-  // deleted while it streamed, seen by a sweep before the POST's own tick (reference §9.7 parks
-  // a streaming record of a dead session; see tests/soak/README.md, findings).
+  // deleted while it streamed, seen by a sweep before the POST's own tick
+  // (docs/sessions.md#the-sweep parks a streaming record of a dead session; see
+  // tests/soak/README.md, findings).
   CHECK(v(m("mcp_bridge_streaming_backstop_total")) <= n(st.post_deletes_in_flight));
   CHECK(e.sum(m("mcp_maintenance_tick_failures_total")) == 0);
   MESSAGE("server: closes " << closes << " (completed " << e.at(m("mcp_stream_closes_total", "reason", "completed"))

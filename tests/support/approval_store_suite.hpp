@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The store-agnostic conformance suite of the approval_store concept (approval.hpp; reference
-// §5.1-§5.5, §5.9): every documented check order, the sweep, the caps, dedup, round-trips, and
-// the at-most-once consume race. Every store model runs it.
+// The store-agnostic conformance suite of the approval_store concept (approval.hpp;
+// docs/concepts/approval_store.md#valid-expressions, docs/approvals.md#the-flow,
+// #what-the-machine-checks-in-order, #lifetime, #guarantees): every documented check order, the
+// sweep, the caps, dedup, round-trips, and the at-most-once consume race. Every store model runs
+// it.
 #ifndef MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 #define MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 
@@ -36,7 +38,7 @@ using std::chrono::milliseconds;
 
 // 2026-01-01T00:00:00.123Z: a millisecond part that a seconds-precision store would lose.
 inline constexpr approval_time t0{milliseconds{1'767'225'600'123}};
-// The reference lifetime (§5.5: 7 days).
+// The reference lifetime (docs/approvals.md#lifetime: 7 days).
 inline constexpr milliseconds lifetime = std::chrono::days{7};
 
 // t0 + `ms` milliseconds.
@@ -189,9 +191,9 @@ void approval_store_conformance(MakeStore make) {
   static_assert(mcpcore::approval_store<std::remove_reference_t<decltype(s)>>);
   REQUIRE(must(s.pending(1000)).empty());
 
-  // ---- mint (reference §5.3, approval_mint_request) ----
+  // ---- mint (docs/approvals.md#what-the-machine-checks-in-order, approval_mint_request) ----
 
-  SUBCASE("reference §5.1, §5.3 step 5: mint creates a pending ticket with the request's id and fields") {
+  SUBCASE("concepts/approval_store.md/valid-expressions, approvals.md/what-the-machine-checks-in-order: mint creates a pending ticket with the request's id and fields") {
     const mint_spec m;
     const auto r = mint(s, m);
     CHECK(to_string(r.status) == "created");
@@ -200,7 +202,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{m.id});
   }
 
-  SUBCASE("reference §5.3 step 1, §5.9: the same definition, submitter, scope and origin is deduplicated") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order, approvals.md/guarantees: the same definition, submitter, scope and origin is deduplicated") {
     const mint_spec a;
     mint_created(s, a);
     mint_spec b;
@@ -213,7 +215,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{a.id});
   }
 
-  SUBCASE("reference §5.2, §5.3 step 1: another scope ({\"a\":1} vs {\"a\":1.0}), submitter, origin or definition "
+  SUBCASE("approvals.md/the-flow, approvals.md/what-the-machine-checks-in-order: another scope ({\"a\":1} vs {\"a\":1.0}), submitter, origin or definition "
           "mints a new ticket") {
     const mint_spec base;
     mint_created(s, base);
@@ -236,7 +238,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(r.id == base.id);
   }
 
-  SUBCASE("reference §5.3 step 1: dedup matches only pending tickets (approved, rejected, consumed are not reused)") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: dedup matches only pending tickets (approved, rejected, consumed are not reused)") {
     const mint_spec a;
     mint_created(s, a);
     REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
@@ -255,7 +257,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{d.id});
   }
 
-  SUBCASE("reference §5.3, §5.5: dedup ignores a ticket that the mint's own sweep expires") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order, approvals.md/lifetime: dedup ignores a ticket that the mint's own sweep expires") {
     const mint_spec a;
     mint_created(s, a);
     mint_spec b;
@@ -268,7 +270,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{b.id});
   }
 
-  SUBCASE("reference §5.3 step 2: per-submitter cap: the cap-th pending ticket is refused, other submitters mint") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: per-submitter cap: the cap-th pending ticket is refused, other submitters mint") {
     std::vector<std::string> ids;
     for (int i = 0; i < 3; ++i) {
       mint_spec m;
@@ -311,7 +313,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(mint(s, zero).status) == "submitter_cap");
   }
 
-  SUBCASE("reference §5.3 step 3: global cap: refused at global_cap pending tickets, after the submitter cap") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: global cap: refused at global_cap pending tickets, after the submitter cap") {
     for (const char* who : {"alice", "bob", "carol"}) {
       mint_spec m;
       m.submitted_by = who;
@@ -347,7 +349,7 @@ void approval_store_conformance(MakeStore make) {
     mint_created(s, dave2);
   }
 
-  SUBCASE("reference §5.5, §5.3 step 3: the sweep at mint expires a pending ticket aged exactly the lifetime, "
+  SUBCASE("approvals.md/lifetime, approvals.md/what-the-machine-checks-in-order: the sweep at mint expires a pending ticket aged exactly the lifetime, "
           "not a younger one; nothing is deleted") {
     const mint_spec a;
     mint_created(s, a);
@@ -376,7 +378,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{c.id, d.id});
   }
 
-  SUBCASE("reference §5.3: the caps count pending tickets after the sweep") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: the caps count pending tickets after the sweep") {
     mint_spec a;
     a.per_submitter_cap = 1;
     a.global_cap = 1;
@@ -390,7 +392,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(ticket(s, a.id).status) == "expired");
   }
 
-  SUBCASE("reference §5.5: the sweep at mint expires an approved unconsumed ticket a lifetime after its review") {
+  SUBCASE("approvals.md/lifetime: the sweep at mint expires an approved unconsumed ticket a lifetime after its review") {
     const mint_spec a;
     mint_created(s, a);
     REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(life - 1))) == "reviewed");
@@ -417,7 +419,7 @@ void approval_store_conformance(MakeStore make) {
     check_same(ticket(s, a.id), want);
   }
 
-  SUBCASE("reference §5.5: consumed and rejected tickets never expire") {
+  SUBCASE("approvals.md/lifetime: consumed and rejected tickets never expire") {
     const mint_spec a;
     mint_created(s, a);
     REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
@@ -440,7 +442,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK_FALSE(tb.expired_at.has_value());
   }
 
-  SUBCASE("reference §5.5: expire(now, lifetime) runs the sweep alone and returns how many tickets expired") {
+  SUBCASE("approvals.md/lifetime: expire(now, lifetime) runs the sweep alone and returns how many tickets expired") {
     CHECK(must(s.expire(at(0), lifetime)) == 0);  // empty store
     mint_spec armed;
     armed.scope = R"({"armed":1})";
@@ -474,14 +476,15 @@ void approval_store_conformance(MakeStore make) {
     CHECK(pending_ids(s, 10) == std::vector<std::string>{young.id});
   }
 
-  // ---- consume (reference §5.4 step 5, approval_consume_request) ----
+  // ---- consume (docs/approvals.md#what-the-machine-checks-in-order, approval_consume_request)
+  // ----
 
-  SUBCASE("reference §5.4 step 5: consume of an unknown id is not_found") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: consume of an unknown id is not_found") {
     mint_created(s, mint_spec{});
     CHECK(to_string(consume(s, d::fresh_id(), "alice", at(1))) == "not_found");
   }
 
-  SUBCASE("reference §5.4 5.c: another origin is foreign_origin, reported before the submitter and status checks") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: another origin is foreign_origin, reported before the submitter and status checks") {
     mint_spec inst;
     inst.origin = "instruction";
     mint_created(s, inst);
@@ -497,7 +500,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(consume(s, inst.id, "alice", at(3), "instruction")) == "consumed");
   }
 
-  SUBCASE("reference §5.4 5.d: another consumer is foreign_submitter, reported before the status check") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: another consumer is foreign_submitter, reported before the status check") {
     const mint_spec a;
     mint_created(s, a);
     CHECK(to_string(consume(s, a.id, "mallory", at(1))) == "foreign_submitter");  // still pending
@@ -509,7 +512,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(consume(s, a.id, "alice", at(4))) == "consumed");
   }
 
-  SUBCASE("reference §5.4 5.f: pending, rejected and expired tickets are not_consumable and stay unchanged") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: pending, rejected and expired tickets are not_consumable and stay unchanged") {
     const mint_spec p;
     mint_created(s, p);
     CHECK(to_string(consume(s, p.id, "alice", at(1))) == "not_consumable");
@@ -533,7 +536,7 @@ void approval_store_conformance(MakeStore make) {
     check_same(ticket(s, e.id), expired);
   }
 
-  SUBCASE("reference §5.4 5.f, §5.9: a second consume is not_consumable; the first consumption is kept") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order, approvals.md/guarantees: a second consume is not_consumable; the first consumption is kept") {
     const mint_spec a;
     mint_created(s, a);
     REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1))) == "reviewed");
@@ -544,7 +547,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(t.consumed_by == "alice");
   }
 
-  SUBCASE("reference §5.5 (enforced at consume): reviewed_at + lifetime is expired, status becomes expired; "
+  SUBCASE("approvals.md/lifetime (enforced at consume): reviewed_at + lifetime is expired, status becomes expired; "
           "one millisecond earlier it is consumed") {
     const mint_spec a;
     mint_created(s, a);
@@ -565,7 +568,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(consume(s, b.id, "alice", at(9 + life))) == "consumed");
   }
 
-  SUBCASE("reference §5.4 step 7: consume sets consumed_at = now and consumed_by; the status stays approved") {
+  SUBCASE("approvals.md/what-the-machine-checks-in-order: consume sets consumed_at = now and consumed_by; the status stays approved") {
     const mint_spec a;
     mint_created(s, a);
     REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(1000), "ok")) == "reviewed");
@@ -581,14 +584,14 @@ void approval_store_conformance(MakeStore make) {
     CHECK(must(s.pending(10)).empty());
   }
 
-  // ---- review (reference §5.5, approval_review_request) ----
+  // ---- review (docs/approvals.md#lifetime, approval_review_request) ----
 
-  SUBCASE("reference §5.5: review of an unknown id is not_found") {
+  SUBCASE("approvals.md/lifetime: review of an unknown id is not_found") {
     mint_created(s, mint_spec{});
     CHECK(to_string(review(s, d::fresh_id(), "bob", approval_status::approved, at(1))) == "not_found");
   }
 
-  SUBCASE("reference §5.5: a reviewed ticket is already_reviewed (before the expiry and self-review checks); "
+  SUBCASE("approvals.md/lifetime: a reviewed ticket is already_reviewed (before the expiry and self-review checks); "
           "the first review is kept") {
     const mint_spec a;
     mint_created(s, a);
@@ -615,7 +618,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(ticket(s, e.id).status) == "expired");
   }
 
-  SUBCASE("reference §5.5: a pending ticket reviewed at submitted_at + lifetime is expired (before self_review); "
+  SUBCASE("approvals.md/lifetime: a pending ticket reviewed at submitted_at + lifetime is expired (before self_review); "
           "one millisecond earlier it is reviewed") {
     const mint_spec a;
     mint_created(s, a);
@@ -633,7 +636,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(review(s, b.id, "bob", approval_status::approved, at(2 * life - 1))) == "reviewed");
   }
 
-  SUBCASE("reference §5.5, §5.8: the submitter cannot review their own ticket (self_review); it stays pending") {
+  SUBCASE("approvals.md/lifetime, approvals.md/the-approver-tools: the submitter cannot review their own ticket (self_review); it stays pending") {
     const mint_spec a;
     mint_created(s, a);
     CHECK(to_string(review(s, a.id, "alice", approval_status::approved, at(1))) == "self_review");
@@ -643,7 +646,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(to_string(review(s, a.id, "bob", approval_status::approved, at(2))) == "reviewed");
   }
 
-  SUBCASE("reference §5.5: approve sets status, reviewed_by, reviewed_at and the comment") {
+  SUBCASE("approvals.md/lifetime: approve sets status, reviewed_by, reviewed_at and the comment") {
     const mint_spec a;
     mint_created(s, a);
     CHECK(to_string(review(s, a.id, "bob", approval_status::approved, at(777), "fine")) == "reviewed");
@@ -656,7 +659,7 @@ void approval_store_conformance(MakeStore make) {
     CHECK(must(s.pending(10)).empty());
   }
 
-  SUBCASE("reference §5.5: reject stores the comment; approve after reject is already_reviewed") {
+  SUBCASE("approvals.md/lifetime: reject stores the comment; approve after reject is already_reviewed") {
     const mint_spec a;
     mint_created(s, a);
     CHECK(to_string(review(s, a.id, "bob", approval_status::rejected, at(5), "too broad")) == "reviewed");
@@ -672,14 +675,14 @@ void approval_store_conformance(MakeStore make) {
 
   // ---- get, pending, round-trips ----
 
-  SUBCASE("reference §5.1: get of an unknown id is std::nullopt, not an error") {
+  SUBCASE("concepts/approval_store.md/valid-expressions: get of an unknown id is std::nullopt, not an error") {
     mint_created(s, mint_spec{});
     CHECK_FALSE(must(s.get("0123456789abcdef0123456789abcdef")).has_value());
     CHECK_FALSE(must(s.get("")).has_value());
     CHECK_FALSE(must(s.get("not a ticket id")).has_value());
   }
 
-  SUBCASE("reference §5.1: pending(limit) lists pending tickets oldest first (submitted_at, then id), at most limit") {
+  SUBCASE("concepts/approval_store.md/valid-expressions: pending(limit) lists pending tickets oldest first (submitted_at, then id), at most limit") {
     const auto mint_at = [&](std::string id, std::string who, L ms) {
       mint_spec m;
       m.id = std::move(id);
@@ -701,7 +704,7 @@ void approval_store_conformance(MakeStore make) {
     for (const auto& t : must(s.pending(10))) check_same(t, ticket(s, t.id));
   }
 
-  SUBCASE("reference §5.1: every field round-trips exactly (unicode, quotes, backslashes, control characters, "
+  SUBCASE("concepts/approval_store.md/valid-expressions: every field round-trips exactly (unicode, quotes, backslashes, control characters, "
           "millisecond times)") {
     mint_spec m;
     m.definition_id = "mcp.d\xC3\xA9ployer-\xF0\x9F\x9A\x80 \"q\" 'x'";
@@ -752,10 +755,11 @@ void approval_store_conformance(MakeStore make) {
   }
 }
 
-/// The at-most-once race of `approval_store` requirement 1 (reference §5.4 5.f, §5.9): for each
-/// of a few tickets, minted and approved, `threads` threads released together by one latch
-/// each call `consume` with the same consumer. Exactly one sees `consumed`, all the others
-/// `not_consumable`, and the ticket records the winner's time once.
+/// The at-most-once race of `approval_store` requirement 1
+/// (docs/approvals.md#what-the-machine-checks-in-order, #guarantees): for each of a few tickets,
+/// minted and approved, `threads` threads released together by one latch each call `consume` with
+/// the same consumer. Exactly one sees `consumed`, all the others `not_consumable`, and the ticket
+/// records the winner's time once.
 ///
 /// `make_connection()` returns an owning pointer-like handle (`std::unique_ptr<S>` or
 /// `std::shared_ptr<S>`) to the SAME underlying store on every call: a new connection to it

@@ -180,7 +180,8 @@ inline answer handle(mcpcore::server& s, std::string_view text, const mcpcore::d
   return a;
 }
 
-/// Whether `s` has the shape `req-<lowercase hex>-<lowercase hex>` (reference §1.6).
+/// Whether `s` has the shape `req-<lowercase hex>-<lowercase hex>`
+/// (docs/errors.md#the-errordata-envelope).
 inline bool is_correlation_id(std::string_view s) {
   auto hex_run = [&](std::size_t& i) {
     const std::size_t start = i;

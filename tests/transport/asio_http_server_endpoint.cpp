@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // End to end over loopback: a server_builder server behind http_endpoint behind the Asio server
 // (initialize, notifications, tools/call as JSON and as SSE, the GET stream, DELETE, graceful
-// stop closing the GET stream with session_terminated; MCP 2025-11-25 transports, reference §12).
+// stop closing the GET stream with session_terminated; MCP 2025-11-25 transports,
+// docs/sessions.md#shutdown).
 #include <mcpcore/transport/asio_http_server.hpp>
 
 #include <doctest/doctest.h>

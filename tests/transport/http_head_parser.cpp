@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the HTTP/1.1 request parser seam over libhttp-parser (spec §7: limits on header bytes
-// and count and body bytes; RFC 9112 message syntax and framing, RFC 9110 field syntax).
+// Tests of the HTTP/1.1 request parser seam over libhttp-parser (docs/transport.md: limits on
+// header bytes and count and body bytes; RFC 9112 message syntax and framing, RFC 9110 field
+// syntax).
 #include "http_head_parser.hpp"
 
 #include <doctest/doctest.h>
@@ -434,7 +435,7 @@ TEST_CASE("RFC 9112 §7.1: invalid chunk sizes and extensions are rejected with 
   CHECK(chunked("5;a=" + repeat('b', max_chunk_line_bytes - 5) + "\r\nhello\r\n0\r\n\r\n") == 400);
 }
 
-TEST_CASE("spec §7: the body cap: exactly max_body_bytes is accepted, one more is 413") {
+TEST_CASE("transport.md: the body cap: exactly max_body_bytes is accepted, one more is 413") {
   head_limits limits;
   limits.max_body_bytes = 10;
   const auto body = [&](std::string_view in) {
@@ -464,7 +465,7 @@ TEST_CASE("spec §7: the body cap: exactly max_body_bytes is accepted, one more 
   CHECK(status_of("POST / HTTP/1.1\r\nContent-Length: 4194305\r\n\r\n") == 413);
 }
 
-TEST_CASE("spec §7: the target cap: exactly max_target_bytes is accepted, one more is 414") {
+TEST_CASE("transport.md: the target cap: exactly max_target_bytes is accepted, one more is 414") {
   head_limits limits;
   limits.max_target_bytes = 16;
   const std::string exact = "/" + repeat('t', 15);
@@ -477,7 +478,7 @@ TEST_CASE("spec §7: the target cap: exactly max_target_bytes is accepted, one m
   }
 }
 
-TEST_CASE("spec §7: the head cap: exactly max_header_bytes is accepted, one more is 431") {
+TEST_CASE("transport.md: the head cap: exactly max_header_bytes is accepted, one more is 431") {
   head_limits limits;
   limits.max_header_bytes = 64;
   // 16 + 2 for the request line, then one field line, then the final CRLF.
@@ -509,7 +510,7 @@ TEST_CASE("spec §7: the head cap: exactly max_header_bytes is accepted, one mor
   CHECK(status_of(line + "X: " + repeat('v', 16384 - line.size() - 6) + "\r\n\r\n") == 431);
 }
 
-TEST_CASE("spec §7: the field-count cap: exactly max_header_count is accepted, one more is 431") {
+TEST_CASE("transport.md: the field-count cap: exactly max_header_count is accepted, one more is 431") {
   head_limits limits;
   limits.max_header_count = 3;
   CHECK(status_of("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", limits) == 0);

@@ -96,13 +96,13 @@ void check_refused(std::string_view text, std::size_t line, std::string_view nee
 }  // namespace
 
 TEST_SUITE("token_authenticator") {
-  TEST_CASE("spec §2: the digest helper is SHA-256 in lowercase hex (FIPS 180-2 test vectors)") {
+  TEST_CASE("plugins.md: the digest helper is SHA-256 in lowercase hex (FIPS 180-2 test vectors)") {
     CHECK(token_authenticator::token_digest("abc") == sha256_abc);
     CHECK(token_authenticator::token_digest("") == sha256_empty);
     CHECK(token_authenticator::token_digest(alice_token).size() == mcpcore::transport::token_digest_hex_length);
   }
 
-  TEST_CASE("spec §2: a file entry holding the digest of \"abc\" admits the token abc") {
+  TEST_CASE("plugins.md: a file entry holding the digest of \"abc\" admits the token abc") {
     const auto a = make("sha256:" + std::string(sha256_abc) + " abc-user readonly service\n");
     CHECK(id_of(a, "Bearer abc") == "abc-user");
     CHECK(id_of(a, "Bearer abd") == std::nullopt);
@@ -139,7 +139,7 @@ TEST_SUITE("token_authenticator") {
     CHECK_FALSE(token_authenticator::is_valid_token(std::string(mcpcore::transport::max_bearer_token_bytes + 1, 'a')));
   }
 
-  TEST_CASE("spec §2: an entry yields the principal's id, tier, kind, roles, display name and assurance") {
+  TEST_CASE("plugins.md: an entry yields the principal's id, tier, kind, roles, display name and assurance") {
     const auto a = make(two_entries());
     CHECK(a.size() == 2);
     CHECK(a.warnings().empty());
@@ -298,7 +298,7 @@ TEST_SUITE("token_authenticator") {
     CHECK(id_of(a, "Bearer " + std::string(mcpcore::transport::max_bearer_token_bytes + 1, 'a')) == std::nullopt);
   }
 
-  TEST_CASE("spec §2: every entry is compared, each token yields its own principal, wherever it sits") {
+  TEST_CASE("plugins.md: every entry is compared, each token yields its own principal, wherever it sits") {
     std::string text;
     constexpr int n = 7;
     for (int i = 0; i < n; ++i) text += entry("tok-" + std::to_string(i), "user-" + std::to_string(i) + " readonly service");
@@ -327,7 +327,7 @@ TEST_SUITE("token_authenticator") {
     CHECK_FALSE(a.authenticate(twice_mixed.view()).has_value());
   }
 
-  TEST_CASE("reference §7.7: revalidate is valid while the principal's entry stands, revoked otherwise") {
+  TEST_CASE("sessions.md/credential-re-validation: revalidate is valid while the principal's entry stands, revoked otherwise") {
     auto a = make(two_entries());
     const request r = with_authorization("Bearer " + std::string(alice_token));
     const auto alice = a.authenticate(r.view());
@@ -351,7 +351,7 @@ TEST_SUITE("token_authenticator") {
     CHECK(a.revalidate(*downgraded) == credential_verdict::valid);
   }
 
-  TEST_CASE("reference §7.7: deleting a line and reloading the file revokes the token, in every copy") {
+  TEST_CASE("sessions.md/credential-re-validation: deleting a line and reloading the file revokes the token, in every copy") {
     const test_process::temp_dir dir;
     const std::string path = dir.file("tokens");
     write_file(path, two_entries(), owner_rw);

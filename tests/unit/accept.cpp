@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of Accept header matching (reference §7.1 step 8; MCP 2025-11-25 transports).
+// Tests of Accept header matching (docs/design.md#other-wire-pieces; MCP 2025-11-25 transports).
 #include <mcpcore/wire/accept.hpp>
 
 #include <doctest/doctest.h>
@@ -15,7 +15,7 @@ TEST_SUITE("accept") {
     CHECK(accept_wants_json(h));
   }
 
-  TEST_CASE("parameters and q-values are ignored, q=0 included (reference §7.1 step 8)") {
+  TEST_CASE("parameters and q-values are ignored, q=0 included (http.md/get-sessions-on)") {
     CHECK(accept_wants_sse("text/event-stream;q=0.5"));
     CHECK(accept_wants_sse("text/event-stream ; charset=utf-8"));
     CHECK(accept_wants_sse("text/event-stream;q=0"));
@@ -28,7 +28,7 @@ TEST_SUITE("accept") {
     CHECK(accept_wants_sse("text/html,\ttext/event-stream ,application/xml"));
   }
 
-  TEST_CASE("wildcards do not opt in (reference §7.1 step 8)") {
+  TEST_CASE("wildcards do not opt in (design.md/other-wire-pieces)") {
     CHECK_FALSE(accept_wants_sse("*/*"));
     CHECK_FALSE(accept_wants_sse("text/*"));
     CHECK_FALSE(accept_wants_json("application/*, */*;q=0.1"));
@@ -52,7 +52,7 @@ TEST_SUITE("accept") {
     CHECK_FALSE(accept_wants_sse(R"(text/plain;x="a\",text/event-stream")"));
   }
 
-  TEST_CASE("an unterminated quoted string fails closed (reference §7.1 step 8)") {
+  TEST_CASE("an unterminated quoted string fails closed (design.md/other-wire-pieces)") {
     CHECK_FALSE(accept_wants_sse(R"(text/event-stream, text/plain;x="open)"));
     CHECK_FALSE(accept_wants_sse(R"(text/event-stream;x="a\)"));
     CHECK_FALSE(accept_wants_json(R"(application/json;p=")"));

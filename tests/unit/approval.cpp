@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the approval machine (spec §5, reference §5): ticket ids, canonical arguments, the
+// Tests of the approval machine (docs/approvals.md#the-flow): ticket ids, canonical arguments, the
 // store error categories, approver assurance, and approval_service's gate and review paths.
 #include <mcpcore/governance/approval.hpp>
 
@@ -189,7 +189,7 @@ struct fixture {
 
 // ---- ticket ids -----------------------------------------------------------------------------------
 
-TEST_CASE("reference §5.1: make_approval_id gives 32 lowercase hex characters") {
+TEST_CASE("concepts/approval_store.md/valid-expressions: make_approval_id gives 32 lowercase hex characters") {
   for (int i = 0; i < 50; ++i) {
     auto id = make_approval_id();
     REQUIRE(id.has_value());
@@ -201,7 +201,7 @@ TEST_CASE("reference §5.1: make_approval_id gives 32 lowercase hex characters")
   }
 }
 
-TEST_CASE("reference §5.1: 1000 ticket ids are distinct and every position takes every hex digit (128 random bits)") {
+TEST_CASE("concepts/approval_store.md/valid-expressions: 1000 ticket ids are distinct and every position takes every hex digit (128 random bits)") {
   std::set<std::string> ids;
   std::array<std::array<bool, 16>, approval_id_length> seen{};
   for (int i = 0; i < 1000; ++i) {
@@ -226,7 +226,7 @@ TEST_CASE("reference §5.1: 1000 ticket ids are distinct and every position take
   }
 }
 
-TEST_CASE("reference §5.1: is_approval_id accepts exactly 32 characters of 0-9 a-f") {
+TEST_CASE("concepts/approval_store.md/valid-expressions: is_approval_id accepts exactly 32 characters of 0-9 a-f") {
   const std::string good = "0123456789abcdef0123456789abcdef";
   static_assert(is_approval_id("0123456789abcdef0123456789abcdef"));
   static_assert(!is_approval_id(""));
@@ -245,13 +245,13 @@ TEST_CASE("reference §5.1: is_approval_id accepts exactly 32 characters of 0-9 
 
 // ---- canonical arguments --------------------------------------------------------------------------
 
-TEST_CASE("reference §5.2: absent arguments canonicalise as {}") {
+TEST_CASE("approvals.md/the-flow: absent arguments canonicalise as {}") {
   CHECK(canonical_arguments(json::value{}) == "{}");
   CHECK(canon_args("{}") == "{}");
   CHECK(canon_args(" { } ") == "{}");
 }
 
-TEST_CASE("reference §5.2: the top-level approval_id is removed, nested ones are kept") {
+TEST_CASE("approvals.md/the-flow: the top-level approval_id is removed, nested ones are kept") {
   CHECK(canon_args(R"({"approval_id":"0123456789abcdef0123456789abcdef"})") == "{}");
   CHECK(canon_args(R"({"b":{"approval_id":"x"},"approval_id":"abc","a":[{"approval_id":1}]})") ==
         R"({"a":[{"approval_id":1}],"b":{"approval_id":"x"}})");
@@ -264,7 +264,7 @@ TEST_CASE("reference §5.2: the top-level approval_id is removed, nested ones ar
   CHECK(canon_args(R"({"approval_ids":1,"Approval_id":2})") == R"({"Approval_id":2,"approval_ids":1})");
 }
 
-TEST_CASE("reference §5.2: keys are sorted at every depth, by UTF-8 bytes") {
+TEST_CASE("approvals.md/the-flow: keys are sorted at every depth, by UTF-8 bytes") {
   CHECK(canon_args(R"({"z":{"y":1,"x":[{"d":1,"c":2}]},"a":0})") == R"({"a":0,"z":{"x":[{"c":2,"d":1}],"y":1}})");
   CHECK(canon_args(R"({"b":1,"B":2,"é":3,"a":4,"aa":5,"":6})") == R"({"":6,"B":2,"a":4,"aa":5,"b":1,"é":3})");
   CHECK(canon_args(R"({"\u0062":1,"a":2})") == R"({"a":2,"b":1})");
@@ -273,13 +273,13 @@ TEST_CASE("reference §5.2: keys are sorted at every depth, by UTF-8 bytes") {
   CHECK(canon_args(R"({"a":[3,1,2]})") != canon_args(R"({"a":[1,2,3]})"));
 }
 
-TEST_CASE("reference §5.2: whitespace and key order in the source do not matter") {
+TEST_CASE("approvals.md/the-flow: whitespace and key order in the source do not matter") {
   const std::string expected = R"({"a":[1,2],"b":{},"c":"x y"})";
   CHECK(canon_args(R"({"a":[1,2],"b":{},"c":"x y"})") == expected);
   CHECK(canon_args(" {\n\t\"c\" : \"x y\" ,\r\n \"b\" : { } , \"a\" : [ 1 ,\t2 ] }\n") == expected);
 }
 
-TEST_CASE("reference §5.2: value types and number spellings matter (1, 1.0, \"1\" differ)") {
+TEST_CASE("approvals.md/the-flow: value types and number spellings matter (1, 1.0, \"1\" differ)") {
   const std::array<std::string, 8> variants = {
       canon_args(R"({"n":1})"),   canon_args(R"({"n":1.0})"), canon_args(R"({"n":"1"})"),
       canon_args(R"({"n":1e0})"), canon_args(R"({"n":10e-1})"), canon_args(R"({"n":true})"),
@@ -302,7 +302,7 @@ TEST_CASE("reference §5.2: value types and number spellings matter (1, 1.0, \"1
         R"({"m":-9223372036854775808,"n":18446744073709551615})");
 }
 
-TEST_CASE("reference §5.2: strings are compared by content, whatever their escapes") {
+TEST_CASE("approvals.md/the-flow: strings are compared by content, whatever their escapes") {
   // One string, spelled with and without escapes.
   CHECK(canon_args(R"({"s":"\u00e9\/\u20AC"})") == canon_args(R"({"s":"é/€"})"));
   CHECK(canon_args(R"({"s":"\u00e9\/\u20AC"})") == R"({"s":"é/€"})");
@@ -315,7 +315,7 @@ TEST_CASE("reference §5.2: strings are compared by content, whatever their esca
   CHECK(canon_args(R"({"s":"a b"})") != canon_args(R"({"s":"ab"})"));
 }
 
-TEST_CASE("reference §5.2: arguments that are not an object are written canonically as they are") {
+TEST_CASE("approvals.md/the-flow: arguments that are not an object are written canonically as they are") {
   CHECK(canon_args(R"([{"b":1,"a":2},{"approval_id":"x"}])") == R"([{"a":2,"b":1},{"approval_id":"x"}])");
   CHECK(canon_args(" 1.0 ") == "1.0");
   CHECK(canon_args("null") == "null");
@@ -612,7 +612,7 @@ std::string canon_of_text(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("reference §5.2 (property): canonical_arguments ignores key order, whitespace, escapes and the "
+TEST_CASE("approvals.md/the-flow (property): canonical_arguments ignores key order, whitespace, escapes and the "
           "top-level approval_id, and sees every leaf change") {
   rng_t rng{20260101U};
   int mutations = 0;
@@ -651,7 +651,7 @@ TEST_CASE("reference §5.2 (property): canonical_arguments ignores key order, wh
 
 // ---- error categories -----------------------------------------------------------------------------
 
-TEST_CASE("reference §5.6: busy and io_error are transient store faults, the rest permanent") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: busy and io_error are transient store faults, the rest permanent") {
   constexpr std::array<approval_store_errc, 2> transient = {approval_store_errc::busy, approval_store_errc::io_error};
   constexpr std::array<approval_store_errc, 6> permanent = {
       approval_store_errc::closed, approval_store_errc::corrupt,        approval_store_errc::read_only,
@@ -679,7 +679,7 @@ TEST_CASE("reference §5.6: busy and io_error are transient store faults, the re
   CHECK(messages.size() == 8);  // each code says what it is
 }
 
-TEST_CASE("reference §5.6: codes of other categories, and no error, are not permanent store faults") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: codes of other categories, and no error, are not permanent store faults") {
   CHECK_FALSE(is_permanent_store_error(std::make_error_code(std::errc::io_error)));
   CHECK_FALSE(is_permanent_store_error(std::make_error_code(std::errc::not_enough_memory)));
   CHECK_FALSE(is_permanent_store_error(std::make_error_code(std::errc::read_only_file_system)));
@@ -690,7 +690,7 @@ TEST_CASE("reference §5.6: codes of other categories, and no error, are not per
   CHECK_FALSE(std::error_code{99, approval_store_category()}.message().empty());
 }
 
-TEST_CASE("reference §5.6: the store error categories have stable names and fault messages") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: the store error categories have stable names and fault messages") {
   CHECK(std::string_view{approval_store_category().name()} == "mcpcore.approval_store");
   CHECK(std::string_view{approval_store_fault_category().name()} == "mcpcore.approval_store_fault");
   CHECK(&approval_store_category() != &approval_store_fault_category());
@@ -705,7 +705,7 @@ TEST_CASE("reference §5.6: the store error categories have stable names and fau
 
 // ---- enums and approver assurance -----------------------------------------------------------------
 
-TEST_CASE("reference §5.8: only an assured human-interactive principal may approve") {
+TEST_CASE("approvals.md/the-approver-tools: only an assured human-interactive principal may approve") {
   CHECK(to_string(assess_approver(make_principal("h", principal_kind::human_interactive, true))) == "ok");
   CHECK(to_string(assess_approver(make_principal("h", principal_kind::human_interactive, false))) ==
         "non_interactive_session");
@@ -716,7 +716,7 @@ TEST_CASE("reference §5.8: only an assured human-interactive principal may appr
   CHECK(to_string(assess_approver(principal{})) == "non_human_principal");  // the default kind is service
 }
 
-TEST_CASE("spec §5: every approval enumerator has its documented name") {
+TEST_CASE("approvals.md: every approval enumerator has its documented name") {
   CHECK(to_string(approval_status::pending) == "pending");
   CHECK(to_string(approval_status::approved) == "approved");
   CHECK(to_string(approval_status::rejected) == "rejected");
@@ -778,7 +778,7 @@ TEST_CASE("spec §5: every approval enumerator has its documented name") {
 
 // ---- the gate: first call (mint) ------------------------------------------------------------------
 
-TEST_CASE("reference §5.3: a first call mints a pending ticket bound to mcp.<tool>, the caller, the canonical "
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a first call mints a pending ticket bound to mcp.<tool>, the caller, the canonical "
           "arguments and origin mcp") {
   fixture f;
   f.clock.advance(std::chrono::microseconds{1500});  // sub-millisecond part is truncated
@@ -805,7 +805,7 @@ TEST_CASE("reference §5.3: a first call mints a pending ticket bound to mcp.<to
   CHECK_FALSE(t.expired_at.has_value());
 }
 
-TEST_CASE("spec §5: the status URL uses the configured prefix") {
+TEST_CASE("approvals.md: the status URL uses the configured prefix") {
   approval_options o;
   o.status_url_prefix = "/admin/v2";
   fixture f{o};
@@ -813,7 +813,7 @@ TEST_CASE("spec §5: the status URL uses the configured prefix") {
   CHECK(f.svc.status_url("0123456789abcdef0123456789abcdef") == "/admin/v2/approvals/0123456789abcdef0123456789abcdef");
 }
 
-TEST_CASE("reference §5.3: absent arguments mint a ticket for {} that a bare approval_id redeems") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: absent arguments mint a ticket for {} that a bare approval_id redeems") {
   fixture f;
   const principal alice = agent("alice");
   const auto o = f.svc.gate(tool, alice, json::value{});
@@ -823,7 +823,7 @@ TEST_CASE("reference §5.3: absent arguments mint a ticket for {} that a bare ap
   CHECK(to_string(f.gate(alice, with_id("{}", o.approval_id)).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.3 step 1: the same call again, in another key order, is deduplicated to the same ticket") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: the same call again, in another key order, is deduplicated to the same ticket") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -835,7 +835,7 @@ TEST_CASE("reference §5.3 step 1: the same call again, in another key order, is
   CHECK(ms(f.ticket(id).submitted_at) == ms(clock_start));  // the original ticket, untouched
 }
 
-TEST_CASE("reference §5.3: another submitter, another tool or other arguments get their own ticket") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: another submitter, another tool or other arguments get their own ticket") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   const auto other_submitter = f.gate(agent("carol"), args);
@@ -848,7 +848,7 @@ TEST_CASE("reference §5.3: another submitter, another tool or other arguments g
   CHECK(f.size() == 3);
 }
 
-TEST_CASE("reference §5.2: {\"n\":1} and {\"n\":1.0} are different tickets and do not redeem each other") {
+TEST_CASE("approvals.md/the-flow: {\"n\":1} and {\"n\":1.0} are different tickets and do not redeem each other") {
   fixture f;
   const principal alice = agent("alice");
   const auto one = f.armed(alice, R"({"n":1})");
@@ -860,7 +860,7 @@ TEST_CASE("reference §5.2: {\"n\":1} and {\"n\":1.0} are different tickets and 
   CHECK(to_string(f.recall(alice, one, R"({"n":1})").verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.3 step 2: the per-submitter cap refuses a new mint and stores nothing") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: the per-submitter cap refuses a new mint and stores nothing") {
   approval_options o;
   o.max_pending_per_submitter = 2;
   fixture f{o};
@@ -882,7 +882,7 @@ TEST_CASE("reference §5.3 step 2: the per-submitter cap refuses a new mint and 
   CHECK(to_string(f.gate(alice, R"({"n":3})").verdict) == "minted");
 }
 
-TEST_CASE("reference §5.3, §5.5: the default options are 25 per submitter, 1000 global, 7 days, /api/v1") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/lifetime: the default options are 25 per submitter, 1000 global, 7 days, /api/v1") {
   const approval_options o;
   CHECK(o.max_pending_per_submitter == 25);
   CHECK(o.max_pending_global == 1000);
@@ -897,7 +897,7 @@ TEST_CASE("reference §5.3, §5.5: the default options are 25 per submitter, 100
   CHECK(f.size() == 25);
 }
 
-TEST_CASE("reference §5.3 step 3: the global cap refuses a new mint and stores nothing") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: the global cap refuses a new mint and stores nothing") {
   approval_options o;
   o.max_pending_global = 3;
   fixture f{o};
@@ -910,7 +910,7 @@ TEST_CASE("reference §5.3 step 3: the global cap refuses a new mint and stores 
   CHECK(f.size() == 3);
 }
 
-TEST_CASE("spec §5: a caller without a principal id can neither mint nor redeem") {
+TEST_CASE("approvals.md: a caller without a principal id can neither mint nor redeem") {
   fixture f;
   const auto o = f.gate(agent(""), args);
   CHECK(to_string(o.verdict) == "unidentified");
@@ -925,7 +925,7 @@ TEST_CASE("spec §5: a caller without a principal id can neither mint nor redeem
 
 // ---- the gate: recall -----------------------------------------------------------------------------
 
-TEST_CASE("reference §5.4: an approval_id that is not a string of 32 lowercase hex is bad_id, nothing is minted "
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: an approval_id that is not a string of 32 lowercase hex is bad_id, nothing is minted "
           "or consumed") {
   fixture f;
   const principal alice = agent("alice");
@@ -954,7 +954,7 @@ TEST_CASE("reference §5.4: an approval_id that is not a string of 32 lowercase 
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.4 checks b, c: an unknown id, another tool or other arguments are a mismatch, the ticket "
+TEST_CASE("approvals.md/what-the-machine-checks-in-order checks b, c: an unknown id, another tool or other arguments are a mismatch, the ticket "
           "stays redeemable") {
   fixture f;
   const principal alice = agent("alice");
@@ -978,7 +978,7 @@ TEST_CASE("reference §5.4 checks b, c: an unknown id, another tool or other arg
   CHECK(to_string(f.recall(alice, id, R"({ "target" : "web" , "n" : 1 })").verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.4 step 3: a pending ticket answers pending with the same id, even to another principal") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a pending ticket answers pending with the same id, even to another principal") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   const auto o = f.recall(agent("alice"), id);
@@ -991,7 +991,7 @@ TEST_CASE("reference §5.4 step 3: a pending ticket answers pending with the sam
   CHECK(to_string(f.ticket(id).status) == "pending");
 }
 
-TEST_CASE("reference §5.5: a pending ticket expires exactly one lifetime after submission, expiry is a state change") {
+TEST_CASE("approvals.md/lifetime: a pending ticket expires exactly one lifetime after submission, expiry is a state change") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -1011,7 +1011,7 @@ TEST_CASE("reference §5.5: a pending ticket expires exactly one lifetime after 
   CHECK(to_string(f.svc.approve(id, approver("bob")).status) == "already_reviewed");
 }
 
-TEST_CASE("reference §5.4 check a: a rejected ticket answers rejected") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order check a: a rejected ticket answers rejected") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -1022,7 +1022,7 @@ TEST_CASE("reference §5.4 check a: a rejected ticket answers rejected") {
   CHECK(to_string(f.ticket(id).status) == "rejected");
 }
 
-TEST_CASE("reference §5.4 step 5 / §5.9: an approved ticket is consumed once by its submitter, then refused") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/guarantees: an approved ticket is consumed once by its submitter, then refused") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1044,7 +1044,7 @@ TEST_CASE("reference §5.4 step 5 / §5.9: an approved ticket is consumed once b
   CHECK(ms(*f.ticket(id).consumed_at) == ms(clock_start) + 5000);  // first consumption kept
 }
 
-TEST_CASE("reference §5.4 check f: another principal's recall is refused (foreign_submitter) and does not consume") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order check f: another principal's recall is refused (foreign_submitter) and does not consume") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1079,7 +1079,7 @@ std::string foreign_origin_ticket(fixture& f, std::string_view origin, std::stri
 }
 }  // namespace
 
-TEST_CASE("reference §5.4 check e: a ticket minted by another surface is refused (foreign_origin) and not consumed") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order check e: a ticket minted by another surface is refused (foreign_origin) and not consumed") {
   fixture f;
   const principal alice = agent("alice");
   for (const std::string_view origin : {"rest", "", "MCP", "mcp "}) {
@@ -1094,7 +1094,7 @@ TEST_CASE("reference §5.4 check e: a ticket minted by another surface is refuse
   }
 }
 
-TEST_CASE("reference §5.4 5.d: a ticket both foreign-origin and foreign-submitter is reported as foreign_origin") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a ticket both foreign-origin and foreign-submitter is reported as foreign_origin") {
   fixture f;
   const auto id = foreign_origin_ticket(f, "rest", "alice");
   const auto o = f.recall(agent("mallory"), id);
@@ -1103,7 +1103,7 @@ TEST_CASE("reference §5.4 5.d: a ticket both foreign-origin and foreign-submitt
   CHECK_FALSE(f.ticket(id).consumed_at.has_value());
 }
 
-TEST_CASE("reference §5.5 / spec §5: an approved ticket expires one lifetime after review, also at consume time") {
+TEST_CASE("approvals.md/lifetime: an approved ticket expires one lifetime after review, also at consume time") {
   SUBCASE("one millisecond before the end it is still redeemable") {
     fixture f;
     const principal alice = agent("alice");
@@ -1136,7 +1136,7 @@ TEST_CASE("reference §5.5 / spec §5: an approved ticket expires one lifetime a
   }
 }
 
-TEST_CASE("reference §5.5: consumed tickets never expire") {
+TEST_CASE("approvals.md/lifetime: consumed tickets never expire") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1151,7 +1151,7 @@ TEST_CASE("reference §5.5: consumed tickets never expire") {
   CHECK(to_string(o.refusal) == "not_consumable");
 }
 
-TEST_CASE("reference §5.5: a lifetime at the top of the duration range never expires anything (no overflow)") {
+TEST_CASE("approvals.md/lifetime: a lifetime at the top of the duration range never expires anything (no overflow)") {
   approval_options o;
   o.ticket_lifetime = milliseconds::max();
   fixture f{o};
@@ -1166,7 +1166,7 @@ TEST_CASE("reference §5.5: a lifetime at the top of the duration range never ex
 
 // ---- preconditions --------------------------------------------------------------------------------
 
-TEST_CASE("reference §5.4 5.e: a precondition's refusal leaves the ticket intact and redeemable once it passes") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a precondition's refusal leaves the ticket intact and redeemable once it passes") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1204,7 +1204,7 @@ TEST_CASE("reference §5.4 5.e: a precondition's refusal leaves the ticket intac
   CHECK(f.ticket(id).consumed_at.has_value());
 }
 
-TEST_CASE("reference §5.4 5.e: a throwing precondition counts as a refusal and consumes nothing") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a throwing precondition counts as a refusal and consumes nothing") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1220,7 +1220,7 @@ TEST_CASE("reference §5.4 5.e: a throwing precondition counts as a refusal and 
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.4 5.e: the precondition runs only after every ticket check has passed") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: the precondition runs only after every ticket check has passed") {
   fixture f;
   const principal alice = agent("alice");
   int calls = 0;
@@ -1257,7 +1257,7 @@ TEST_CASE("reference §5.4 5.e: the precondition runs only after every ticket ch
 
 // ---- store failures in the gate -------------------------------------------------------------------
 
-TEST_CASE("reference §5.4 step 1 / §5.6: a failing binding read is a store verdict, binding unverified, ticket "
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/every-answer-of-the-machine: a failing binding read is a store verdict, binding unverified, ticket "
           "intact") {
   fixture f;
   const principal alice = agent("alice");
@@ -1301,7 +1301,7 @@ TEST_CASE("reference §5.4 step 1 / §5.6: a failing binding read is a store ver
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");  // the retry redeems it
 }
 
-TEST_CASE("reference §5.4 step 5 / §5.6: a failing consume is a store verdict with the binding verified") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/every-answer-of-the-machine: a failing consume is a store verdict with the binding verified") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.armed(alice);
@@ -1335,7 +1335,7 @@ TEST_CASE("reference §5.4 step 5 / §5.6: a failing consume is a store verdict 
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.3 / §5.6: a failing mint is a store verdict during the mint, with no ticket id") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/every-answer-of-the-machine: a failing mint is a store verdict during the mint, with no ticket id") {
   fixture f;
   const principal alice = agent("alice");
   SUBCASE("transient") {
@@ -1369,7 +1369,7 @@ TEST_CASE("reference §5.3 / §5.6: a failing mint is a store verdict during the
 
 // ---- approve and reject ---------------------------------------------------------------------------
 
-TEST_CASE("reference §5.8 / spec §5: a principal that is not an assured human cannot review, the store is not "
+TEST_CASE("approvals.md/the-approver-tools: a principal that is not an assured human cannot review, the store is not "
           "touched") {
   fixture f;
   const auto id = f.mint(agent("alice"));
@@ -1397,7 +1397,7 @@ TEST_CASE("reference §5.8 / spec §5: a principal that is not an assured human 
   CHECK(to_string(f.ticket(id).status) == "pending");
 }
 
-TEST_CASE("reference §5.5: an assured human approves a pending ticket, the submitter then redeems it") {
+TEST_CASE("approvals.md/lifetime: an assured human approves a pending ticket, the submitter then redeems it") {
   fixture f;
   const principal alice = agent("alice");
   const auto id = f.mint(alice);
@@ -1416,7 +1416,7 @@ TEST_CASE("reference §5.5: an assured human approves a pending ticket, the subm
   CHECK(to_string(f.recall(alice, id).verdict) == "proceed");
 }
 
-TEST_CASE("reference §5.5: the submitter cannot review their own ticket (self_review), nor can an empty reviewer id") {
+TEST_CASE("approvals.md/lifetime: the submitter cannot review their own ticket (self_review), nor can an empty reviewer id") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   const auto self = f.svc.approve(id, approver("alice"));
@@ -1432,7 +1432,7 @@ TEST_CASE("reference §5.5: the submitter cannot review their own ticket (self_r
   CHECK(f.svc.approve(id, approver("bob")).ok());
 }
 
-TEST_CASE("reference §5.5: only a pending ticket can be reviewed (already_reviewed)") {
+TEST_CASE("approvals.md/lifetime: only a pending ticket can be reviewed (already_reviewed)") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   REQUIRE(f.svc.approve(id, approver("bob")).ok());
@@ -1446,7 +1446,7 @@ TEST_CASE("reference §5.5: only a pending ticket can be reviewed (already_revie
   CHECK(t.review_comment.empty());
 }
 
-TEST_CASE("reference §5.5: a rejection stores its reviewer and comment") {
+TEST_CASE("approvals.md/lifetime: a rejection stores its reviewer and comment") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   const auto r = f.svc.reject(id, approver("bob"), "too risky on a Friday");
@@ -1458,7 +1458,7 @@ TEST_CASE("reference §5.5: a rejection stores its reviewer and comment") {
   CHECK(ms(t.reviewed_at) == ms(clock_start));
 }
 
-TEST_CASE("spec §5: a review comment longer than max_review_comment_bytes is refused before the store") {
+TEST_CASE("approvals.md: a review comment longer than max_review_comment_bytes is refused before the store") {
   approval_options o;
   o.max_review_comment_bytes = 8;
   fixture f{o};
@@ -1475,7 +1475,7 @@ TEST_CASE("spec §5: a review comment longer than max_review_comment_bytes is re
   CHECK(f.ticket(id).review_comment == "12345678");
 }
 
-TEST_CASE("reference §5.5: reviews of malformed or unknown ids are not_found, a malformed id never reaches the "
+TEST_CASE("approvals.md/lifetime: reviews of malformed or unknown ids are not_found, a malformed id never reaches the "
           "store") {
   fixture f;
   const auto id = f.mint(agent("alice"));
@@ -1495,7 +1495,7 @@ TEST_CASE("reference §5.5: reviews of malformed or unknown ids are not_found, a
   CHECK(f.store.review_op.calls == 1);
 }
 
-TEST_CASE("reference §5.5: a pending ticket past its lifetime cannot be reviewed: it expires") {
+TEST_CASE("approvals.md/lifetime: a pending ticket past its lifetime cannot be reviewed: it expires") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   f.clock.advance(std::chrono::days{7});
@@ -1507,7 +1507,7 @@ TEST_CASE("reference §5.5: a pending ticket past its lifetime cannot be reviewe
   CHECK(t.reviewed_by.empty());
 }
 
-TEST_CASE("spec §5: a failing store during a review is reported as its error") {
+TEST_CASE("approvals.md: a failing store during a review is reported as its error") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   SUBCASE("error code") {
@@ -1529,7 +1529,7 @@ TEST_CASE("spec §5: a failing store during a review is reported as its error") 
 
 // ---- get, pending, expire -------------------------------------------------------------------------
 
-TEST_CASE("spec §5: get passes through to the store, a malformed id is nullopt without touching it") {
+TEST_CASE("approvals.md: get passes through to the store, a malformed id is nullopt without touching it") {
   fixture f;
   const auto id = f.mint(agent("alice"));
   auto got = f.svc.get(id);
@@ -1561,7 +1561,7 @@ TEST_CASE("spec §5: get passes through to the store, a malformed id is nullopt 
   CHECK_FALSE(is_permanent_store_error(thrown.error()));
 }
 
-TEST_CASE("spec §5: pending lists pending tickets oldest first, up to the limit") {
+TEST_CASE("approvals.md: pending lists pending tickets oldest first, up to the limit") {
   fixture f;
   const auto a = f.mint(agent("alice"), R"({"n":1})");
   f.clock.advance(std::chrono::seconds{1});
@@ -1584,7 +1584,7 @@ TEST_CASE("spec §5: pending lists pending tickets oldest first, up to the limit
   CHECK(is_permanent_store_error(failed.error()));
 }
 
-TEST_CASE("reference §5.5: expire runs the lifetime sweep at the service's clock") {
+TEST_CASE("approvals.md/lifetime: expire runs the lifetime sweep at the service's clock") {
   fixture f;
   const principal alice = agent("alice");
   const auto pending = f.mint(alice, R"({"n":1})");
@@ -1606,7 +1606,7 @@ TEST_CASE("reference §5.5: expire runs the lifetime sweep at the service's cloc
   CHECK(failed.error() == approval_store_fault::transient);
 }
 
-TEST_CASE("spec §2: approval_service needs nothing beyond the concept: over the archetype store every path fails permanently") {
+TEST_CASE("plugins.md: approval_service needs nothing beyond the concept: over the archetype store every path fails permanently") {
   archetypes::approval_store store;
   approval_service service{store};
   const principal caller{.id = "agent"};

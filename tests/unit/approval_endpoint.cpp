@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the approval HTTP endpoint: status URL, approve/reject, RBAC and assurance (spec §5; reference §5.5, §5.6, §5.8).
+// Tests of the approval HTTP endpoint: status URL, approve/reject, RBAC and assurance
+// (docs/approvals.md#lifetime, #every-answer-of-the-machine, #the-approver-tools).
 #include <mcpcore/governance/approval_endpoint.hpp>
 
 #include <doctest/doctest.h>
@@ -49,7 +50,7 @@ const principal alice = make_principal("alice", principal_kind::service, false);
 // Approvers: human-interactive, assured, with the approver role.
 const principal bob = make_principal("bob", principal_kind::human_interactive, true, {"approver"});
 const principal carol = make_principal("carol", principal_kind::human_interactive, true, {"approver"});
-// Holders of the approver role who fail assess_approver (reference §5.8).
+// Holders of the approver role who fail assess_approver (docs/approvals.md#the-approver-tools).
 const principal service_approver = make_principal("svc", principal_kind::service, true, {"approver"});
 const principal engine_approver = make_principal("engine", principal_kind::engine, true, {"approver"});
 const principal unassured_human = make_principal("erin", principal_kind::human_interactive, false, {"approver"});
@@ -211,7 +212,7 @@ void check_error(const http_response& r, int status, std::string_view token) {
 TEST_SUITE("approval_endpoint") {
   // ---- matching -----------------------------------------------------------------------------
 
-  TEST_CASE("spec §5: matches() is true exactly for paths under <prefix>/approvals/") {
+  TEST_CASE("approvals.md: matches() is true exactly for paths under <prefix>/approvals/") {
     fixture f;
     const auto& ep = f.endpoint;
     CHECK(ep.matches("/api/v1/approvals/"));
@@ -233,7 +234,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK_FALSE(ep.matches("/mcp/v1/"));
   }
 
-  TEST_CASE("spec §5: handle() returns nullopt for a target outside the endpoint, authenticated or not") {
+  TEST_CASE("approvals.md: handle() returns nullopt for a target outside the endpoint, authenticated or not") {
     fixture f;
     for (const std::string_view target : {"/mcp/v1/", "/api/v1/approvals", "/api/v1/other/x", "/"}) {
       CAPTURE(target);
@@ -244,7 +245,7 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- 401 --------------------------------------------------------------------------------------
 
-  TEST_CASE("spec §5: no caller → 401 with WWW-Authenticate: Bearer, before routing, store untouched") {
+  TEST_CASE("approvals.md: no caller → 401 with WWW-Authenticate: Bearer, before routing, store untouched") {
     basic_fixture<faulty_store> f;
     f.mint(id1);
     for (const auto& [method, target] : std::vector<std::pair<std::string_view, std::string>>{
@@ -268,7 +269,7 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- 404 routing ------------------------------------------------------------------------------
 
-  TEST_CASE("spec §5: paths under the prefix that are not a route → 404, for any method") {
+  TEST_CASE("approvals.md: paths under the prefix that are not a route → 404, for any method") {
     basic_fixture<faulty_store> f;
     f.mint(id1);
     const std::string id{id1};
@@ -289,7 +290,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(f.store.reviews.load() == 0);
   }
 
-  TEST_CASE("spec §5: a malformed id → 404 without touching the store (GET, and POST by an approver)") {
+  TEST_CASE("approvals.md: a malformed id → 404 without touching the store (GET, and POST by an approver)") {
     basic_fixture<faulty_store> f;
     for (const std::string_view bad :
          {"0123456789ABCDEF0123456789ABCDEF", "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef0",
@@ -336,7 +337,7 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- GET ------------------------------------------------------------------------------------------
 
-  TEST_CASE("spec §5: GET answers the submitter with the whole ticket JSON, byte for byte") {
+  TEST_CASE("approvals.md: GET answers the submitter with the whole ticket JSON, byte for byte") {
     fixture f;
     f.mint(id1);
     const auto r = call(f.endpoint, "GET", url(id1), &alice);
@@ -355,7 +356,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(out == "[" + r.body);
   }
 
-  TEST_CASE("spec §5: GET is visible to approvers (RBAC alone, whatever their assurance)") {
+  TEST_CASE("approvals.md: GET is visible to approvers (RBAC alone, whatever their assurance)") {
     fixture f;
     f.mint(id1);
     for (const principal* p : {&bob, &carol, &service_approver, &engine_approver, &unassured_human}) {
@@ -368,7 +369,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: GET by neither submitter nor approver → 404 identical to an unknown id (no oracle)") {
+  TEST_CASE("approvals.md: GET by neither submitter nor approver → 404 identical to an unknown id (no oracle)") {
     fixture f;
     f.mint(id1);
     const auto hidden = call(f.endpoint, "GET", url(id1), &mallory);
@@ -387,7 +388,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: a principal with an empty id does not see tickets whose submitter is empty") {
+  TEST_CASE("approvals.md: a principal with an empty id does not see tickets whose submitter is empty") {
     fixture f;
     f.mint(id1, "");
     const principal anonymous = make_principal("", principal_kind::service, false);
@@ -395,7 +396,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(call(f.endpoint, "GET", url(id1), &bob).status == 200);
   }
 
-  TEST_CASE("spec §5: the query string is ignored by GET and POST") {
+  TEST_CASE("approvals.md: the query string is ignored by GET and POST") {
     fixture f;
     f.mint(id1);
     const auto g = call(f.endpoint, "GET", url(id1) + "?status=approved&x=/approve", &alice);
@@ -409,7 +410,7 @@ TEST_SUITE("approval_endpoint") {
     check_error(call(f.endpoint, "GET", url(id1, "/") + "?x", &alice), 404, "not_found");
   }
 
-  TEST_CASE("spec §5: the tool field drops the mcp. prefix, or shows a foreign definition id whole") {
+  TEST_CASE("approvals.md: the tool field drops the mcp. prefix, or shows a foreign definition id whole") {
     fixture f;
     f.mint(id1, "alice", scope_x, "mcp.delete_tag");
     f.mint(id2, "alice", scope_x, "host.rotate");
@@ -421,7 +422,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(b.str("definition_id") == "host.rotate");
   }
 
-  TEST_CASE("reference §5.2: arguments embed the canonical scope as JSON, a non-JSON scope as a string") {
+  TEST_CASE("approvals.md/the-flow: arguments embed the canonical scope as JSON, a non-JSON scope as a string") {
     fixture f;
     f.mint(id1, "alice", R"({"a":[1,1.0,"1",{"b":null}],"z":true})");
     f.mint(id2, "alice", "not json {");
@@ -431,7 +432,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(args["z"].is_bool());
     REQUIRE(args["a"].is_array());
     CHECK(args["a"].size() == 4);
-    // Numbers keep their spelling (1 and 1.0 differ, reference §5.2).
+    // Numbers keep their spelling (1 and 1.0 differ, docs/approvals.md#the-flow).
     CHECK(call(f.endpoint, "GET", url(id1), &alice).body.find(R"("arguments":{"a":[1,1.0,"1",{"b":null}],"z":true})") !=
           std::string::npos);
     const body_json b{call(f.endpoint, "GET", url(id2), &alice).body};
@@ -440,7 +441,7 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- POST approve / reject --------------------------------------------------------------------
 
-  TEST_CASE("spec §5: an assured human approver approves → 200 with the re-read ticket") {
+  TEST_CASE("approvals.md: an assured human approver approves → 200 with the re-read ticket") {
     fixture f;
     f.mint(id1);
     f.clock.advance(1s);
@@ -463,7 +464,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(body_json{call(f.endpoint, "GET", url(id1), &alice).body}.str("status") == "approved");
   }
 
-  TEST_CASE("spec §5: reject records the comment, approve accepts a comment but does not record it") {
+  TEST_CASE("approvals.md: reject records the comment, approve accepts a comment but does not record it") {
     fixture f;
     f.mint(id1);
     f.mint(id2, "alice", R"({"tag":"y"})");
@@ -482,7 +483,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(f.ticket(id2).review_comment.empty());
   }
 
-  TEST_CASE("spec §5: the body may be empty, JSON whitespace, {}, or carry unknown members") {
+  TEST_CASE("approvals.md: the body may be empty, JSON whitespace, {}, or carry unknown members") {
     for (const std::string_view body : {"", " \r\n\t", "{}", R"({"reason":"x","comment":"c","n":[1]})", " {} "}) {
       CAPTURE(body);
       fixture f;
@@ -493,7 +494,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: a body that is not a JSON object, or a non-string comment → 400, ticket untouched") {
+  TEST_CASE("approvals.md: a body that is not a JSON object, or a non-string comment → 400, ticket untouched") {
     for (const std::string_view body :
          {"{", "[]", R"("comment")", "null", "1", "true", R"({"comment":1})", R"({"comment":null})",
           R"({"comment":["x"]})", R"({"comment":{"text":"x"}})", R"({"comment":"a","comment":"b"})", "{} {}",
@@ -510,7 +511,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: a body larger than max_body_bytes → 413 before parsing, exactly the cap is accepted") {
+  TEST_CASE("approvals.md: a body larger than max_body_bytes → 413 before parsing, exactly the cap is accepted") {
     basic_fixture<faulty_store> f{approval_endpoint_options{.max_body_bytes = 32}};
     f.mint(id1);
     std::string at_cap = R"({"comment":"ok"})";
@@ -528,7 +529,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(body_json{ok.body}.str("review_comment") == "ok");
   }
 
-  TEST_CASE("spec §5: the default body cap is 8192 bytes") {
+  TEST_CASE("approvals.md: the default body cap is 8192 bytes") {
     fixture f;
     f.mint(id1);
     check_error(call(f.endpoint, "POST", url(id1, "/approve"), &bob, std::string(8193, ' ')), 413,
@@ -536,7 +537,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob, std::string(8192, ' ')).status == 200);
   }
 
-  TEST_CASE("spec §5: a comment longer than the service's cap → 400 comment_too_long, ticket pending") {
+  TEST_CASE("approvals.md: a comment longer than the service's cap → 400 comment_too_long, ticket pending") {
     approval_options so;
     so.max_review_comment_bytes = 8;
     fixture f{{}, so};
@@ -549,7 +550,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(body_json{ok.body}.str("review_comment") == "12345678");
   }
 
-  TEST_CASE("reference §5.8: callers without Approval:Approve → 403 forbidden, store untouched") {
+  TEST_CASE("approvals.md/the-approver-tools: callers without Approval:Approve → 403 forbidden, store untouched") {
     basic_fixture<faulty_store> f;
     f.mint(id1);
     for (const principal* p : {&mallory, &alice}) {
@@ -567,7 +568,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(f.ticket(id1).status == approval_status::pending);
   }
 
-  TEST_CASE("spec §5, reference §5.8: approvers must be assured humans → 403 approver_assurance_required:<reason>") {
+  TEST_CASE("approvals.md/the-approver-tools: approvers must be assured humans → 403 approver_assurance_required:<reason>") {
     struct row {
       const principal* who;
       std::string_view token;
@@ -588,7 +589,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.5: the submitter cannot review their own ticket → 403 self_review") {
+  TEST_CASE("approvals.md/lifetime: the submitter cannot review their own ticket → 403 self_review") {
     fixture f;
     const principal dave = make_principal("dave", principal_kind::human_interactive, true, {"approver"});
     f.mint(id1, "dave");
@@ -603,7 +604,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob).status == 200);
   }
 
-  TEST_CASE("reference §5.5: a second review → 409 already_reviewed, the first decision stands") {
+  TEST_CASE("approvals.md/lifetime: a second review → 409 already_reviewed, the first decision stands") {
     fixture f;
     f.mint(id1);
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob).status == 200);
@@ -621,7 +622,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(t.review_comment.empty());
   }
 
-  TEST_CASE("reference §5.5: a ticket past its 7-day lifetime → 409 expired, GET then shows it expired") {
+  TEST_CASE("approvals.md/lifetime: a ticket past its 7-day lifetime → 409 expired, GET then shows it expired") {
     fixture f;
     f.mint(id1);
     f.clock.advance(std::chrono::days{7});
@@ -637,20 +638,20 @@ TEST_SUITE("approval_endpoint") {
     check_error(call(f.endpoint, "POST", url(id1, "/reject"), &bob), 409, "already_reviewed");
   }
 
-  TEST_CASE("reference §5.5: one millisecond before the lifetime ends the review still succeeds") {
+  TEST_CASE("approvals.md/lifetime: one millisecond before the lifetime ends the review still succeeds") {
     fixture f;
     f.mint(id1);
     f.clock.advance(std::chrono::days{7} - 1ms);
     CHECK(call(f.endpoint, "POST", url(id1, "/approve"), &bob).status == 200);
   }
 
-  TEST_CASE("spec §5: reviewing an unknown (well-formed) id → 404") {
+  TEST_CASE("approvals.md: reviewing an unknown (well-formed) id → 404") {
     fixture f;
     check_error(call(f.endpoint, "POST", url(unknown_id, "/approve"), &bob), 404, "not_found");
     check_error(call(f.endpoint, "POST", url(unknown_id, "/reject"), &bob, R"({"comment":"x"})"), 404, "not_found");
   }
 
-  TEST_CASE("reference §5.1: GET shows a consumed ticket as approved with consumed and consumed_at") {
+  TEST_CASE("concepts/approval_store.md/valid-expressions: GET shows a consumed ticket as approved with consumed and consumed_at") {
     fixture f;
     f.mint(id1);
     f.clock.advance(1s);
@@ -671,9 +672,10 @@ TEST_SUITE("approval_endpoint") {
     CHECK(j.is_null("expired_at"));
   }
 
-  // ---- store faults (reference §5.6) ---------------------------------------------------------
+  // ---- store faults (docs/approvals.md#every-answer-of-the-machine)
+  // ---------------------------------------------------------
 
-  TEST_CASE("reference §5.6: a transient store fault on GET → 503 with Retry-After: 5") {
+  TEST_CASE("approvals.md/every-answer-of-the-machine: a transient store fault on GET → 503 with Retry-After: 5") {
     for (const std::error_code ec : {make_error_code(approval_store_errc::busy),
                                      make_error_code(approval_store_errc::io_error),
                                      std::make_error_code(std::errc::resource_unavailable_try_again)}) {
@@ -688,7 +690,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.6: a permanent store fault on GET → 500 without Retry-After") {
+  TEST_CASE("approvals.md/every-answer-of-the-machine: a permanent store fault on GET → 500 without Retry-After") {
     for (const auto e : {approval_store_errc::closed, approval_store_errc::corrupt, approval_store_errc::read_only,
                          approval_store_errc::full, approval_store_errc::schema_too_new,
                          approval_store_errc::internal}) {
@@ -702,7 +704,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.6: store faults during a review → 503 (transient) or 500 (permanent), ticket intact") {
+  TEST_CASE("approvals.md/every-answer-of-the-machine: store faults during a review → 503 (transient) or 500 (permanent), ticket intact") {
     {
       basic_fixture<faulty_store> f;
       f.mint(id1);
@@ -725,7 +727,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("spec §5: the review happened but the re-read failed → 200 with approval_id and status only") {
+  TEST_CASE("approvals.md: the review happened but the re-read failed → 200 with approval_id and status only") {
     for (const std::string_view action : {"/approve", "/reject"}) {
       CAPTURE(action);
       basic_fixture<faulty_store> f;
@@ -744,7 +746,7 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- authorizers and options ----------------------------------------------------------------
 
-  TEST_CASE("reference §5.8: RBAC asks the authorizer for Approve on approver_securable") {
+  TEST_CASE("approvals.md/the-approver-tools: RBAC asks the authorizer for Approve on approver_securable") {
     struct call_log {
       std::vector<std::pair<std::string, operation>> calls;
     };
@@ -772,7 +774,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.8: a role table grant on another operation or securable does not make an approver") {
+  TEST_CASE("approvals.md/the-approver-tools: a role table grant on another operation or securable does not make an approver") {
     fixture f;
     f.mint(id1);
     mcpcore::role_table_authorizer table;
@@ -801,7 +803,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(f.ticket(id1).status == approval_status::pending);
   }
 
-  TEST_CASE("spec §5: with allow_all_authorizer, assurance and separation of duties still hold") {
+  TEST_CASE("approvals.md: with allow_all_authorizer, assurance and separation of duties still hold") {
     fixture f;
     f.mint(id1);
     approval_endpoint ep{f.service, allow_all_authorizer{}};
@@ -822,7 +824,7 @@ TEST_SUITE("approval_endpoint") {
     check_error(call(ep, "POST", url(id1, "/approve"), &bob), 403, "forbidden");
   }
 
-  TEST_CASE("spec §5: the prefix is configurable, the status URL follows the service's prefix") {
+  TEST_CASE("approvals.md: the prefix is configurable, the status URL follows the service's prefix") {
     approval_options so;
     so.status_url_prefix = "/admin";
     fixture f{approval_endpoint_options{.prefix = "/admin"}, so};
@@ -844,9 +846,11 @@ TEST_SUITE("approval_endpoint") {
 
   // ---- concurrency ------------------------------------------------------------------------------
 
-  // ---- audit (reference §3.5, §5.8) --------------------------------------------------------------
+  // ---- audit (docs/security.md#audit-and-the-one-cid-pattern,
+  // docs/approvals.md#the-approver-tools)
+  // --------------------------------------------------------------
 
-  TEST_CASE("reference §3.5, §5.8: every review request writes one row: approve, reject, each refusal, a store fault") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern, approvals.md/the-approver-tools: every review request writes one row: approve, reject, each refusal, a store fault") {
     basic_fixture<faulty_store> f;
     memory_audit_sink sink;
     f.endpoint.set_audit(sink);
@@ -914,7 +918,7 @@ TEST_SUITE("approval_endpoint") {
     CHECK(sink.entries().size() == steps.size() + 1);
   }
 
-  TEST_CASE("reference §3.5: a review whose audit sink refuses or throws answers exactly as without a sink") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: a review whose audit sink refuses or throws answers exactly as without a sink") {
     struct refusing {
       bool throws = false;
       int calls = 0;
@@ -944,7 +948,7 @@ TEST_SUITE("approval_endpoint") {
     }
   }
 
-  TEST_CASE("reference §5.5: concurrent reviews of one ticket through one endpoint: exactly one wins") {
+  TEST_CASE("approvals.md/lifetime: concurrent reviews of one ticket through one endpoint: exactly one wins") {
     fixture f;
     f.mint(id1);
     constexpr int n = 8;

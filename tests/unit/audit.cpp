@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the audit_sink concept, the shipped sinks and value sanitising (reference §3.5, spec §2).
+// Tests of the audit_sink concept, the shipped sinks and value sanitising
+// (docs/security.md#audit-and-the-one-cid-pattern, docs/plugins.md).
 #include <mcpcore/governance/audit.hpp>
 
 #include <doctest/doctest.h>
@@ -113,7 +114,7 @@ std::string read_all(const std::filesystem::path& p) {
 }  // namespace
 
 TEST_SUITE("audit") {
-  TEST_CASE("reference §3.5: the result vocabulary") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: the result vocabulary") {
     CHECK(mcpcore::to_string(audit_result::success) == "success");
     CHECK(mcpcore::to_string(audit_result::denied) == "denied");
     CHECK(mcpcore::to_string(audit_result::failure) == "failure");
@@ -122,7 +123,7 @@ TEST_SUITE("audit") {
     CHECK(mcpcore::to_string(audit_result::not_found) == "not_found");
   }
 
-  TEST_CASE("spec §2: null_audit_sink keeps nothing and reports no gap") {
+  TEST_CASE("plugins.md: null_audit_sink keeps nothing and reports no gap") {
     mcpcore::null_audit_sink s;
     const audit_record row = sample_row();
     CHECK(s.record(row));
@@ -205,7 +206,7 @@ TEST_SUITE("audit") {
     CHECK(c.entries().size() == 1);
   }
 
-  TEST_CASE("spec §2: memory_audit_sink takes rows from many threads at once") {
+  TEST_CASE("plugins.md: memory_audit_sink takes rows from many threads at once") {
     mcpcore::memory_audit_sink s{100};
     constexpr int threads = 4;
     constexpr int per_thread = 500;
@@ -227,7 +228,7 @@ TEST_SUITE("audit") {
     CHECK(s.dropped() == threads * per_thread - 100);
   }
 
-  TEST_CASE("reference §3.5: the JSON-lines row format") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: the JSON-lines row format") {
     std::string out;
     mcpcore::append_audit_json(out, sample_row());
     CHECK(out == R"x({"time":"2026-01-01T00:00:01.234Z","action":"mcp.delete_tag","target_type":"mcp_tool",)x"
@@ -308,7 +309,7 @@ TEST_SUITE("audit") {
     CHECK(dir.error() == std::errc::is_a_directory);
   }
 
-  TEST_CASE("reference §3.5: a failed write is reported as not persisted (disk full)") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: a failed write is reported as not persisted (disk full)") {
     if (!std::filesystem::exists("/dev/full")) return;  // Linux: every write fails with ENOSPC
     auto sink = mcpcore::jsonl_audit_sink::open("/dev/full");
     REQUIRE(sink);
@@ -332,7 +333,7 @@ TEST_SUITE("audit") {
     CHECK(read_lines(tmp2.path).empty());
   }
 
-  TEST_CASE("spec §2: jsonl_audit_sink rows from concurrent writers never interleave") {
+  TEST_CASE("plugins.md: jsonl_audit_sink rows from concurrent writers never interleave") {
     temp_file tmp;
     auto sink = mcpcore::jsonl_audit_sink::open(tmp.path.string());
     REQUIRE(sink);
@@ -365,7 +366,7 @@ TEST_SUITE("audit") {
     CHECK(ids.size() == threads * per_thread);
   }
 
-  TEST_CASE("reference §3.5: sanitize_audit_value defuses , = CR LF, C0 controls, DEL and C1 controls") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: sanitize_audit_value defuses , = CR LF, C0 controls, DEL and C1 controls") {
     CHECK(mcpcore::sanitize_audit_value("tag-1") == "tag-1");
     CHECK(mcpcore::sanitize_audit_value("a;b=c") == "a_b_c");
     CHECK(mcpcore::sanitize_audit_value("x\r\ntier=supervised") == "x__tier_supervised");
@@ -377,7 +378,7 @@ TEST_SUITE("audit") {
     CHECK(mcpcore::sanitize_audit_value("").empty());
   }
 
-  TEST_CASE("reference §3.5: sanitize_audit_value repairs invalid UTF-8 with U+FFFD per maximal subpart") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: sanitize_audit_value repairs invalid UTF-8 with U+FFFD per maximal subpart") {
     const std::string r = "\xEF\xBF\xBD";
     CHECK(mcpcore::sanitize_audit_value("a\xff" "b") == "a" + r + "b");
     CHECK(mcpcore::sanitize_audit_value("\xC3") == r);                    // truncated sequence
@@ -387,7 +388,7 @@ TEST_SUITE("audit") {
     CHECK(mcpcore::sanitize_audit_value("\xF4\x90\x80\x80") == r + r + r + r);  // above U+10FFFF
   }
 
-  TEST_CASE("reference §3.5: sanitize_audit_value cuts at 256 bytes, never inside a UTF-8 sequence") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: sanitize_audit_value cuts at 256 bytes, never inside a UTF-8 sequence") {
     static_assert(mcpcore::max_audit_value_bytes == 256);
     const std::string exact(256, 'a');
     CHECK(mcpcore::sanitize_audit_value(exact) == exact);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the authenticator concept (spec §2), fixed_authenticator and the endpoint's type erasure.
+// Tests of the authenticator concept (docs/plugins.md), fixed_authenticator and the endpoint's type
+// erasure.
 #include <mcpcore/governance/authenticator.hpp>
 
 #include <doctest/doctest.h>
@@ -126,7 +127,7 @@ static_assert(mcpcore::authenticator<counting_authenticator>);
 }  // namespace
 
 TEST_SUITE("authenticator") {
-  TEST_CASE("spec §2: fixed_authenticator admits every request as its principal") {
+  TEST_CASE("plugins.md: fixed_authenticator admits every request as its principal") {
     const mcpcore::fixed_authenticator a{alice()};
     const auto none = a.authenticate(http_request_view{});
     REQUIRE(none.has_value());
@@ -141,7 +142,7 @@ TEST_SUITE("authenticator") {
     CHECK(same(*with_credentials, alice()));
   }
 
-  TEST_CASE("reference §7.7: fixed_authenticator never revokes") {
+  TEST_CASE("sessions.md/credential-re-validation: fixed_authenticator never revokes") {
     const mcpcore::fixed_authenticator a{alice()};
     CHECK(a.revalidate(alice()) == credential_verdict::valid);
     CHECK(a.revalidate(principal{.id = "someone-else"}) == credential_verdict::valid);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the clock_source concept, the system clock source and the manual clock (spec §2).
+// Tests of the clock_source concept, the system clock source and the manual clock
+// (docs/plugins.md).
 #include <mcpcore/governance/clock.hpp>
 
 #include <doctest/doctest.h>
@@ -56,7 +57,7 @@ static_assert(mcpcore::manual_clock::initial_steady.time_since_epoch() == 1h);
 }  // namespace
 
 TEST_SUITE("clock") {
-  TEST_CASE("spec §2: system_clock_source reads the process clocks") {
+  TEST_CASE("plugins.md: system_clock_source reads the process clocks") {
     const mcpcore::system_clock_source c{};
     const auto s0 = steady_clock::now();
     const auto w0 = system_clock::now();

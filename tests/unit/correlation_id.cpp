@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of correlation-id formatting and minting (reference §1.6).
+// Tests of correlation-id formatting and minting (docs/errors.md#the-errordata-envelope).
 #include <mcpcore/wire/correlation_id.hpp>
 
 #include <doctest/doctest.h>
@@ -41,7 +41,7 @@ parsed_id parse_id(std::string_view s) {
 }  // namespace
 
 TEST_SUITE("correlation_id") {
-  TEST_CASE("format matches Yuzu's example req-18f3c2a1b07-2a (reference §1.6)") {
+  TEST_CASE("format matches Yuzu's example req-18f3c2a1b07-2a (errors.md/the-errordata-envelope)") {
     CHECK(correlation_id::format(0x18f3c2a1b07, 0x2a).view() == "req-18f3c2a1b07-2a");
     CHECK(correlation_id::format(0, 0).view() == "req-0-0");
   }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the error-code table, its category and the error.data envelope (reference §1.5-§1.6).
+// Tests of the error-code table, its category and the error.data envelope
+// (docs/errors.md#error-codes, #the-errordata-envelope).
 #include <mcpcore/wire/error.hpp>
 
 #include <doctest/doctest.h>
@@ -15,7 +16,8 @@ using namespace mcpcore;
 
 namespace {
 
-// Every code of reference §1.5, plus -32002 (MCP resource not found) and -32015 (spec §3).
+// Every code of docs/errors.md#error-codes, plus -32002 (MCP resource not found) and -32015
+// (docs/errors.md#error-codes).
 constexpr errc all_codes[] = {
     errc::parse_error,        errc::invalid_request,   errc::method_not_found,
     errc::invalid_params,     errc::internal_error,    errc::resource_not_found,
@@ -29,7 +31,7 @@ constexpr errc all_codes[] = {
 }  // namespace
 
 TEST_SUITE("error") {
-  TEST_CASE("the codes carry the numbers of reference §1.5 and spec §3") {
+  TEST_CASE("the codes carry the numbers of errors.md/error-codes") {
     static_assert(static_cast<int>(errc::parse_error) == -32700);
     static_assert(static_cast<int>(errc::invalid_request) == -32600);
     static_assert(static_cast<int>(errc::method_not_found) == -32601);
@@ -54,7 +56,7 @@ TEST_SUITE("error") {
     CHECK(distinct.size() == std::size(all_codes));
   }
 
-  TEST_CASE("HTTP statuses follow reference §1.5") {
+  TEST_CASE("HTTP statuses follow errors.md/error-codes") {
     static_assert(default_http_status(errc::parse_error) == 200);
     static_assert(default_http_status(errc::invalid_params) == 200);
     static_assert(default_http_status(errc::tier_denied) == 200);
@@ -70,7 +72,7 @@ TEST_SUITE("error") {
     static_assert(default_http_status(errc::shutting_down) == 503);
   }
 
-  TEST_CASE("only the kill switch answers without error.data (spec §3, reference §1.4 step 1)") {
+  TEST_CASE("only the kill switch answers without error.data (errors.md/the-errordata-envelope, http.md/processing-order-on-the-mcp-path)") {
     for (errc e : all_codes) {
       CAPTURE(static_cast<int>(e));
       CHECK(carries_error_data(e) == (e != errc::mcp_disabled));
@@ -103,14 +105,14 @@ TEST_SUITE("error") {
     CHECK(default_message(errc::stream_poisoned) == "Stream terminated; final response undeliverable");
   }
 
-  TEST_CASE("the envelope always has correlation_id, retry_after_ms and remediation (reference §1.6)") {
+  TEST_CASE("the envelope always has correlation_id, retry_after_ms and remediation (errors.md/the-errordata-envelope)") {
     std::string out;
     json::writer w{out};
     write_error_data(w, error_data{.correlation_id = "req-1-0"});
     CHECK(out == R"({"correlation_id":"req-1-0","retry_after_ms":null,"remediation":null})");
   }
 
-  TEST_CASE("an approval-required envelope carries the ticket members (reference §1.6, §5.3)") {
+  TEST_CASE("an approval-required envelope carries the ticket members (errors.md/the-errordata-envelope, approvals.md/what-the-machine-checks-in-order)") {
     std::string out;
     json::writer w{out};
     write_error_data(w, error_data{.correlation_id = "req-18f3c2a1b07-2a",
@@ -125,7 +127,7 @@ TEST_SUITE("error") {
           R"("status_url":"/api/v1/approvals/0123456789abcdef0123456789abcdef"})");
   }
 
-  TEST_CASE("execution_id is absent, null or a string, reason and audit_persisted when set (reference §1.6)") {
+  TEST_CASE("execution_id is absent, null or a string, reason and audit_persisted when set (errors.md/the-errordata-envelope)") {
     const auto render = [](const error_data& d) {
       std::string out;
       json::writer w{out};
@@ -147,7 +149,7 @@ TEST_SUITE("error") {
     }
   }
 
-  TEST_CASE("caller-derived text is escaped, so the envelope stays valid JSON (reference §1.6)") {
+  TEST_CASE("caller-derived text is escaped, so the envelope stays valid JSON (errors.md/the-errordata-envelope)") {
     std::string out;
     json::writer w{out};
     write_error_data(w, error_data{.correlation_id = "c", .remediation = "say \"hi\"\n\x01 \xff"});

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fault injection through the real server path (spec §10; reference §5.6, §3.5): the SQLite
-// approval store made busy, read-only, corrupt and full underneath a running server, at mint, at
-// recall (the consume, and the read before it) and at review (the MCP approver tool and the HTTP
-// approval route); audit sinks, and the SQLite audit sink, that fail under every kind of row.
+// Fault injection through the real server path (docs/security.md#testing-for-robustness,
+// docs/approvals.md#every-answer-of-the-machine, docs/security.md#audit-and-the-one-cid-pattern):
+// the SQLite approval store made busy, read-only, corrupt and full underneath a running server, at
+// mint, at recall (the consume, and the read before it) and at review (the MCP approver tool and
+// the HTTP approval route); audit sinks, and the SQLite audit sink, that fail under every kind of
+// row.
 //
 // Faults that need a file system of their own (a full disk, a read-only mount) run in a child
 // process with private user and mount namespaces (unshare(2)); where the kernel refuses those, the
@@ -219,7 +221,8 @@ std::string recall_args(std::string_view tag, std::string_view id) {
   return R"({"tag":")" + std::string{tag} + R"(","approval_id":")" + std::string{id} + R"("})";
 }
 
-// ---- the store-fault scenario (reference §5.6) --------------------------------------------------
+// ---- the store-fault scenario (docs/approvals.md#every-answer-of-the-machine)
+// --------------------------------------------------
 
 // What the fault should look like to the client and in the audit trail.
 struct store_fault {
@@ -229,8 +232,9 @@ struct store_fault {
   bool read_fails = false;         // the recall's read (get) fails too: binding unverified
 };
 
-// Collects the differences from what reference §5.6 promises, as text (so that a child process
-// can hand them to the test through a pipe), and a log of what the client saw.
+// Collects the differences from what docs/approvals.md#every-answer-of-the-machine promises, as
+// text (so that a child process can hand them to the test through a pipe), and a log of what the
+// client saw.
 struct findings {
   std::vector<std::string> failures;
   std::string log;
@@ -248,12 +252,12 @@ struct findings {
   }
 };
 
-// One whole run of reference §5.6 against a real store: tickets are minted and one approved
-// through `normal`; `fault_on()` breaks the store underneath `faulted` (which may be `normal`
-// itself, or a second host over the same file); a mint, a recall (twice, as the remediation
-// advises) and a review through the MCP tool and through HTTP each get the answer of the fault's
-// class and change nothing; `fault_off()` repairs the store; then both tickets are as they were,
-// nothing was minted, and the approved ticket redeems exactly once.
+// One whole run of docs/approvals.md#every-answer-of-the-machine against a real store: tickets are
+// minted and one approved through `normal`; `fault_on()` breaks the store underneath `faulted`
+// (which may be `normal` itself, or a second host over the same file); a mint, a recall (twice, as
+// the remediation advises) and a review through the MCP tool and through HTTP each get the answer
+// of the fault's class and change nothing; `fault_off()` repairs the store; then both tickets are
+// as they were, nothing was minted, and the approved ticket redeems exactly once.
 template <class Host>
 findings run_store_fault(Host& normal, Host& faulted, const std::function<void()>& fault_on,
                          const std::function<void()>& fault_off, const store_fault& x) {
@@ -278,7 +282,8 @@ findings run_store_fault(Host& normal, Host& faulted, const std::function<void()
 
   fault_on();
 
-  // 1. Mint (reference §5.3 step 3 / §5.6): -32603 "failed to create approval request", no id.
+  // 1. Mint (docs/approvals.md#what-the-machine-checks-in-order, #every-answer-of-the-machine):
+  // -32603 "failed to create approval request", no id.
   {
     const auto a = faulted.call(agent(), 10, R"({"tag":"c"})");
     f.saw(name + " mint: " + a.text);
@@ -296,7 +301,8 @@ findings run_store_fault(Host& normal, Host& faulted, const std::function<void()
                  rows.back().detail == "approval submit failed: " + msg + " correlation_id=" + a.cid(),
              name + ": mint audit row: " + (rows.empty() ? std::string{"none"} : rows.back().detail));
   }
-  // 2. Recall (reference §5.4 steps 1 and 5, §5.6): -32603, the ticket intact, the handler not run.
+  // 2. Recall (docs/approvals.md#what-the-machine-checks-in-order, #every-answer-of-the-machine):
+  // -32603, the ticket intact, the handler not run.
   const std::string message = x.transient ? "approval store temporarily unavailable" : "approval store unavailable";
   for (const std::int64_t id : {11, 12}) {  // retried unchanged: the same answer
     const auto a = faulted.call(agent(), id, recall_args("a", recalled));
@@ -663,10 +669,10 @@ struct audit_step {
   bool audit_persisted_field = true;  // the error reports a lost row in error.data
 };
 
-// Every kind of row of the dispatch core (reference §3.5): success, each pre-dispatch denial, a
-// handler failure, an isError result, the approval machine's minted, deduped, polled (no row),
-// reviewed, consumed (approved + the handler's row) and replayed tickets, an approver refusal.
-// `{T}` in a request is the ticket id minted by the first approval step.
+// Every kind of row of the dispatch core (docs/security.md#audit-and-the-one-cid-pattern): success,
+// each pre-dispatch denial, a handler failure, an isError result, the approval machine's minted,
+// deduped, polled (no row), reviewed, consumed (approved + the handler's row) and replayed tickets,
+// an approver refusal. `{T}` in a request is the ticket id minted by the first approval step.
 std::vector<audit_step> audit_sequence() {
   const principal user{.id = "u1", .tier = "supervised", .roles = {"user"}};
   const principal reader{.id = "r1", .tier = "readonly", .roles = {"user"}};
@@ -729,9 +735,10 @@ std::vector<std::string> run_audit_sequence(audited_server<Sink>& s, bool rows_l
 
 TEST_SUITE("fault injection") {
 
-// ---- the approval store under a running server (reference §5.6) ---------------------------------
+// ---- the approval store under a running server (docs/approvals.md#every-answer-of-the-machine)
+// ---------------------------------
 
-TEST_CASE("reference §5.6: a store locked by another connection past the busy timeout: transient at mint, recall and review, ticket intact") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a store locked by another connection past the busy timeout: transient at mint, recall and review, ticket intact") {
   const test_process::temp_dir dir;
   auto store = open_store(dir.file(), quick());
   approvals_host host{store};
@@ -743,7 +750,7 @@ TEST_CASE("reference §5.6: a store locked by another connection past the busy t
                           .store_message = "approval store busy (locked past the busy timeout)"}));
 }
 
-TEST_CASE("reference §5.6: an index page of the store overwritten between calls: permanent at mint, consume and review, ticket intact once repaired") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: an index page of the store overwritten between calls: permanent at mint, consume and review, ticket intact once repaired") {
   const test_process::temp_dir dir;
   auto store = open_store(dir.file());
   approvals_host host{store};
@@ -754,7 +761,7 @@ TEST_CASE("reference §5.6: an index page of the store overwritten between calls
                          {.name = "corrupt index", .store_message = "approval store is corrupt or not a database"}));
 }
 
-TEST_CASE("reference §5.6: the table page of the store overwritten between calls: the recall's read fails (binding unverified), permanent") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: the table page of the store overwritten between calls: the recall's read fails (binding unverified), permanent") {
   const test_process::temp_dir dir;
   auto store = open_store(dir.file());
   approvals_host host{store};
@@ -764,7 +771,7 @@ TEST_CASE("reference §5.6: the table page of the store overwritten between call
                           .read_fails = true}));
 }
 
-TEST_CASE("reference §5.6: a server whose store is opened read-only (SQLite read-only open): permanent at mint, consume and review") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a server whose store is opened read-only (SQLite read-only open): permanent at mint, consume and review") {
   const test_process::temp_dir dir;
   auto store = open_store(dir.file());
   approvals_host host{store};
@@ -780,7 +787,7 @@ TEST_CASE("reference §5.6: a server whose store is opened read-only (SQLite rea
                          {.name = "read-only open", .store_message = "approval store is read-only"}));
 }
 
-TEST_CASE("reference §5.6: a store on a read-only mount (private namespace): SQLite opens it read-only underneath, permanent") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a store on a read-only mount (private namespace): SQLite opens it read-only underneath, permanent") {
   const test_process::temp_dir dir;
   const std::string data = dir.path() + "/data";
   const std::string view = dir.path() + "/view";
@@ -806,7 +813,7 @@ TEST_CASE("reference §5.6: a store on a read-only mount (private namespace): SQ
   check_child(r, "the read-only mount");
 }
 
-TEST_CASE("reference §5.6: a store on a full file system (tmpfs, private namespace): permanent at mint, consume and review, intact once space is freed") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a store on a full file system (tmpfs, private namespace): permanent at mint, consume and review, intact once space is freed") {
   const test_process::temp_dir dir;
   const auto r = in_private_mounts([&]() -> std::string {
     if (!mount_tmpfs(dir.path(), "1m")) return std::string{"tmpfs: "} + std::strerror(errno) + "\n";
@@ -825,9 +832,10 @@ TEST_CASE("reference §5.6: a store on a full file system (tmpfs, private namesp
   check_child(r, "the full disk");
 }
 
-// ---- audit failures never fail a request (reference §3.5, audit_sink requirements 1 and 4) ------
+// ---- audit failures never fail a request (docs/security.md#audit-and-the-one-cid-pattern,
+// audit_sink requirements 1 and 4) ------
 
-TEST_CASE("reference §3.5: a sink returning false or throwing changes no answer of tools/call, every lost row is signalled") {
+TEST_CASE("security.md/audit-and-the-one-cid-pattern: a sink returning false or throwing changes no answer of tools/call, every lost row is signalled") {
   failing_audit good;
   audited_server<failing_audit> baseline{good};
   const auto expected = run_audit_sequence(baseline, false);
@@ -848,7 +856,7 @@ TEST_CASE("reference §3.5: a sink returning false or throwing changes no answer
   }
 }
 
-TEST_CASE("reference §3.5: session rows of the HTTP endpoint (open, reject, close, shutdown, bridge) lost by the sink change no answer and are counted") {
+TEST_CASE("security.md/audit-and-the-one-cid-pattern: session rows of the HTTP endpoint (open, reject, close, shutdown, bridge) lost by the sink change no answer and are counted") {
   for (const auto mode : {failing_audit::mode::ok, failing_audit::mode::refuse, failing_audit::mode::throws}) {
     CAPTURE(static_cast<int>(mode));
     failing_audit sink;
@@ -905,7 +913,7 @@ TEST_CASE("reference §3.5: session rows of the HTTP endpoint (open, reject, clo
   }
 }
 
-TEST_CASE("reference §3.5: the SQLite audit sink opened read-only: denials carry audit_persisted:false, successes and sessions are counted") {
+TEST_CASE("security.md/audit-and-the-one-cid-pattern: the SQLite audit sink opened read-only: denials carry audit_persisted:false, successes and sessions are counted") {
   const test_process::temp_dir dir;
   { REQUIRE(sqlite_audit_sink::open(dir.file("audit.db")).has_value()); }  // create and migrate
   sqlite_audit_sink_options o;
@@ -931,7 +939,7 @@ TEST_CASE("reference §3.5: the SQLite audit sink opened read-only: denials carr
   CHECK(rows->empty());
 }
 
-TEST_CASE("reference §3.5: the SQLite audit sink locked past its busy timeout: the denial answers with audit_persisted:false, then the sink recovers") {
+TEST_CASE("security.md/audit-and-the-one-cid-pattern: the SQLite audit sink locked past its busy timeout: the denial answers with audit_persisted:false, then the sink recovers") {
   const test_process::temp_dir dir;
   sqlite_audit_sink_options o;
   o.busy_timeout = 20ms;
@@ -958,7 +966,7 @@ TEST_CASE("reference §3.5: the SQLite audit sink locked past its busy timeout: 
   CHECK((*rows)[0].correlation_id == unlocked.cid());
 }
 
-TEST_CASE("reference §3.5: the SQLite audit sink on a full file system (tmpfs, private namespace): answers unchanged, the gap signalled, rows again once space is freed") {
+TEST_CASE("security.md/audit-and-the-one-cid-pattern: the SQLite audit sink on a full file system (tmpfs, private namespace): answers unchanged, the gap signalled, rows again once space is freed") {
   const test_process::temp_dir dir;
   const auto r = in_private_mounts([&]() -> std::string {
     std::string out;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sans-I/O MCP endpoint end to end: routing, the processing order, sessions, plain and SSE
 // answers, the upgrade on the first in-call message, sampling, cancellation, resume, DELETE, the
-// polling hook, the operational routes and the refusals (reference §1, §6-§9, §12; spec §6;
-// MCP 2025-11-25 basic/transports).
+// polling hook, the operational routes and the refusals
+// (docs/http.md#processing-order-on-the-mcp-path, docs/sessions.md#the-session-registry,
+// #get-attach-replay-resume, #pinned-finals, #streamed-post, #shutdown, #cancellation; MCP
+// 2025-11-25 basic/transports).
 #include <mcpcore/transport/http_endpoint.hpp>
 
 #include <doctest/doctest.h>
@@ -498,7 +500,7 @@ TEST_SUITE("http_endpoint") {
 
 // ---- sessions and plain answers ----------------------------------------------------------------
 
-TEST_CASE("reference §6.2: initialize mints a session bound to the caller and returns Mcp-Session-Id") {
+TEST_CASE("http.md/post: initialize mints a session bound to the caller and returns Mcp-Session-Id") {
   fixture f;
   auto r = f.send(post(fx::initialize(1)));
   REQUIRE(r.head.status == 200);
@@ -519,7 +521,7 @@ TEST_CASE("reference §6.2: initialize mints a session bound to the caller and r
   }
 }
 
-TEST_CASE("reference §1.4: a call without in-call messages answers plain JSON, even with SSE accepted") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: a call without in-call messages answers plain JSON, even with SSE accepted") {
   fixture f;
   const auto sid = f.open_session();
   auto r = f.send(post(fx::call_tool(2, "echo"), sid));
@@ -529,7 +531,7 @@ TEST_CASE("reference §1.4: a call without in-call messages answers plain JSON, 
   CHECK(fx::str(fx::at(body_of(r).root["result"]["content"], 0)["text"]) == "echoed");
 }
 
-TEST_CASE("reference §1.4 step 6: notifications and client responses answer 202 with no body") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: notifications and client responses answer 202 with no body") {
   fixture f;
   const auto sid = f.open_session();
   auto n = f.send(post(fx::notification("notifications/initialized"), sid));
@@ -545,7 +547,7 @@ TEST_CASE("reference §1.4 step 6: notifications and client responses answer 202
   }
 }
 
-TEST_CASE("reference §6.1: without a session header a request is served statelessly (sessions are optional)") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: without a session header a request is served statelessly (sessions are optional)") {
   fixture f;
   auto r = f.send(post(fx::call_tool(3, "logger")));
   REQUIRE(r.head.status == 200);
@@ -570,7 +572,7 @@ TEST_CASE("MCP 2025-11-25 transports: require_session answers 400 -32600 to a PO
 
 // ---- streamed answers --------------------------------------------------------------------------
 
-TEST_CASE("reference §9.4, SEP-1699: streamed progress: priming event first, ring ids, the final last") {
+TEST_CASE("sessions.md/streamed-post, SEP-1699: streamed progress: priming event first, ring ids, the final last") {
   fixture f;
   const auto sid = f.open_session();
   auto r = f.send(post(fx::call_tool(7, "report", {}, progress_meta(R"("tok-7")")), sid));
@@ -662,7 +664,7 @@ TEST_CASE("MCP 2025-11-25 client features: a sampling round trip over the POST s
   CHECK(fx::str(fx::at(fx::parse(msgs.back().data).root["result"]["content"], 0)["text"]) == "sampled: hello");
 }
 
-TEST_CASE("reference §9.8, spec §6: notifications/cancelled ends the request's stream promptly, without a result") {
+TEST_CASE("sessions.md/cancellation: notifications/cancelled ends the request's stream promptly, without a result") {
   fixture f;
   const auto sid = f.open_session();
   SUBCASE("a streamed call (progress token)") {
@@ -705,7 +707,7 @@ TEST_CASE("reference §9.8, spec §6: notifications/cancelled ends the request's
   }
 }
 
-TEST_CASE("reference §9.4, MCP: a dropped stream is not a cancel, GET + Last-Event-ID replays the final once") {
+TEST_CASE("sessions.md/streamed-post, MCP: a dropped stream is not a cancel, GET + Last-Event-ID replays the final once") {
   fixture f;
   const auto sid = f.open_session();
   auto r = f.send(post(fx::call_tool(14, "slow_report", {}, progress_meta(R"("t14")")), sid));
@@ -972,7 +974,7 @@ TEST_CASE("SEP-1699: close_stream is false on a channel that cannot end a respon
   CHECK(answer.load() == 0);
 }
 
-TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its progress and its final") {
+TEST_CASE("sessions.md/projection-and-finals: a detached operation streams its progress and its final over HTTP") {
   fixture f;
   const auto sid = f.open_session();
   auto r = f.send(post(fx::call_tool(15, "fleet", {}, progress_meta(R"("t15")")), sid));
@@ -990,7 +992,7 @@ TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its p
   CHECK(fin.root["result"]["agents_success"].to_int64() == 2);
 }
 
-TEST_CASE("reference §9.1: without SSE accepted progress goes live to the GET stream and the POST answers plain") {
+TEST_CASE("sessions.md/streamed-post-admission: without SSE accepted progress goes live to the GET stream and the POST answers plain") {
   fixture f;
   const auto sid = f.open_session();
   auto g = f.send(get(sid));
@@ -1005,7 +1007,7 @@ TEST_CASE("reference §9.1: without SSE accepted progress goes live to the GET s
   for (const auto& e : stream.messages()) CHECK_FALSE(is_response_for(e, "16"));
 }
 
-TEST_CASE("reference §6.7: DELETE ends the session (200), later requests on it are 404") {
+TEST_CASE("http.md/delete-sessions-on: DELETE ends the session (200), later requests on it are 404") {
   fixture f;
   const auto sid = f.open_session();
   auto d = f.send(del(sid));
@@ -1018,13 +1020,14 @@ TEST_CASE("reference §6.7: DELETE ends the session (200), later requests on it 
   CHECK(fx::to_json(body_of(p).root["id"]) == "20");
   CHECK(f.send(del(sid)).head.status == 404);
   CHECK(f.send(get(sid)).head.status == 404);
-  // reference §1.4 step 5: a notification on a dead session is 404, never 202.
+  // docs/http.md#processing-order-on-the-mcp-path: a notification on a dead session is 404, never
+  // 202.
   auto n = f.send(post(fx::notification("notifications/initialized"), sid));
   CHECK(n.head.status == 404);
   CHECK(code_of(n) == -32007);
 }
 
-TEST_CASE("reference §7.6-§7.7: the GET stream's tick re-validates the credential and closes on revocation") {
+TEST_CASE("sessions.md/the-get-pump, sessions.md/credential-re-validation: the GET stream's tick re-validates the credential and closes on revocation") {
   fixture f;
   const auto sid = f.open_session();
   auto g = f.send(get(sid));
@@ -1045,7 +1048,7 @@ TEST_CASE("reference §7.6-§7.7: the GET stream's tick re-validates the credent
   CHECK(fx::str(fx::parse(msgs.back().data).root["params"]["reason"]) == "credential_revoked");
 }
 
-TEST_CASE("reference §9.1: with streamed_post off no POST answers SSE, progress goes to the GET stream") {
+TEST_CASE("sessions.md/streamed-post-admission: with streamed_post off no POST answers SSE, progress goes to the GET stream") {
   fixture f{[](http_endpoint_options& o) { o.streamed_post = false; }};
   const auto sid = f.open_session();
   auto g = f.send(get(sid));
@@ -1059,7 +1062,7 @@ TEST_CASE("reference §9.1: with streamed_post off no POST answers SSE, progress
 
 // ---- refusals ------------------------------------------------------------------------------------
 
-TEST_CASE("reference §1.2: malformed JSON, arrays and null ids answer -32700 / -32600 with id null") {
+TEST_CASE("design.md/json-rpc: malformed JSON, arrays and null ids answer -32700 / -32600 with id null") {
   fixture f;
   auto bad = f.send(post("{\"jsonrpc\":\"2.0\",\"id\":1,"));
   CHECK(bad.head.status == 200);
@@ -1106,7 +1109,7 @@ TEST_CASE("MCP 2025-11-25 transports: POST Accept is lenient, 406 only when it n
   CHECK(code_of(r) == -32011);
 }
 
-TEST_CASE("reference §6.3: an unsupported MCP-Protocol-Version is 400 -32009, every supported one passes") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: an unsupported MCP-Protocol-Version is 400 -32009, every supported one passes") {
   fixture f;
   auto req = post(fx::request(1, "ping"));
   req.set("MCP-Protocol-Version", "1999-01-01");
@@ -1124,7 +1127,7 @@ TEST_CASE("reference §6.3: an unsupported MCP-Protocol-Version is 400 -32009, e
   CHECK(f.send(g).head.status == 400);
 }
 
-TEST_CASE("reference §6.6: foreign, unknown and deleted sessions are 404 -32007 alike") {
+TEST_CASE("sessions.md/the-session-registry: foreign, unknown and deleted sessions are 404 -32007 alike") {
   fixture f;
   const auto sid = f.open_session();
   auto foreign = f.send(post(fx::request(1, "ping"), sid, "bob-token"));
@@ -1138,7 +1141,7 @@ TEST_CASE("reference §6.6: foreign, unknown and deleted sessions are 404 -32007
   CHECK(f.session_of(sid) != nullptr);  // the foreign DELETE changed nothing
 }
 
-TEST_CASE("reference §7.1: GET needs a session header (400), a live session (404) and SSE in Accept (406)") {
+TEST_CASE("http.md/get-sessions-on: GET needs a session header (400), a live session (404) and SSE in Accept (406)") {
   fixture f;
   const auto sid = f.open_session();
   auto none = f.send(get(""));
@@ -1156,7 +1159,7 @@ TEST_CASE("reference §7.1: GET needs a session header (400), a live session (40
   CHECK(code_of(d) == -32600);
 }
 
-TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID reads as no cursor, a cursor outside the window ends the session") {
+TEST_CASE("design.md/other-wire-pieces, sessions.md/get-attach-replay-resume: a junk Last-Event-ID reads as no cursor, a cursor outside the window ends the session") {
   fixture f;
   const auto sid = f.open_session();
   // A streamed call (its frames belong to its POST stream), then a GET-only one (its progress
@@ -1190,7 +1193,7 @@ TEST_CASE("reference §7.1 step 9, §7.4: a junk Last-Event-ID reads as no curso
   }
 }
 
-TEST_CASE("reference §9.2: a request id still in flight on the session answers 409 -32600") {
+TEST_CASE("sessions.md/streamed-post-admission: a request id still in flight on the session answers 409 -32600") {
   fixture f;
   const auto sid = f.open_session();
   auto first = post(fx::call_tool(5, "held"), sid);
@@ -1211,7 +1214,7 @@ TEST_CASE("reference §9.2: a request id still in flight on the session answers 
   CHECK(f.send(post(fx::call_tool(5, "echo"), sid)).head.status == 200);
 }
 
-TEST_CASE("reference §9.2: a streamed call over the per-principal cap is refused 429 with Retry-After") {
+TEST_CASE("sessions.md/streamed-post-admission: a streamed call over the per-principal cap is refused 429 with Retry-After") {
   fixture f;
   const auto sid = f.open_session();
   const auto s = f.session_of(sid);
@@ -1241,7 +1244,7 @@ TEST_CASE("reference §9.2: a streamed call over the per-principal cap is refuse
   }
 }
 
-TEST_CASE("reference §1.4, §6.1: methods other than GET, POST and DELETE are 405 with Allow") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: methods other than GET, POST and DELETE are 405 with Allow") {
   fixture f;
   request r = post(fx::request(1, "ping"));
   r.method = "PUT";
@@ -1252,7 +1255,7 @@ TEST_CASE("reference §1.4, §6.1: methods other than GET, POST and DELETE are 4
   CHECK(f.send(r).head.status == 405);
 }
 
-TEST_CASE("reference §6.4, spec §6: Origin and Host refusals are 403, before authentication") {
+TEST_CASE("security.md/dns-rebinding-host-and-origin: Origin and Host refusals are 403, before authentication") {
   fixture f{[](http_endpoint_options& o) {
     o.allowed_origins = {"http://localhost:8765"};
     o.allowed_hosts = {"mcp.example.test:8765"};
@@ -1289,7 +1292,7 @@ TEST_CASE("reference §6.4, spec §6: Origin and Host refusals are 403, before a
   }
 }
 
-TEST_CASE("spec §6: on loopback the server's own origin passes (Origin = scheme + Host), no other does") {
+TEST_CASE("security.md/dns-rebinding-host-and-origin: on loopback the server's own origin passes (Origin = scheme + Host), no other does") {
   fixture f;  // no allowed_origins at all
   auto req = post(fx::initialize(1));
   req.local = "127.0.0.1:40123";
@@ -1352,7 +1355,7 @@ TEST_CASE("MCP authorization: a request without a valid credential is 401 with W
   }
 }
 
-TEST_CASE("reference §1.4 step 1: the kill switch answers -32005 with id null and no data, before anything else") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: the kill switch answers -32005 with id null and no data, before anything else") {
   fixture f;
   f.srv->switches().set_disabled(true);
   auto r = f.send(post(fx::request(1, "ping"), {}, "wrong"));
@@ -1368,7 +1371,7 @@ TEST_CASE("reference §1.4 step 1: the kill switch answers -32005 with id null a
   CHECK(f.send(post(fx::request(1, "ping"))).head.status == 200);
 }
 
-TEST_CASE("reference §6.5, §12: the session cap is 429 -32010, after begin_shutdown initialize is 503 -32015") {
+TEST_CASE("sessions.md/the-session-registry, sessions.md/shutdown: the session cap is 429 -32010, after begin_shutdown initialize is 503 -32015") {
   fixture f{[](http_endpoint_options& o) { o.session.max_sessions_per_principal = 1; }};
   const auto sid = f.open_session();
   auto capped = f.send(post(fx::initialize(2)));
@@ -1391,7 +1394,7 @@ TEST_CASE("reference §6.5, §12: the session cap is 429 -32010, after begin_shu
   CHECK(code_of(down) == -32015);
 }
 
-TEST_CASE("reference §6.8: tick() collects idle sessions, their requests are then 404") {
+TEST_CASE("sessions.md/the-session-registry: tick() collects idle sessions, their requests are then 404") {
   fixture f;
   const auto sid = f.open_session();
   f.clk.advance(default_session_idle_ttl + 1s);
@@ -1400,7 +1403,7 @@ TEST_CASE("reference §6.8: tick() collects idle sessions, their requests are th
   CHECK(f.send(post(fx::request(1, "ping"), sid)).head.status == 404);
 }
 
-TEST_CASE("retry §dispatch_queue_full: a full executor answers 503 -32603 with Retry-After") {
+TEST_CASE("retry dispatch_queue_full: a full executor answers 503 -32603 with Retry-After") {
   fixture f;
   const auto sid = f.open_session();
   f.exec.refuse = true;
@@ -1456,7 +1459,7 @@ TEST_CASE("executor ownership: one binder at a time; a second bind throws and ch
   CHECK_FALSE(f.exec_binding.bound());
 }
 
-TEST_CASE("reference §6.1: with sessions off GET and DELETE are 405 and initialize mints nothing") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: with sessions off GET and DELETE are 405 and initialize mints nothing") {
   fixture f{[](http_endpoint_options& o) { o.sessions = false; }};
   auto init = f.send(post(fx::initialize(1)));
   CHECK(init.head.status == 200);
@@ -1552,7 +1555,7 @@ TEST_CASE("operational routes: readiness and the metrics registry set before the
   (void)sid;
 }
 
-TEST_CASE("spec §5: the approval routes are delegated with the authenticated principal (null when it failed)") {
+TEST_CASE("approvals.md: the approval routes are delegated with the authenticated principal (null when it failed)") {
   memory_approval_store store;
   approval_service service{store};
   approval_endpoint approvals{service, allow_all_authorizer{}};

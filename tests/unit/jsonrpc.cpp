@@ -48,7 +48,8 @@ bool is_lower_hex_number(std::string_view s) {
   return true;
 }
 
-// `req-<hex ms>-<hex seq>`, lowercase hex without leading zeros (reference §1.6).
+// `req-<hex ms>-<hex seq>`, lowercase hex without leading zeros
+// (docs/errors.md#the-errordata-envelope).
 bool is_correlation_id(std::string_view s) {
   if (!s.starts_with("req-")) return false;
   s.remove_prefix(4);
@@ -61,9 +62,9 @@ bool is_correlation_id(std::string_view s) {
 
 TEST_SUITE("jsonrpc") {
   // ---------------------------------------------------------------------------------------------
-  // Ids (spec §3, reference §1.2: ids compare as exact JSON values)
+  // Ids (docs/design.md#json-rpc: ids compare as exact JSON values)
 
-  TEST_CASE("request_id_view compares as an exact JSON value: 1 and \"1\" differ (spec §3)") {
+  TEST_CASE("request_id_view compares as an exact JSON value: 1 and \"1\" differ (design.md/json-rpc)") {
     static_assert(request_id_view{1} == request_id_view{1});
     static_assert(request_id_view{1} != request_id_view{"1"});
     static_assert(request_id_view{"1"} != request_id_view{1});
@@ -81,7 +82,7 @@ TEST_SUITE("jsonrpc") {
           request_id_view{std::numeric_limits<std::int64_t>::min()});
   }
 
-  TEST_CASE("string ids compare after unescaping: \"\\u0041\" equals \"A\" (spec §3, reference §1.2)") {
+  TEST_CASE("string ids compare after unescaping: \"\\u0041\" equals \"A\" (design.md/json-rpc)") {
     parsed escaped{R"({"jsonrpc":"2.0","id":"\u0041","method":"ping"})"};
     parsed plain{R"({"jsonrpc":"2.0","id":"A","method":"ping"})"};
     parsed integer{R"({"jsonrpc":"2.0","id":65,"method":"ping"})"};
@@ -151,7 +152,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("request_id is a std::unordered_map key, hashes agree with == (spec §3, reference §1.2)") {
+  TEST_CASE("request_id is a std::unordered_map key, hashes agree with == (design.md/json-rpc)") {
     std::unordered_map<request_id, int> in_flight;
     in_flight.emplace(request_id{1}, 1);
     in_flight.emplace(request_id{std::string{"1"}}, 2);
@@ -209,9 +210,9 @@ TEST_SUITE("jsonrpc") {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Message kinds (JSON-RPC 2.0 §4-§5, reference §1.2, mcp-protocol §1.1)
+  // Message kinds (JSON-RPC 2.0 §4-§5, docs/design.md#json-rpc)
 
-  TEST_CASE("a request carries method, id and object params, absent params stay absent (reference §1.2)") {
+  TEST_CASE("a request carries method, id and object params, absent params stay absent (design.md/json-rpc)") {
     SUBCASE("with params") {
       parsed p{R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"};
       REQUIRE(p.r);
@@ -254,7 +255,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("a notification has a method and no id, it is not a request (reference §1.2, §1.4 step 6)") {
+  TEST_CASE("a notification has a method and no id, it is not a request (design.md/json-rpc, http.md/processing-order-on-the-mcp-path)") {
     parsed bare{R"({"jsonrpc":"2.0","method":"notifications/initialized"})"};
     REQUIRE(bare.r);
     CHECK(bare.r->kind == message_kind::notification);
@@ -327,9 +328,9 @@ TEST_SUITE("jsonrpc") {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Refusals (reference §1.2, spec §3, JSON-RPC 2.0 §5.1)
+  // Refusals (docs/design.md#json-rpc, JSON-RPC 2.0 §5.1)
 
-  TEST_CASE("every refusal of read_message has its code and exact message (reference §1.2, spec §3)") {
+  TEST_CASE("every refusal of read_message has its code and exact message (design.md/json-rpc, errors.md/error-codes)") {
     struct row {
       const char* body;
       errc code;
@@ -346,7 +347,8 @@ TEST_SUITE("jsonrpc") {
         {"42", errc::invalid_request, "Invalid Request: the message must be a JSON object", std::nullopt},
         {"null", errc::invalid_request, "Invalid Request: the message must be a JSON object", std::nullopt},
         {"true", errc::invalid_request, "Invalid Request: the message must be a JSON object", std::nullopt},
-        // Ids (spec §3: null is invalid; mcp-protocol §1.1: string or integer).
+        // Ids (docs/errors.md#error-codes: null is invalid; docs/design.md#json-rpc: string or
+        // integer).
         {R"({"jsonrpc":"2.0","id":null,"method":"ping"})", errc::invalid_request,
          "Invalid Request: id must not be null", std::nullopt},
         {R"({"jsonrpc":"2.0","id":true,"method":"ping"})", errc::invalid_request,
@@ -370,7 +372,7 @@ TEST_SUITE("jsonrpc") {
          "Invalid Request: a message cannot carry both method and result or error", request_id_view{3}},
         {R"({"jsonrpc":"2.0","id":3,"method":"ping","error":{"code":1,"message":"x"}})", errc::invalid_request,
          "Invalid Request: a message cannot carry both method and result or error", request_id_view{3}},
-        // params (reference §1.2: non-object params for MCP methods are -32602).
+        // params (docs/design.md#json-rpc: non-object params for MCP methods are -32602).
         {R"({"jsonrpc":"2.0","id":4,"method":"ping","params":[1]})", errc::invalid_params,
          "Invalid params: params must be an object", request_id_view{4}},
         {R"({"jsonrpc":"2.0","method":"ping","params":[]})", errc::invalid_params,
@@ -425,7 +427,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("id echo policy: a valid id is echoed on later refusals, an invalid id never (spec §3, reference §1.3)") {
+  TEST_CASE("id echo policy: a valid id is echoed on later refusals, an invalid id never (design.md/json-rpc)") {
     SUBCASE("valid string id echoed verbatim after unescaping") {
       parsed p{R"({"jsonrpc":"1.0","id":"\u0041-\"q\"","method":"ping"})"};
       REQUIRE_FALSE(p.r);
@@ -462,7 +464,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("ids at the int64 limits are accepted, out-of-range and non-integer ids are refused (spec §3)") {
+  TEST_CASE("ids at the int64 limits are accepted, out-of-range and non-integer ids are refused (design.md/json-rpc)") {
     SUBCASE("limits accepted") {
       parsed max{R"({"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"})"};
       parsed min{R"({"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"})"};
@@ -500,7 +502,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("JSON-level refusals of parse_message: codes and exact messages (reference §1.2)") {
+  TEST_CASE("JSON-level refusals of parse_message: codes and exact messages (design.md/json-rpc)") {
     struct row {
       std::string body;
       errc code;
@@ -563,7 +565,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("a body over the document's size limit is a parse error (reference §1.2)") {
+  TEST_CASE("a body over the document's size limit is a parse error (design.md/json-rpc)") {
     json::parse_options options;
     options.max_bytes = 16;
     json::document doc{options};
@@ -575,9 +577,9 @@ TEST_SUITE("jsonrpc") {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Builders (reference §1.3, §1.6, spec §3)
+  // Builders (docs/design.md#json-rpc, docs/errors.md#the-errordata-envelope)
 
-  TEST_CASE("write_result_response writes the exact success envelope (reference §1.3)") {
+  TEST_CASE("write_result_response writes the exact success envelope (design.md/json-rpc)") {
     SUBCASE("raw result") {
       std::string out;
       write_result_response(out, 7, "{}");
@@ -618,7 +620,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("write_error_response(error_object) writes data only when there is some (reference §1.3)") {
+  TEST_CASE("write_error_response(error_object) writes data only when there is some (design.md/json-rpc)") {
     SUBCASE("without data") {
       std::string out;
       write_error_response(out, request_id_view{7}, error_object{-32601, "Unknown method: x/y", ""});
@@ -643,7 +645,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("write_error_response(errc) writes the A4 envelope: correlation_id, retry_after_ms, remediation (spec §3, reference §1.6)") {
+  TEST_CASE("write_error_response(errc) writes the A4 envelope: correlation_id, retry_after_ms, remediation (errors.md/the-errordata-envelope)") {
     SUBCASE("empty message selects the default; absent retry and hint are null") {
       error_data d;
       d.correlation_id = "req-18f3c2a1b07-2a";
@@ -669,7 +671,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("mcp_disabled (-32005) carries no error.data even when data is given (spec §3, reference §1.4)") {
+  TEST_CASE("mcp_disabled (-32005) carries no error.data even when data is given (errors.md/the-errordata-envelope, http.md/processing-order-on-the-mcp-path)") {
     error_data d;
     d.correlation_id = "req-1-1";
     d.retry_after_ms = std::chrono::milliseconds{1000};
@@ -688,7 +690,7 @@ TEST_SUITE("jsonrpc") {
     CHECK_FALSE((*root)["error"]["data"].exists());
   }
 
-  TEST_CASE("hostile text in message and remediation becomes valid, faithful JSON (reference §1.3, §1.6)") {
+  TEST_CASE("hostile text in message and remediation becomes valid, faithful JSON (design.md/json-out-jsonwriter, errors.md/the-errordata-envelope)") {
     // Quotes, backslash, newline, a C0 control, DEL, a lone continuation byte, a truncated
     // sequence and an encoded surrogate.
     const std::string hostile = "say \"hi\"\\ \n\x01\x1f\x7f \x80|\xE2\x82|\xED\xA0\x80 end";
@@ -724,7 +726,7 @@ TEST_SUITE("jsonrpc") {
     }
   }
 
-  TEST_CASE("the error response of a refused message parses back with code, id and the A4 envelope (spec §3, reference §1.6)") {
+  TEST_CASE("the error response of a refused message parses back with code, id and the A4 envelope (errors.md/the-errordata-envelope)") {
     struct row {
       const char* body;
       errc code;
@@ -850,7 +852,7 @@ TEST_SUITE("jsonrpc") {
         CHECK_FALSE(r->result.exists());
       }
     }
-    SUBCASE("error response without an id is not a message a peer may send back (id null, spec §3)") {
+    SUBCASE("error response without an id is not a message a peer may send back (id null, design.md/json-rpc)") {
       std::string out;
       write_error_response(out, std::nullopt, error_object{-32700, "Parse error", ""});
       auto r = parse_message(doc, out);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the in-memory approval store: the approval_store conformance suite (reference §5),
-// its history bound and its own errors.
+// Tests of the in-memory approval store: the approval_store conformance suite
+// (docs/approvals.md#the-flow), its history bound and its own errors.
 #include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <doctest/doctest.h>
@@ -21,7 +21,7 @@ namespace suite = mcpcore_test::approval_store_suite_detail;
 
 static_assert(approval_store<memory_approval_store>);
 
-TEST_CASE("memory_approval_store passes the approval_store conformance suite (reference §5.1-§5.5)") {
+TEST_CASE("memory_approval_store passes the approval_store conformance suite (concepts/approval_store.md/valid-expressions, approvals.md/the-flow, approvals.md/what-the-machine-checks-in-order, approvals.md/lifetime)") {
   mcpcore_test::approval_store_conformance([] { return std::make_unique<memory_approval_store>(); });
 }
 
@@ -142,7 +142,7 @@ TEST_CASE("memory_approval_store: a review decision other than approved or rejec
   suite::check_same(suite::ticket(s, a.id), a.ticket());
 }
 
-TEST_CASE("memory_approval_store: lifetimes at the edges of the time range do not overflow (reference §5.5)") {
+TEST_CASE("memory_approval_store: lifetimes at the edges of the time range do not overflow (approvals.md/lifetime)") {
   memory_approval_store s;
   const suite::mint_spec a;
   suite::mint_created(s, a);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the metrics_sink concept, the handles and the Prometheus registry (reference §11, spec §2).
+// Tests of the metrics_sink concept, the handles and the Prometheus registry
+// (docs/metrics.md#names-and-registration, docs/plugins.md).
 #include <mcpcore/governance/metrics.hpp>
 
 #include <doctest/doctest.h>
@@ -90,14 +91,14 @@ TEST_SUITE("metrics") {
     CHECK(h.value() == -5);
   }
 
-  TEST_CASE("spec §2: null_metrics hands out inert handles") {
+  TEST_CASE("plugins.md: null_metrics hands out inert handles") {
     mcpcore::null_metrics m;
     const std::array labels{metric_label{"reason", "x"}};
     CHECK(m.make_counter("a_total", "help", labels).inert());
     CHECK(m.make_gauge("b", "help").inert());
   }
 
-  TEST_CASE("reference §11: series are pre-seeded at 0 and named <prefix>_<name>") {
+  TEST_CASE("metrics.md/names-and-registration: series are pre-seeded at 0 and named <prefix>_<name>") {
     mcpcore::metrics_registry r;
     CHECK(r.prefix() == "mcpcore");
     const counter c = r.make_counter("mcp_sessions_opened_total", "Sessions minted on initialize.");
@@ -119,7 +120,7 @@ TEST_SUITE("metrics") {
     CHECK(r.conflicts() == 0);
   }
 
-  TEST_CASE("reference §11: prefix \"yuzu\" gives Yuzu's names, an empty prefix adds nothing") {
+  TEST_CASE("metrics.md/names-and-registration: prefix \"yuzu\" gives Yuzu's names, an empty prefix adds nothing") {
     mcpcore::metrics_registry yuzu{"yuzu"};
     const std::array tool{metric_label{"tool", "delete_tag"}};
     yuzu.make_counter("mcp_tool_args_invalid_total", "Schema violations on approval-gated tools.", tool).inc();
@@ -132,7 +133,7 @@ TEST_SUITE("metrics") {
     CHECK(expose(bare) == "# HELP up 1 when up.\n# TYPE up gauge\nup 1\n");
   }
 
-  TEST_CASE("spec §2 requirement 3: the same name and labels, in any order, return the same cell") {
+  TEST_CASE("plugins.md requirement 3: the same name and labels, in any order, return the same cell") {
     mcpcore::metrics_registry r;
     const std::array ab{metric_label{"a", "1"}, metric_label{"b", "2"}};
     const std::array ba{metric_label{"b", "2"}, metric_label{"a", "1"}};
@@ -152,7 +153,7 @@ TEST_SUITE("metrics") {
     CHECK(r.conflicts() == 0);
   }
 
-  TEST_CASE("reference §11: exposition sorts families by name and keeps series in registration order") {
+  TEST_CASE("metrics.md/names-and-registration: exposition sorts families by name and keeps series in registration order") {
     mcpcore::metrics_registry r{"p"};
     for (const std::string_view reason : {"unknown_session", "global_stream_cap", "origin"}) {
       const std::array l{metric_label{"reason", reason}};
@@ -266,7 +267,7 @@ TEST_SUITE("metrics") {
     CHECK(expose(r).find("mcpcore_g -9223372036854775808\n") != std::string::npos);
   }
 
-  TEST_CASE("spec §2 requirement 2: handles stay valid while many more series are registered") {
+  TEST_CASE("plugins.md requirement 2: handles stay valid while many more series are registered") {
     mcpcore::metrics_registry r;
     const counter first = r.make_counter("first_total", "h");
     for (int i = 0; i < 2000; ++i) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the operation catalogue, Yuzu's tier table and the authorizers (reference §3.1-3.3, §13).
+// Tests of the operation catalogue, Yuzu's tier table and the authorizers
+// (docs/security.md#principals-and-tiers, docs/design.md#registration-validation,
+// docs/concepts/tool_handler.md#the-table).
 #include <mcpcore/governance/policy.hpp>
 
 #include <doctest/doctest.h>
@@ -70,7 +72,8 @@ static_assert(!mcpcore::parse_operation("rotate").has_value());
 
 const mcpcore::yuzu_tier_policy yuzu{};
 
-// One row of reference §13.2: a mutating tool, its security row, and its gate per tier.
+// One row of docs/security.md#principals-and-tiers: a mutating tool, its security row, and its gate
+// per tier.
 struct gated_row {
   std::string_view tool;
   std::string_view securable;
@@ -83,8 +86,8 @@ constexpr auto allow = tier_decision::allow;
 constexpr auto approval = tier_decision::allow_with_approval;
 constexpr auto deny = tier_decision::deny;
 
-// Every row of reference §13.2's "Gated (operator / supervised)" column: "no" is allow,
-// "YES" is allow_with_approval, "tier-denied" is deny.
+// Every row of docs/security.md#principals-and-tiers's "Gated (operator / supervised)" column: "no"
+// is allow, "YES" is allow_with_approval, "tier-denied" is deny.
 constexpr std::array<gated_row, 33> mutating_tools{{
     {"set_tag", "Tag", operation::write, allow, allow},
     {"delete_tag", "Tag", operation::delete_, approval, approval},
@@ -116,13 +119,14 @@ constexpr std::array<gated_row, 33> mutating_tools{{
     {"delete_plugin_secret", "PluginSecret", operation::delete_, deny, approval},
     {"mint_upload_grant", "UploadGrant", operation::write, deny, allow},
     {"revoke_upload_grant", "UploadGrant", operation::delete_, deny, approval},
-    // reference §3.2's remaining supervised-gated writes (no §13.2 tool carries them)
+    // docs/security.md#principals-and-tiers's remaining supervised-gated writes (no
+    // docs/security.md#principals-and-tiers tool carries them)
     {"(Policy:Write)", "Policy", operation::write, deny, approval},
     {"(UserManagement:Write)", "UserManagement", operation::write, deny, approval},
     {"(ManagementGroup:Write)", "ManagementGroup", operation::write, deny, approval},
 }};
 
-// Securables seen in reference §13, plus ones no rule names.
+// Securables seen in docs/concepts/tool_handler.md#the-table, plus ones no rule names.
 constexpr std::array<std::string_view, 16> securables{
     "Tag",          "Execution",    "Approval",    "Security",     "ApiToken",      "AccessReview",
     "PluginConfig", "PluginSecret", "UploadGrant", "Policy",       "UserManagement", "ManagementGroup",
@@ -131,7 +135,7 @@ constexpr std::array<std::string_view, 16> securables{
 }  // namespace
 
 TEST_SUITE("policy") {
-  TEST_CASE("reference §3.3: the operation catalogue round-trips through its exact names") {
+  TEST_CASE("design.md/registration-validation: the operation catalogue round-trips through its exact names") {
     const std::array<std::string_view, 8> names{"Read", "Write", "Execute", "Delete",
                                                 "Approve", "Push", "Attest", "Rotate"};
     REQUIRE(mcpcore::all_operations.size() == names.size());
@@ -142,7 +146,7 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("reference §3.3: parse_operation accepts exact names only (a typo must not fail open)") {
+  TEST_CASE("design.md/registration-validation: parse_operation accepts exact names only (a typo must not fail open)") {
     for (const std::string_view s : {"read", "READ", " Read", "Read ", "", "Delete_", "delete", "Rotat",
                                      "Rotatee"}) {
       CAPTURE(s);
@@ -168,7 +172,7 @@ TEST_SUITE("policy") {
     CHECK_FALSE(p.assured);
   }
 
-  TEST_CASE("reference §13.2: every mutating tool's gate at the operator and supervised tiers") {
+  TEST_CASE("security.md/principals-and-tiers: every mutating tool's gate at the operator and supervised tiers") {
     for (const gated_row& r : mutating_tools) {
       CAPTURE(r.tool);
       CHECK(yuzu.decide("operator", r.securable, r.op) == r.at_operator);
@@ -176,7 +180,7 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("reference §3.1: readonly allows Read only, so it refuses every mutating tool") {
+  TEST_CASE("security.md/principals-and-tiers: readonly allows Read only, so it refuses every mutating tool") {
     for (const gated_row& r : mutating_tools) {
       CAPTURE(r.tool);
       CHECK(yuzu.decide("readonly", r.securable, r.op) == deny);
@@ -190,7 +194,7 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("reference §3.1-3.2: the empty tier (not an MCP token) allows everything, never through approval") {
+  TEST_CASE("security.md/principals-and-tiers: the empty tier (not an MCP token) allows everything, never through approval") {
     for (const std::string_view s : securables) {
       for (const operation op : mcpcore::all_operations) {
         CAPTURE(s);
@@ -200,7 +204,7 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("reference §13.1: read-only tools pass every known tier without approval") {
+  TEST_CASE("security.md/principals-and-tiers: read-only tools pass every known tier without approval") {
     for (const std::string_view tier : {"", "readonly", "operator", "supervised"}) {
       for (const std::string_view s : securables) {
         CAPTURE(tier);
@@ -210,7 +214,7 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("reference §3.1: an unknown tier is denied everything (names are case-sensitive and exact)") {
+  TEST_CASE("security.md/principals-and-tiers: an unknown tier is denied everything (names are case-sensitive and exact)") {
     for (const std::string_view tier : {"admin", "Operator", "SUPERVISED", " readonly", "operator ", "super",
                                         "supervisedx", "read-only"}) {
       for (const std::string_view s : securables) {
@@ -225,7 +229,7 @@ TEST_SUITE("policy") {
     CHECK(yuzu.decide(std::string_view{"readonly\0", 9}, "Tag", operation::read) == deny);
   }
 
-  TEST_CASE("reference §3.1: operator reaches exactly Read, Tag:Write, Tag:Delete, Execution:Execute, ApiToken:Rotate") {
+  TEST_CASE("security.md/principals-and-tiers: operator reaches exactly Read, Tag:Write, Tag:Delete, Execution:Execute, ApiToken:Rotate") {
     for (const std::string_view s : securables) {
       for (const operation op : mcpcore::all_operations) {
         CAPTURE(s);
@@ -236,7 +240,7 @@ TEST_SUITE("policy") {
                                (s == "ApiToken" && op == operation::rotate);
         const tier_decision d = yuzu.decide("operator", s, op);
         CHECK((d != deny) == reachable);
-        // reference §3.2: at operator, only Tag:Delete goes through approval
+        // docs/security.md#principals-and-tiers: at operator, only Tag:Delete goes through approval
         CHECK((d == approval) == (s == "Tag" && op == operation::delete_));
       }
     }
@@ -244,7 +248,7 @@ TEST_SUITE("policy") {
     CHECK(yuzu.decide("operator", "ApiToken", operation::write) == deny);
   }
 
-  TEST_CASE("reference §3.2: supervised never denies, approval exactly for the destructive list") {
+  TEST_CASE("security.md/principals-and-tiers: supervised never denies, approval exactly for the destructive list") {
     for (const std::string_view s : securables) {
       for (const operation op : mcpcore::all_operations) {
         CAPTURE(s);
@@ -260,7 +264,7 @@ TEST_SUITE("policy") {
     CHECK(yuzu.decide("supervised", "Anything", operation::delete_) == approval);  // any *:Delete
   }
 
-  TEST_CASE("reference §3.1: known_tier names exactly the four tiers") {
+  TEST_CASE("security.md/principals-and-tiers: known_tier names exactly the four tiers") {
     CHECK(mcpcore::yuzu_tier_policy::known_tier(""));
     CHECK(mcpcore::yuzu_tier_policy::known_tier("readonly"));
     CHECK(mcpcore::yuzu_tier_policy::known_tier("operator"));
@@ -270,7 +274,7 @@ TEST_SUITE("policy") {
     CHECK_FALSE(mcpcore::yuzu_tier_policy::known_tier(" "));
   }
 
-  TEST_CASE("spec §2: open_tier_policy allows everything and never asks for approval") {
+  TEST_CASE("plugins.md: open_tier_policy allows everything and never asks for approval") {
     const mcpcore::open_tier_policy open{};
     for (const std::string_view tier : {"", "readonly", "whatever"}) {
       for (const operation op : mcpcore::all_operations) {
@@ -279,13 +283,13 @@ TEST_SUITE("policy") {
     }
   }
 
-  TEST_CASE("spec §2: allow_all_authorizer grants everything, even to a principal without roles") {
+  TEST_CASE("plugins.md: allow_all_authorizer grants everything, even to a principal without roles") {
     const mcpcore::allow_all_authorizer a{};
     const mcpcore::principal nobody{};
     for (const operation op : mcpcore::all_operations) CHECK(a.allowed(nobody, "Security", op));
   }
 
-  TEST_CASE("spec §2: role_table_authorizer grants per role, securable and operation") {
+  TEST_CASE("plugins.md: role_table_authorizer grants per role, securable and operation") {
     mcpcore::role_table_authorizer table;
     table.grant("viewer", "*", operation::read)
         .grant("tagger", "Tag", operation::write)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the progress bridge (reference §8, §9, §10, §12, §14.1-§14.3; spec §6): admission and
-// its refusals, pin accounting and reclaim, arm, projection, finals, cancellation, sweep, shutdown.
+// Tests of the progress bridge (docs/sessions.md#pinned-finals, #streamed-post, #progress-records,
+// #shutdown, #lock-discipline, #exception-boundaries, #ordering-guarantees): admission and its
+// refusals, pin accounting and reclaim, arm, projection, finals, cancellation, sweep, shutdown.
 #include <mcpcore/session/progress_bridge.hpp>
 
 #include <mcpcore/governance/audit.hpp>
@@ -121,7 +122,7 @@ std::string success(std::int64_t id, std::string_view result_json) {
   return out;
 }
 
-// Publishes `n` pinned finals no record references (orphans, reference §8).
+// Publishes `n` pinned finals no record references (orphans, docs/sessions.md#pinned-finals).
 std::vector<std::uint64_t> orphan_pins(const std::shared_ptr<session>& s, std::size_t n) {
   std::vector<std::uint64_t> ids;
   for (std::size_t i = 0; i < n; ++i) {
@@ -137,7 +138,7 @@ const request_id str_tok{std::string{"tok"}};
 }  // namespace
 
 TEST_SUITE("progress_bridge") {
-  TEST_CASE("reference §10.1: defaults are 256 records, pressure above 64, arming 300 s, streaming 600 s") {
+  TEST_CASE("sessions.md/progress-records: defaults are 256 records, pressure above 64, arming 300 s, streaming 600 s") {
     const progress_bridge_options o;
     CHECK(o.max_records == 256);
     CHECK(o.parked_pressure_threshold == 64);
@@ -152,7 +153,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->parked() == 0);
   }
 
-  TEST_CASE("reference §10.1: record states have wire names") {
+  TEST_CASE("sessions.md/progress-records: record states have wire names") {
     CHECK(to_string(bridge_record_state::arming) == "arming");
     CHECK(to_string(bridge_record_state::streaming) == "streaming");
     CHECK(to_string(bridge_record_state::get_only) == "get_only");
@@ -162,7 +163,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(to_string(static_cast<bridge_record_state>(42)).empty());
   }
 
-  TEST_CASE("reference §9.2 step 2: a reservation is an arming record with its charge and wake sink") {
+  TEST_CASE("sessions.md/streamed-post-admission: a reservation is an arming record with its charge and wake sink") {
     fixture f;
     auto s = f.mint();
     auto streamed = f.reserve(s, 1, true);
@@ -179,7 +180,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(plain.execution_id() == "ex-1");
   }
 
-  TEST_CASE("reference §9.2 step 2: refusals come in order shutdown, disabled, unknown_session") {
+  TEST_CASE("sessions.md/streamed-post-admission: refusals come in order shutdown, disabled, unknown_session") {
     SUBCASE("shutdown before disabled") {
       progress_bridge_options o;
       o.enabled = false;
@@ -216,7 +217,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §10.1: the session check does not touch the session (no keep-alive by reservations)") {
+  TEST_CASE("sessions.md/progress-records: the session check does not touch the session (no keep-alive by reservations)") {
     fixture f;
     auto s = f.mint();
     const auto ttl = f.registry.options().idle_ttl;
@@ -228,7 +229,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(r.error().reason == bridge_reject::unknown_session);
   }
 
-  TEST_CASE("reference §10.1: the key is (session, exact id): \"1\" and 1 differ, a duplicate precedes global_cap") {
+  TEST_CASE("sessions.md/progress-records: the key is (session, exact id): \"1\" and 1 differ, a duplicate precedes global_cap") {
     progress_bridge_options o;
     o.max_records = 3;
     fixture f{o};
@@ -251,7 +252,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.rejects(bridge_reject::global_cap) == 1);
   }
 
-  TEST_CASE("reference §9.2 step 2: global_cap is reported before pin_slots") {
+  TEST_CASE("sessions.md/streamed-post-admission: global_cap is reported before pin_slots") {
     progress_bridge_options o;
     o.max_records = 4;
     fixture f{o};
@@ -264,7 +265,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.rejects(bridge_reject::pin_slots) == 0);
   }
 
-  TEST_CASE("reference §9.2 step 4: an abandoned record is erased at once, its id is free again") {
+  TEST_CASE("sessions.md/streamed-post-admission: an abandoned record is erased at once, its id is free again") {
     fixture f;
     auto s = f.mint();
     auto a = f.reserve(s, 1, true);
@@ -285,7 +286,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(again.arm(bridge_delivery::streamed) == arm_outcome::streaming);
   }
 
-  TEST_CASE("reference §10.1: global cap rejects and never evicts a dispatched record") {
+  TEST_CASE("sessions.md/progress-records: global cap rejects and never evicts a dispatched record") {
     progress_bridge_options o;
     o.max_records = 2;
     fixture f{o};
@@ -308,7 +309,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->reserve(s, 3, str_tok, false).has_value());
   }
 
-  TEST_CASE("reference §8: pin_slots counts charges, held=charges while calls are in flight") {
+  TEST_CASE("sessions.md/pinned-finals: pin_slots counts charges, held=charges while calls are in flight") {
     fixture f;
     auto s = f.mint();
     std::vector<progress_call> calls;
@@ -332,7 +333,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->reserve(s, 6, str_tok, true).has_value());
   }
 
-  TEST_CASE("reference §8: pin_slots with held=pins when pinned finals (not written) hold the slots") {
+  TEST_CASE("sessions.md/pinned-finals: pin_slots with held=pins when pinned finals (not written) hold the slots") {
     fixture f;
     auto s = f.mint();
     std::vector<progress_call> calls;
@@ -358,7 +359,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->reserve(s, 5, str_tok, true).has_value());
   }
 
-  TEST_CASE("reference §8 (#2740): reclaim takes orphans lowest id first, then the oldest parked final") {
+  TEST_CASE("sessions.md/pinned-finals: reclaim takes orphans lowest id first, then the oldest parked final") {
     fixture f;
     auto s = f.mint();
     auto p1 = f.parked(s, 1);
@@ -404,7 +405,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->records() == 4);
   }
 
-  TEST_CASE("reference §8: a parked record whose final is not yet published is not reclaimable") {
+  TEST_CASE("sessions.md/pinned-finals: a parked record whose final is not yet published is not reclaimable") {
     fixture f;
     auto s = f.mint();
     auto p = f.parked(s, 1);  // holds its charge: no final yet
@@ -422,7 +423,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(p.state_now() == bridge_record_state::ring_only);
   }
 
-  TEST_CASE("reference §8: reclaim is declined while a projection of the session is in flight") {
+  TEST_CASE("sessions.md/pinned-finals: reclaim is declined while a projection of the session is in flight") {
     fixture f;
     auto s = f.mint();
     // A live GET sink whose waker blocks: a GET-only projection stays in flight inside it.
@@ -473,7 +474,7 @@ TEST_SUITE("progress_bridge") {
     s->stream()->detach(*a.sink);
   }
 
-  TEST_CASE("reference §9.3: arm outcomes and their degrade counters") {
+  TEST_CASE("sessions.md/streamed-post-admission: arm outcomes and their degrade counters") {
     fixture f;
     auto s = f.mint();
     SUBCASE("streamed and GET-only") {
@@ -504,7 +505,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §10.3: progress frame shape, token verbatim, execution id in _meta") {
+  TEST_CASE("sessions.md/projection-and-finals: progress frame shape, token verbatim, execution id in _meta") {
     fixture f;
     auto s = f.mint();
     SUBCASE("string token, total, message, execution id") {
@@ -529,7 +530,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §10.3: total 0 is skipped, progress clamps to total, the watermark strictly increases") {
+  TEST_CASE("sessions.md/projection-and-finals: total 0 is skipped, progress clamps to total, the watermark strictly increases") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, false);
@@ -552,7 +553,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(frames[0].id < frames[1].id);
   }
 
-  TEST_CASE("reference §10.1/§10.2: progress latches while arming (latest wins) and projects at arm") {
+  TEST_CASE("sessions.md/progress-records: progress latches while arming (latest wins) and projects at arm") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, false);
@@ -569,7 +570,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(p.root["params"]["progress"].to_double() == 2.0);
   }
 
-  TEST_CASE("reference §10.2: in-call messages queue up to the bound while arming, more are dropped") {
+  TEST_CASE("sessions.md/progress-records: in-call messages queue up to the bound while arming, more are dropped") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, false);
@@ -583,7 +584,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(ring(s).size() == 65);
   }
 
-  TEST_CASE("reference §9.1/§10.1: GET-only progress goes live to the GET sink, no final frame") {
+  TEST_CASE("sessions.md/streamed-post-admission, sessions.md/progress-records: GET-only progress goes live to the GET sink, no final frame") {
     fixture f;
     auto s = f.mint();
     stream_budget budget;
@@ -607,7 +608,7 @@ TEST_SUITE("progress_bridge") {
     s->stream()->detach(*get.sink);
   }
 
-  TEST_CASE("reference §9.4: streaming frames are ring-only, taken in id order, the final last and pinned") {
+  TEST_CASE("sessions.md/streamed-post: streaming frames are ring-only, taken in id order, the final last and pinned") {
     fixture f;
     auto s = f.mint();
     stream_budget budget;
@@ -655,7 +656,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(b.frames.empty());
   }
 
-  TEST_CASE("reference §9.3: a terminal that latched while arming is projected at arm, last") {
+  TEST_CASE("sessions.md/streamed-post-admission: a terminal that latched while arming is projected at arm, last") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, true);
@@ -672,7 +673,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(b.frames[1].data == success(1, "{}"));
   }
 
-  TEST_CASE("reference §9.4: cap expiry runs one drain pass, then settles, a terminal wins over the cap") {
+  TEST_CASE("sessions.md/streamed-post: cap expiry runs one drain pass, then settles, a terminal wins over the cap") {
     fixture f;
     auto s = f.mint();
     SUBCASE("drain then settle") {
@@ -713,7 +714,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §9.4/§8: a parked final replays on GET even past the cursor, once written, sweep reaps") {
+  TEST_CASE("sessions.md/streamed-post, sessions.md/pinned-finals: a parked final replays on GET even past the cursor, once written, sweep reaps") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);
@@ -752,7 +753,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->parked() == 0);
   }
 
-  TEST_CASE("reference §9.6/§10.1: a streamed record parked before arm keeps its latched work for a resume") {
+  TEST_CASE("sessions.md/streamed-post-admission, sessions.md/progress-records: a streamed record parked before arm keeps its latched work for a resume") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, true);
@@ -771,7 +772,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(plain.state_now() == bridge_record_state::arming);
   }
 
-  TEST_CASE("reference §9.8: cancel outcomes accepted, detached, noop") {
+  TEST_CASE("sessions.md/cancellation: cancel outcomes accepted, detached, noop") {
     fixture f;
     auto s = f.mint();
     auto t = f.mint("bob");
@@ -802,7 +803,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(pins(s) == 1);
   }
 
-  TEST_CASE("reference §10.4: finish merges status, execution_id and extras into the deferred base") {
+  TEST_CASE("sessions.md/projection-and-finals: finish merges status, execution_id and extras into the deferred base") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 7);
@@ -824,7 +825,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(r.size() == 6);  // content, structuredContent, status, execution_id and the two extras
   }
 
-  TEST_CASE("reference §10.4: finish keeps a present execution_id, ignores bad extras, defaults status") {
+  TEST_CASE("sessions.md/projection-and-finals: finish keeps a present execution_id, ignores bad extras, defaults status") {
     fixture f;
     auto s = f.mint();
     SUBCASE("execution_id already in the base") {
@@ -853,7 +854,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("spec §6: complete_without_response ends the record without a final and wakes the pump") {
+  TEST_CASE("sessions.md: complete_without_response ends the record without a final and wakes the pump") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);
@@ -933,7 +934,7 @@ TEST_SUITE("progress_bridge") {
     }
   }
 
-  TEST_CASE("reference §10.5: arming records are reaped only when older than 300 s") {
+  TEST_CASE("sessions.md/the-sweep: arming records are reaped only when older than 300 s") {
     fixture f;
     auto s = f.mint();
     auto c = f.reserve(s, 1, true);
@@ -949,7 +950,7 @@ TEST_SUITE("progress_bridge") {
     CHECK_FALSE(c.progress(1, 2));
   }
 
-  TEST_CASE("reference §9.7: a stranded streaming record is parked (never reaped) when older than 600 s") {
+  TEST_CASE("sessions.md/the-sweep: a stranded streaming record is parked (never reaped) when older than 600 s") {
     session_registry_options ro;
     ro.idle_ttl = 3600s;
     fixture f{{}, ro};
@@ -969,7 +970,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(b.frames.empty());
   }
 
-  TEST_CASE("reference §10.5: records of dead sessions are torn down, charges released once") {
+  TEST_CASE("sessions.md/the-sweep: records of dead sessions are torn down, charges released once") {
     fixture f;
     auto s = f.mint();
     auto plain = f.reserve(s, 1, false);
@@ -990,7 +991,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(pins(s) == 0);
   }
 
-  TEST_CASE("reference §10.5: pressure expires the oldest parked records with their disposition") {
+  TEST_CASE("sessions.md/the-sweep: pressure expires the oldest parked records with their disposition") {
     progress_bridge_options o;
     o.parked_pressure_threshold = 1;
     fixture f{o};
@@ -1028,7 +1029,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.bridge->charges(s->id()) == 0);
   }
 
-  TEST_CASE("reference §12: shutdown refuses reservations, poisons unresolved streams, writes one row") {
+  TEST_CASE("sessions.md/shutdown: shutdown refuses reservations, poisons unresolved streams, writes one row") {
     fixture f;
     auto resolved = f.mint("alice");
     auto unresolved = f.mint("bob");
@@ -1056,7 +1057,7 @@ TEST_SUITE("progress_bridge") {
     CHECK(f.rows("mcp.bridge.shutdown_reap").size() == 1);
   }
 
-  TEST_CASE("reference §12: the destructor runs shutdown, calls outlive the bridge as no-ops") {
+  TEST_CASE("sessions.md/shutdown: the destructor runs shutdown, calls outlive the bridge as no-ops") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 1);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the named retry floors (reference §2).
+// Tests of the named retry floors (docs/errors.md#retry-floors-retryhpp).
 #include <mcpcore/wire/retry.hpp>
 
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@ using namespace mcpcore;
 using std::chrono::milliseconds;
 
 TEST_SUITE("retry") {
-  TEST_CASE("each floor has reference §2's value") {
+  TEST_CASE("each floor has errors.md/retry-floors-retryhpp's value") {
     static_assert(retry::store_fault == milliseconds{5000});
     static_assert(retry::store_fault_short == milliseconds{2000});
     static_assert(retry::provider_warmup == milliseconds{5000});
@@ -24,7 +24,7 @@ TEST_SUITE("retry") {
     CHECK(true);
   }
 
-  TEST_CASE("floors with equal values are still distinct symbols (reference §2)") {
+  TEST_CASE("floors with equal values are still distinct symbols (errors.md/retry-floors-retryhpp)") {
     static_assert(std::is_same_v<decltype(retry::store_fault), const milliseconds>);
     CHECK(&retry::store_fault != &retry::provider_warmup);
     CHECK(&retry::store_fault != &retry::approval_store_transient);
@@ -33,12 +33,12 @@ TEST_SUITE("retry") {
     CHECK(&retry::store_fault_short != &retry::result_poll);
   }
 
-  TEST_CASE("the streamed-POST floor is a quarter of the 120 s response cap (reference §2 rationale)") {
+  TEST_CASE("the streamed-POST floor is a quarter of the 120 s response cap (errors.md/retry-floors-retryhpp rationale)") {
     static_assert(retry::streamed_post * 4 == std::chrono::seconds{120});
     CHECK(true);
   }
 
-  TEST_CASE("Retry-After seconds round up (reference §1.6)") {
+  TEST_CASE("Retry-After seconds round up (errors.md/the-errordata-envelope)") {
     static_assert(retry::header_seconds(retry::stream_cap) == 5);
     static_assert(retry::header_seconds(retry::streamed_post) == 30);
     CHECK(retry::header_seconds(milliseconds{1}) == 1);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the input-schema subset: compile-time lints (reference §4.2, spec §4) and validation
-// (reference §4.3).
+// Tests of the input-schema subset: compile-time lints (docs/schema.md#keywords) and validation
+// (docs/schema.md#validation-order).
 #include <mcpcore/dispatch/schema.hpp>
 
 #include <doctest/doctest.h>
@@ -72,15 +72,15 @@ constexpr std::string_view closed_ab =
 
 }  // namespace
 
-// ---- strict-mode lints (reference §4.2)
+// ---- strict-mode lints (docs/schema.md#keywords)
 // ------------------------------------------------------------
 
-TEST_CASE("reference §4.2: a minimal closed object schema compiles in strict mode") {
+TEST_CASE("schema.md/keywords: a minimal closed object schema compiles in strict mode") {
   CHECK(compiles(R"({"type":"object","additionalProperties":false})"));
   CHECK(compiles(closed_ab));
 }
 
-TEST_CASE("reference §4.2: type is mandatory on every node except a $ref-only node") {
+TEST_CASE("schema.md/keywords: type is mandatory on every node except a $ref-only node") {
   CHECK(first_error(R"({"properties":{}})") == ": 'type' is required");
   CHECK(first_error(R"({"type":"object","properties":{"a":{"description":"no type"}}})") ==
         "/properties/a: 'type' is required");
@@ -93,7 +93,7 @@ TEST_CASE("reference §4.2: type is mandatory on every node except a $ref-only n
 }
 
 TEST_CASE(
-    "reference §4.2: type is one string of the six, unions and null are refused in strict mode") {
+    "schema.md/keywords: type is one string of the six, unions and null are refused in strict mode") {
   for (std::string_view t : {"string", "integer", "number", "boolean", "object", "array"}) {
     const std::string s =
         R"({"type":"object","properties":{"a":{"type":")" + std::string{t} + R"("}}})";
@@ -112,7 +112,7 @@ TEST_CASE(
   CHECK(first_error(R"({"type":["string","string"]})", lenient()) == "/type/1: type listed twice");
 }
 
-TEST_CASE("reference §4.2: the root must be an object schema (after $ref resolution)") {
+TEST_CASE("schema.md/keywords: the root must be an object schema (after $ref resolution)") {
   CHECK(first_error(R"({"type":"string"})") == ": the root schema must have type 'object'");
   CHECK(compiles(R"({"$ref":"#/$defs/args","$defs":{"args":{"type":"object"}}})"));
   CHECK(first_error(R"({"$ref":"#/$defs/args","$defs":{"args":{"type":"array"}}})") ==
@@ -121,7 +121,7 @@ TEST_CASE("reference §4.2: the root must be an object schema (after $ref resolu
   CHECK(compiles(R"({"type":"string"})", lenient()));
 }
 
-TEST_CASE("reference §4.2: keyword/type coupling") {
+TEST_CASE("schema.md/keywords: keyword/type coupling") {
   CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","properties":{}}}})") ==
         "/properties/a/properties: 'properties' applies to type object, not string");
   CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"integer","maxLength":3}}})") ==
@@ -164,7 +164,7 @@ TEST_CASE("reference §4.2: keyword/type coupling") {
   CHECK(compiles(R"({"type":"integer","maxLength":3})", lenient()));
 }
 
-TEST_CASE("reference §4.2: enum is a non-empty array of unique values, not on objects or arrays") {
+TEST_CASE("schema.md/keywords: enum is a non-empty array of unique values, not on objects or arrays") {
   CHECK(compiles(R"({"type":"object","properties":{"a":{"type":"string","enum":["x","y"]}}})"));
   CHECK(first_error(R"({"type":"object","properties":{"a":{"type":"string","enum":[]}}})") ==
         "/properties/a/enum: 'enum' must not be empty");
@@ -181,7 +181,7 @@ TEST_CASE("reference §4.2: enum is a non-empty array of unique values, not on o
   CHECK(compiles(R"({"enum":[1,1,{"a":[]}]})", lenient()));
 }
 
-TEST_CASE("reference §4.2: required names are strings, unique and declared") {
+TEST_CASE("schema.md/keywords: required names are strings, unique and declared") {
   CHECK(first_error(
             R"({"type":"object","properties":{"a":{"type":"string"}},"required":["a","a"]})") ==
         "/required/1: required name \"a\" is listed twice");
@@ -197,7 +197,7 @@ TEST_CASE("reference §4.2: required names are strings, unique and declared") {
         "/required/1: required name \"b\" is listed twice");
 }
 
-TEST_CASE("reference §4.2: additionalProperties is a schema or false, true is refused") {
+TEST_CASE("schema.md/keywords: additionalProperties is a schema or false, true is refused") {
   CHECK(compiles(R"({"type":"object","additionalProperties":false})"));
   CHECK(compiles(R"({"type":"object","additionalProperties":{"type":"string"}})"));
   CHECK(first_error(R"({"type":"object","additionalProperties":true})") ==
@@ -208,7 +208,7 @@ TEST_CASE("reference §4.2: additionalProperties is a schema or false, true is r
 }
 
 TEST_CASE(
-    "reference §4.2 / spec §4: anyOf and oneOf take required-only alternatives in strict mode") {
+    "schema.md/keywords: anyOf and oneOf take required-only alternatives in strict mode") {
   const std::string props = R"("properties":{"a":{"type":"string"},"b":{"type":"string"}})";
   for (std::string_view k : {"anyOf", "oneOf"}) {
     const std::string key{k};
@@ -238,7 +238,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "reference §4.2: pattern must compile (ECMAScript), back-references and huge expansions are "
+    "schema.md/keywords: pattern must compile (ECMAScript), back-references and huge expansions are "
     "refused") {
   CHECK(compiles(
       R"({"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z_]{1,64}$"}}})"));
@@ -293,7 +293,7 @@ TEST_CASE(
         "/properties/a/pattern: 'pattern' must be a string");
 }
 
-TEST_CASE("reference §4.2: depth cap of 8 edges from the root") {
+TEST_CASE("schema.md/keywords: depth cap of 8 edges from the root") {
   // Nests `levels` objects below the root through `properties/p`.
   const auto nested = [](int levels) {
     std::string s = R"({"type":"object")";
@@ -327,7 +327,7 @@ TEST_CASE("reference §4.2: depth cap of 8 edges from the root") {
   CHECK(compiles(nested(20), lenient()));
 }
 
-TEST_CASE("reference §4.2: min > max is a compile error (numbers, lengths, items)") {
+TEST_CASE("schema.md/keywords: min > max is a compile error (numbers, lengths, items)") {
   CHECK(first_error(
             R"({"type":"object","properties":{"a":{"type":"integer","minimum":5,"maximum":4}}})") ==
         "/properties/a/minimum: 'minimum' and 'maximum' admit no value");
@@ -351,7 +351,7 @@ TEST_CASE("reference §4.2: min > max is a compile error (numbers, lengths, item
   CHECK(compiles(R"({"minimum":5,"maximum":4})", lenient()));  // JSON Schema allows an empty range
 }
 
-TEST_CASE("spec §4: keyword values must have their JSON Schema types (both modes)") {
+TEST_CASE("schema.md: keyword values must have their JSON Schema types (both modes)") {
   for (const auto& o : {schema::compile_options{}, lenient()}) {
     CAPTURE(o.strict);
     CHECK(contains(
@@ -382,7 +382,7 @@ TEST_CASE("spec §4: keyword values must have their JSON Schema types (both mode
   }
 }
 
-TEST_CASE("spec §4: unsupported keywords are compile errors, annotations are accepted") {
+TEST_CASE("schema.md: unsupported keywords are compile errors, annotations are accepted") {
   CHECK(first_error(R"({"type":"object","patternProperties":{}})") ==
         "/patternProperties: unsupported keyword 'patternProperties'");
   CHECK(first_error(R"({"allOf":[]})", lenient()) == "/allOf: unsupported keyword 'allOf'");
@@ -406,7 +406,7 @@ TEST_CASE("spec §4: unsupported keywords are compile errors, annotations are ac
   CHECK(compiles(R"({"properties":{"a":true,"b":false}})", lenient()));
 }
 
-TEST_CASE("reference §3.3: every offence is collected, sorted by path then message") {
+TEST_CASE("design.md/registration-validation: every offence is collected, sorted by path then message") {
   const auto errors = errors_of(
       R"({"type":"object","properties":{"z":{"type":"string","maxLength":"x"},"a":{"type":"int"}},)"
       R"("required":["q"],"uniqueItems":true})");
@@ -429,7 +429,7 @@ TEST_CASE("reference §3.3: every offence is collected, sorted by path then mess
   CHECK(same_path[1] == "/properties/a/minimum: 'minimum' must be a number");
 }
 
-TEST_CASE("spec §4: a schema that is not JSON is one compile error at the root") {
+TEST_CASE("schema.md: a schema that is not JSON is one compile error at the root") {
   const auto errors = errors_of(R"({"type":"object",})");
   REQUIRE(errors.size() == 1);
   CHECK(contains(errors[0], ": the schema is not valid JSON"));
@@ -439,7 +439,7 @@ TEST_CASE("spec §4: a schema that is not JSON is one compile error at the root"
 // ---- $ref
 // ----------------------------------------------------------------------------------------
 
-TEST_CASE("spec §4: $ref to local $defs, with JSON-pointer escaping and percent-decoding") {
+TEST_CASE("schema.md: $ref to local $defs, with JSON-pointer escaping and percent-decoding") {
   const auto s = compile_ok(
       R"({"type":"object","properties":{"a":{"$ref":"#/$defs/a~1b"},"b":{"$ref":"#/$defs/t~0n"},)"
       R"("c":{"$ref":"#/$defs/sp%20ace"},"d":{"$ref":"#/%24defs/pct%25"}},)"
@@ -452,7 +452,7 @@ TEST_CASE("spec §4: $ref to local $defs, with JSON-pointer escaping and percent
   CHECK(check(s, R"({"d":"x"})") == "/d|expected number, got string");
 }
 
-TEST_CASE("spec §4: only \"#\" and \"#/$defs/<name>\" references are accepted") {
+TEST_CASE("design.md/the-toolscall-pipeline: only \"#\" and \"#/$defs/<name>\" references are accepted") {
   const std::string head = R"({"type":"object","properties":{"a":{"$ref":)";
   const std::string tail = R"(}},"$defs":{"x":{"type":"string"}}})";
   const std::string only_local =
@@ -473,7 +473,7 @@ TEST_CASE("spec §4: only \"#\" and \"#/$defs/<name>\" references are accepted")
         "a reference)");
 }
 
-TEST_CASE("spec §4: a $ref cycle that never reaches content is a compile error, not a hang") {
+TEST_CASE("schema.md: a $ref cycle that never reaches content is a compile error, not a hang") {
   CHECK(first_error(R"({"$ref":"#"})") ==
         "/$ref: circular '$ref': the chain never reaches a schema with content");
   const auto errors = errors_of(
@@ -491,7 +491,7 @@ TEST_CASE("spec §4: a $ref cycle that never reaches content is a compile error,
 }
 
 TEST_CASE(
-    "spec §4: recursion through properties is allowed and bounded by the depth cap at validation") {
+    "design.md/the-toolscall-pipeline: recursion through properties is allowed and bounded by the depth cap at validation") {
   const auto s =
       compile_ok(R"({"type":"object","properties":{"name":{"type":"string"},"child":{"$ref":"#"}},)"
                  R"("additionalProperties":false})");
@@ -519,10 +519,10 @@ TEST_CASE(
   CHECK(check(l, very_deep + "1" + very_close) == "valid");
 }
 
-// ---- validation (reference §4.3)
+// ---- validation (docs/schema.md#validation-order)
 // -------------------------------------------------------------------
 
-TEST_CASE("reference §4.3: type is checked first") {
+TEST_CASE("schema.md/validation-order: type is checked first") {
   const auto s = compile_ok(closed_ab);
   CHECK(check(s, "[]") == "|expected object, got array");
   CHECK(check(s, R"("x")") == "|expected object, got string");
@@ -535,7 +535,7 @@ TEST_CASE("reference §4.3: type is checked first") {
   CHECK(check(nested, R"({"o":{}})") == "/o/x|required property is missing");
 }
 
-TEST_CASE("reference §4.3: integer is an integer literal within signed 64 bits") {
+TEST_CASE("schema.md/validation-order: integer is an integer literal within signed 64 bits") {
   const auto s = compile_ok(R"({"type":"object","properties":{"n":{"type":"integer"}}})");
   CHECK(check(s, R"({"n":1})") == "valid");
   CHECK(check(s, R"({"n":-9223372036854775808})") == "valid");
@@ -556,7 +556,7 @@ TEST_CASE("reference §4.3: integer is an integer literal within signed 64 bits"
 }
 
 TEST_CASE(
-    "reference §4.3: const and enum use JSON equality (numbers by value, objects unordered)") {
+    "schema.md/validation-order: const and enum use JSON equality (numbers by value, objects unordered)") {
   const auto s = compile_ok(R"({"type":"object","properties":{)"
                             R"("c":{"type":"number","const":1},)"
                             R"("e":{"type":"string","enum":["red","green"]},)"
@@ -583,7 +583,7 @@ TEST_CASE(
   CHECK(check(both, R"({"k":"c"})") == "/k|the value must equal \"a\"");
 }
 
-TEST_CASE("reference §4.3: string lengths count Unicode code points") {
+TEST_CASE("schema.md/validation-order: string lengths count Unicode code points") {
   const auto s = compile_ok(
       R"({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":3}}})");
   CHECK(check(s, R"({"s":"ab"})") == "valid");
@@ -596,7 +596,7 @@ TEST_CASE("reference §4.3: string lengths count Unicode code points") {
   CHECK(check(s, R"({"s":"éééé"})") == "/s|the string is longer than maxLength 3 (code points)");
 }
 
-TEST_CASE("reference §4.3: pattern is an unanchored ECMAScript search, after the lengths") {
+TEST_CASE("schema.md/validation-order: pattern is an unanchored ECMAScript search, after the lengths") {
   const auto s = compile_ok(R"({"type":"object","properties":{)"
                             R"("u":{"type":"string","pattern":"a+"},)"
                             R"("anch":{"type":"string","pattern":"^abc$"},)"
@@ -628,7 +628,7 @@ TEST_CASE("reference §4.3: pattern is an unanchored ECMAScript search, after th
   CHECK(check(s, R"({"tail":"ba"})") == "/tail|the string does not match the pattern \"b$\"");
 }
 
-TEST_CASE("reference §4.3: pattern answers what std::regex (ECMAScript, classic locale) answers") {
+TEST_CASE("schema.md/validation-order: pattern answers what std::regex (ECMAScript, classic locale) answers") {
   // The validator matches most patterns with its own automaton and leaves the rest (lookahead,
   // POSIX classes, \cX, ...) to std::regex; both must agree with std::regex_search itself.
   const std::vector<std::string> patterns = {
@@ -698,7 +698,7 @@ TEST_CASE("reference §4.3: pattern answers what std::regex (ECMAScript, classic
 }
 
 TEST_CASE(
-    "reference §4.3: strings longer than max_pattern_subject_bytes are refused by a pattern") {
+    "schema.md/validation-order: strings longer than max_pattern_subject_bytes are refused by a pattern") {
   const std::string text =
       R"({"type":"object","properties":{"s":{"type":"string","pattern":"a"},"t":{"type":"string"}}})";
   const auto s = compile_ok(text);
@@ -716,7 +716,7 @@ TEST_CASE(
         "/s|string too long to match pattern (more than 4 bytes)");
 }
 
-TEST_CASE("reference §4.3: numeric bounds compare exactly") {
+TEST_CASE("schema.md/validation-order: numeric bounds compare exactly") {
   const auto s = compile_ok(
       R"({"type":"object","properties":{)"
       R"("i":{"type":"integer","minimum":9007199254740993,"maximum":9223372036854775807},)"
@@ -747,7 +747,7 @@ TEST_CASE("reference §4.3: numeric bounds compare exactly") {
 }
 
 TEST_CASE(
-    "reference §4.3: object checks run required, then declared properties in order, then extra "
+    "schema.md/validation-order: object checks run required, then declared properties in order, then extra "
     "keys") {
   const auto s =
       compile_ok(R"({"type":"object","properties":{"b":{"type":"string"},"a":{"type":"string"}},)"
@@ -762,7 +762,7 @@ TEST_CASE(
         "/*|property is not declared by the schema (additionalProperties is false)");
 }
 
-TEST_CASE("reference §4.3: caller-supplied names are reported as * and never echoed") {
+TEST_CASE("schema.md/validation-order: caller-supplied names are reported as * and never echoed") {
   const auto s =
       compile_ok(R"({"type":"object","properties":{"known":{"type":"string"}},)"
                  R"("additionalProperties":{"type":"object","properties":{"v":{"type":"integer"}},)"
@@ -782,7 +782,7 @@ TEST_CASE("reference §4.3: caller-supplied names are reported as * and never ec
   CHECK(!contains(check(e, R"({"p":"secret"})"), "secret"));
 }
 
-TEST_CASE("reference §4.3: declared names are escaped in violation paths") {
+TEST_CASE("schema.md/validation-order: declared names are escaped in violation paths") {
   const auto s = compile_ok(
       R"({"type":"object","properties":{"a/b":{"type":"string"},"t~n":{"type":"string"},)"
       R"("":{"type":"string"}},"required":["x/y"],"additionalProperties":{"type":"string"}})",
@@ -793,7 +793,7 @@ TEST_CASE("reference §4.3: declared names are escaped in violation paths") {
   CHECK(check(s, R"({})") == "/x~1y|required property is missing");
 }
 
-TEST_CASE("reference §4.3: arrays check minItems, maxItems, then items by index") {
+TEST_CASE("schema.md/validation-order: arrays check minItems, maxItems, then items by index") {
   const auto s =
       compile_ok(R"({"type":"object","properties":{"l":{"type":"array","minItems":1,"maxItems":3,)"
                  R"("items":{"type":"object","properties":{"n":{"type":"integer"}}}}}})");
@@ -805,7 +805,7 @@ TEST_CASE("reference §4.3: arrays check minItems, maxItems, then items by index
   CHECK(check(s, R"({"l":[{}, 7]})") == "/l/1|expected object, got number");
 }
 
-TEST_CASE("reference §4.3 / spec §4: anyOf then oneOf of required-only alternatives") {
+TEST_CASE("schema.md/validation-order: anyOf then oneOf of required-only alternatives") {
   const auto s = compile_ok(
       R"({"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},)"
       R"("x":{"type":"string"},"y":{"type":"string"}},)"
@@ -825,7 +825,7 @@ TEST_CASE("reference §4.3 / spec §4: anyOf then oneOf of required-only alterna
 }
 
 TEST_CASE(
-    "spec §4: lenient mode applies keywords only to their own types and accepts boolean schemas") {
+    "schema.md: lenient mode applies keywords only to their own types and accepts boolean schemas") {
   const auto s =
       compile_ok(R"({"maxLength":2,"minimum":3,"required":["a"],"items":false})", lenient());
   CHECK(check(s, "100") == "valid");
@@ -842,7 +842,7 @@ TEST_CASE(
   CHECK(check(t, R"("x")") == "|expected one of integer, null, got string");
 }
 
-TEST_CASE("spec §4: lenient alternatives that would cost exponential time stop at a work budget") {
+TEST_CASE("design.md/the-toolscall-pipeline: lenient alternatives that would cost exponential time stop at a work budget") {
   // Each level tries its two alternatives on the same value: 2^30 evaluations without a budget.
   std::string defs;
   constexpr int levels = 30;
@@ -860,7 +860,7 @@ TEST_CASE("spec §4: lenient alternatives that would cost exponential time stop 
         "value)");
 }
 
-TEST_CASE("reference §3.3: root_is_closed and root_declares (after $ref resolution)") {
+TEST_CASE("design.md/registration-validation: root_is_closed and root_declares (after $ref resolution)") {
   const auto closed = compile_ok(
       R"({"type":"object","properties":{"approval_id":{"type":"string"},"x":{"type":"string"}},)"
       R"("additionalProperties":false})");
@@ -881,7 +881,7 @@ TEST_CASE("reference §3.3: root_is_closed and root_declares (after $ref resolut
   CHECK(via_ref.root_declares("approval_id"));
 }
 
-TEST_CASE("spec §4: an empty compiled_schema checks nothing, moves transfer the schema") {
+TEST_CASE("schema.md: an empty compiled_schema checks nothing, moves transfer the schema") {
   const schema::compiled_schema empty;
   CHECK(check(empty, "[1,2]") == "valid");
   CHECK(!empty.root_is_closed());
@@ -898,7 +898,7 @@ TEST_CASE("spec §4: an empty compiled_schema checks nothing, moves transfer the
         "/*|property is not declared by the schema (additionalProperties is false)");
 }
 
-TEST_CASE("spec §4: an absent instance is a violation at the root") {
+TEST_CASE("design.md/the-toolscall-pipeline: an absent instance is a violation at the root") {
   const auto s = compile_ok(closed_ab);
   const auto v = s.validate(json::value{});
   REQUIRE(v.has_value());
@@ -906,7 +906,7 @@ TEST_CASE("spec §4: an absent instance is a violation at the root") {
   CHECK(v->reason == "no value to validate");
 }
 
-TEST_CASE("spec §4: a schema compiled from a parsed value does not depend on its document") {
+TEST_CASE("schema.md: a schema compiled from a parsed value does not depend on its document") {
   std::optional<schema::compiled_schema> s;
   {
     json::document doc;
@@ -925,7 +925,7 @@ TEST_CASE("spec §4: a schema compiled from a parsed value does not depend on it
   CHECK(check(*s, R"({"k":"alpha","n":0.2})") == "/n|the value is less than minimum 0.25");
 }
 
-TEST_CASE("spec §4: validation is deterministic") {
+TEST_CASE("design.md/the-toolscall-pipeline: validation is deterministic") {
   const auto s = compile_ok(closed_ab);
   json::document doc;
   auto v = doc.parse(R"({"z":1,"y":2,"a":3})");

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the dispatch core (spec §3-§4; reference §1.4-§1.7, §3, §4, §11, §13, §14.4;
-// MCP 2025-11-25), driven through server_builder and server::handle only.
+// Tests of the dispatch core (docs/design.md#json-rpc, #the-toolscall-pipeline,
+// docs/http.md#processing-order-on-the-mcp-path, docs/errors.md#error-codes,
+// #the-errordata-envelope, docs/security.md#principals-and-tiers, docs/schema.md,
+// docs/metrics.md#names-and-registration, docs/concepts/tool_handler.md#the-table,
+// docs/errors.md#honest-answers; MCP 2025-11-25), driven through server_builder and server::handle
+// only.
 #include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
@@ -129,7 +133,7 @@ TEST_SUITE("server") {
 
 // ---- initialize ---------------------------------------------------------------------------------
 
-TEST_CASE("spec §3: initialize echoes every supported revision and records it on the peer") {
+TEST_CASE("design.md/other-methods: initialize echoes every supported revision and records it on the peer") {
   server_builder b{test_info()};
   add_read_tool(b, "t");
   auto srv = build(b);
@@ -143,7 +147,7 @@ TEST_CASE("spec §3: initialize echoes every supported revision and records it o
   }
 }
 
-TEST_CASE("spec §3: an unknown or absent requested revision is answered with 2025-11-25, no error") {
+TEST_CASE("design.md/other-methods: an unknown or absent requested revision is answered with 2025-11-25, no error") {
   server_builder b{test_info()};
   auto srv = build(b);
   connection c;
@@ -155,7 +159,7 @@ TEST_CASE("spec §3: an unknown or absent requested revision is answered with 20
   CHECK(str(a.result()["protocolVersion"]) == "2025-11-25");
 }
 
-TEST_CASE("spec §3: initialize with a non-string protocolVersion is -32602 with error.data") {
+TEST_CASE("errors.md/the-errordata-envelope: initialize with a non-string protocolVersion is -32602 with error.data") {
   server_builder b{test_info()};
   auto srv = build(b);
   connection c;
@@ -165,7 +169,7 @@ TEST_CASE("spec §3: initialize with a non-string protocolVersion is -32602 with
   CHECK(c.client.protocol_version().empty());
 }
 
-TEST_CASE("spec §3: capabilities are advertised only for what is registered, logging always") {
+TEST_CASE("design.md/other-methods: capabilities are advertised only for what is registered, logging always") {
   SUBCASE("tools only") {
     server_builder b{test_info()};
     add_read_tool(b, "t");
@@ -260,7 +264,7 @@ TEST_CASE("MCP lifecycle: the peer records the client's capabilities and notific
   CHECK_FALSE(caps.sampling);
 }
 
-TEST_CASE("spec §3: initialize during shutdown is -32015 with error.data, other methods still answer") {
+TEST_CASE("errors.md/the-errordata-envelope: initialize during shutdown is -32015 with error.data, other methods still answer") {
   server_builder b{test_info()};
   auto srv = build(b);
   connection c;
@@ -273,7 +277,7 @@ TEST_CASE("spec §3: initialize during shutdown is -32015 with error.data, other
   CHECK(to_json(c.send(srv, request(2, "ping")).result()) == "{}");
 }
 
-TEST_CASE("reference §11: mcp_initialize_protocol_total counts the negotiated revision") {
+TEST_CASE("metrics.md/names-and-registration: mcp_initialize_protocol_total counts the negotiated revision") {
   metrics_registry m{"t"};
   server_builder b{test_info()};
   b.metrics(m);
@@ -290,7 +294,7 @@ TEST_CASE("reference §11: mcp_initialize_protocol_total counts the negotiated r
 
 // ---- ping, unknown methods, kill switch ---------------------------------------------------------
 
-TEST_CASE("reference §1.4: ping answers {} and echoes the id exactly") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: ping answers {} and echoes the id exactly") {
   server_builder b{test_info()};
   auto srv = build(b);
   connection c;
@@ -305,7 +309,7 @@ TEST_CASE("reference §1.4: ping answers {} and echoes the id exactly") {
   CHECK(a.text == R"({"jsonrpc":"2.0","id":8,"result":{}})");
 }
 
-TEST_CASE("spec §3, reference §1.6: an unknown method is -32601 with correlation_id, retry_after_ms null, remediation") {
+TEST_CASE("errors.md/the-errordata-envelope: an unknown method is -32601 with correlation_id, retry_after_ms null, remediation") {
   metrics_registry m{"t"};
   server_builder b{test_info()};
   b.metrics(m);
@@ -325,7 +329,7 @@ TEST_CASE("spec §3, reference §1.6: an unknown method is -32601 with correlati
   CHECK(c.send(srv, request(4, "tasks/list")).cid() != a.cid());
 }
 
-TEST_CASE("reference §1.4: kill switch disabled answers -32005 without error.data, flipped live") {
+TEST_CASE("http.md/processing-order-on-the-mcp-path: kill switch disabled answers -32005 without error.data, flipped live") {
   governed g;
   connection c{user()};
   g.srv.switches().set_disabled(true);
@@ -350,7 +354,7 @@ TEST_CASE("reference §1.4: kill switch disabled answers -32005 without error.da
 
 // ---- tools/list ---------------------------------------------------------------------------------
 
-TEST_CASE("spec §4, MCP 2025-11-25: tools/list serves inputSchema and outputSchema byte-exact") {
+TEST_CASE("design.md/the-toolscall-pipeline, MCP 2025-11-25: tools/list serves inputSchema and outputSchema byte-exact") {
   // Unusual spacing, key order and keywords: served exactly as registered (never re-serialised).
   const std::string input =
       R"({ "type": "object",   "properties": { "b": { "type": "string", "description": "B \u00e9" },)"
@@ -387,7 +391,7 @@ TEST_CASE("MCP 2025-11-25: a tool registered without a schema lists the no-argum
   CHECK_FALSE(at(a.result()["tools"], 0)["outputSchema"].exists());
 }
 
-TEST_CASE("reference §13: annotations come from the classification table, unclassified gets the fallback and a warning") {
+TEST_CASE("concepts/tool_handler.md/the-table: annotations come from the classification table, unclassified gets the fallback and a warning") {
   server_builder b{test_info()};
   auto declare = [&](const std::string& name, operation op) {
     return b.tool(name).description("d").security("Thing", op).handler(text_handler(name));
@@ -424,7 +428,7 @@ TEST_CASE("reference §13: annotations come from the classification table, uncla
   CHECK(srv.warnings()[0].find("unclassified") != std::string::npos);
 }
 
-TEST_CASE("spec §3, MCP pagination: page_size 2 over 5 tools chains through nextCursor, the last page has none") {
+TEST_CASE("design.md/other-methods, MCP pagination: page_size 2 over 5 tools chains through nextCursor, the last page has none") {
   server_builder b{test_info(), {.page_size = 2}};
   for (const auto* n : {"t0", "t1", "t2", "t3", "t4"}) add_read_tool(b, n);
   auto srv = build(b);
@@ -448,7 +452,7 @@ TEST_CASE("spec §3, MCP pagination: page_size 2 over 5 tools chains through nex
   CHECK(page_sizes == std::vector<std::size_t>{2, 2, 1});
 }
 
-TEST_CASE("spec §3, MCP pagination: a bad cursor is -32602") {
+TEST_CASE("design.md/other-methods, MCP pagination: a bad cursor is -32602") {
   server_builder b{test_info(), {.page_size = 2}};
   for (const auto* n : {"t0", "t1", "t2", "t3", "t4"}) add_read_tool(b, n);
   for (const auto* u : {"res://0", "res://1", "res://2"}) {
@@ -494,9 +498,10 @@ TEST_CASE("spec §3, MCP pagination: a bad cursor is -32602") {
 }
 
 
-// ---- tools/call: the gate pipeline (spec §4) ---------------------------------------------------
+// ---- tools/call: the gate pipeline (docs/design.md#the-toolscall-pipeline)
+// ---------------------------------------------------
 
-TEST_CASE("spec §4 step 1: an unknown tool is -32602 \"Unknown tool: x\", audited denied, counted") {
+TEST_CASE("design.md/the-toolscall-pipeline: an unknown tool is -32602 \"Unknown tool: x\", audited denied, counted") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "nope", R"({"a":1})"));
@@ -519,7 +524,7 @@ TEST_CASE("spec §4 step 1: an unknown tool is -32602 \"Unknown tool: x\", audit
   CHECK(g.metric("t_mcp_tool_unknown_total") == 1);
 }
 
-TEST_CASE("spec §3: an over-long unknown tool name is echoed cut, and sanitised in the audit row") {
+TEST_CASE("design.md/the-toolscall-pipeline: an over-long unknown tool name is echoed cut, and sanitised in the audit row") {
   governed g;
   connection c{user()};
   const std::string name(300, 'x');
@@ -538,7 +543,7 @@ TEST_CASE("spec §3: an over-long unknown tool name is echoed cut, and sanitised
   CHECK(rows[2].target_id.find_first_of(";=\n") == std::string::npos);
 }
 
-TEST_CASE("reference §1.5: unknown_tool_is_method_not_found selects Yuzu's -32601 for an unknown tool") {
+TEST_CASE("errors.md/error-codes: unknown_tool_is_method_not_found selects Yuzu's -32601 for an unknown tool") {
   governed g{{.unknown_tool_is_method_not_found = true}};
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "nope"));
@@ -548,7 +553,7 @@ TEST_CASE("reference §1.5: unknown_tool_is_method_not_found selects Yuzu's -326
   CHECK(g.rows()[0].result == audit_result::denied);
 }
 
-TEST_CASE("spec §4 step 2, reference §3.4: read-only mode blocks only non-read tools (-32004), audit 'read-only mode'") {
+TEST_CASE("design.md/the-toolscall-pipeline, security.md/kill-switches-and-read-only-mode: read-only mode blocks only non-read tools (-32004), audit 'read-only mode'") {
   governed g;
   connection c{user()};
   g.srv.switches().set_read_only(true);
@@ -574,7 +579,7 @@ TEST_CASE("spec §4 step 2, reference §3.4: read-only mode blocks only non-read
   CHECK(g.set_calls == 1);
 }
 
-TEST_CASE("spec §4 step 3, reference §3.1: a readonly-tier caller of a write tool gets -32004, audit 'tier=readonly'") {
+TEST_CASE("design.md/the-toolscall-pipeline, security.md/principals-and-tiers: a readonly-tier caller of a write tool gets -32004, audit 'tier=readonly'") {
   governed g;
   connection c{user("readonly")};
   const auto a = c.send(g.srv, call_tool(1, "set_tag", R"({"tag":"a"})"));
@@ -592,7 +597,7 @@ TEST_CASE("spec §4 step 3, reference §3.1: a readonly-tier caller of a write t
   CHECK(odd.send(g.srv, call_tool(3, "echo", R"({"text":"x"})")).code() == -32004);
 }
 
-TEST_CASE("spec §4 step 4, reference §4.1: a schema violation is -32602 naming the path, counted, audited, handler not called") {
+TEST_CASE("design.md/the-toolscall-pipeline, security.md/input-schema-validation: a schema violation is -32602 naming the path, counted, audited, handler not called") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":5})"));
@@ -611,7 +616,7 @@ TEST_CASE("spec §4 step 4, reference §4.1: a schema violation is -32602 naming
   CHECK(rows[0].correlation_id == a.cid());
 }
 
-TEST_CASE("spec §4 step 4: arguments omitted are validated as {} (a required property is missing)") {
+TEST_CASE("design.md/the-toolscall-pipeline: arguments omitted are validated as {} (a required property is missing)") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo"));
@@ -620,7 +625,7 @@ TEST_CASE("spec §4 step 4: arguments omitted are validated as {} (a required pr
   CHECK(g.echo_calls == 0);
 }
 
-TEST_CASE("spec §4: a caller-supplied extra key is never echoed in the error or the audit row") {
+TEST_CASE("design.md/the-toolscall-pipeline: a caller-supplied extra key is never echoed in the error or the audit row") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":"x","ignore_previous_instructions":1})"));
@@ -630,7 +635,7 @@ TEST_CASE("spec §4: a caller-supplied extra key is never echoed in the error or
   CHECK(g.rows()[0].detail.find("ignore_previous_instructions") == std::string::npos);
 }
 
-TEST_CASE("spec §4 step 5, reference §5.7: an approval-gated call without an approval store is degraded -32004, handler not called") {
+TEST_CASE("design.md/the-toolscall-pipeline, approvals.md/every-answer-of-the-machine: an approval-gated call without an approval store is degraded -32004, handler not called") {
   governed g;
   connection c{user("supervised")};
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})"));
@@ -648,7 +653,7 @@ TEST_CASE("spec §4 step 5, reference §5.7: an approval-gated call without an a
   CHECK(g.delete_calls == 1);
 }
 
-TEST_CASE("spec §4 step 6: an authorizer denial is -32003, audited 'rbac'") {
+TEST_CASE("design.md/the-toolscall-pipeline: an authorizer denial is -32003, audited 'rbac'") {
   governed g;
   connection c{stranger()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":"x"})"));
@@ -661,7 +666,7 @@ TEST_CASE("spec §4 step 6: an authorizer denial is -32003, audited 'rbac'") {
   CHECK(g.rows()[0].result == audit_result::denied);
 }
 
-TEST_CASE("spec §2: an authorizer that throws is a denial") {
+TEST_CASE("plugins.md: an authorizer that throws is a denial") {
   struct throwing_authorizer {
     bool allowed(const principal&, std::string_view, operation) const { throw std::runtime_error("role store down"); }
   };
@@ -673,7 +678,7 @@ TEST_CASE("spec §2: an authorizer that throws is a denial") {
   CHECK(c.send(srv, call_tool(1, "t")).code() == -32003);
 }
 
-TEST_CASE("spec §4: gate order — each call gets the error of the first gate it fails") {
+TEST_CASE("design.md/the-toolscall-pipeline: gate order — each call gets the error of the first gate it fails") {
   governed g;
   SUBCASE("read-only before tier") {
     g.srv.switches().set_read_only(true);
@@ -717,7 +722,7 @@ TEST_CASE("spec §4: gate order — each call gets the error of the first gate i
   for (const auto& r : g.rows()) CHECK(r.result == audit_result::denied);
 }
 
-TEST_CASE("spec §4, reference §3.5: one-cid pattern — error.data.correlation_id is the audit row's, and in its detail") {
+TEST_CASE("schema.md, security.md/audit-and-the-one-cid-pattern: one-cid pattern — error.data.correlation_id is the audit row's, and in its detail") {
   governed g;
   std::vector<answer> answers;
   connection ro{user("readonly")};
@@ -742,7 +747,7 @@ TEST_CASE("spec §4, reference §3.5: one-cid pattern — error.data.correlation
   }
 }
 
-TEST_CASE("reference §1.6, §3.5: audit_persisted:false when the audit sink returns false or throws, the denial still answers") {
+TEST_CASE("errors.md/the-errordata-envelope, security.md/audit-and-the-one-cid-pattern: audit_persisted:false when the audit sink returns false or throws, the denial still answers") {
   struct refusing_audit {
     int calls = 0;
     bool record(const audit_record&) {
@@ -786,7 +791,7 @@ TEST_CASE("reference §1.6, §3.5: audit_persisted:false when the audit sink ret
   }
 }
 
-TEST_CASE("spec §4 step 7: a handler that throws is -32603 with error.data, the server answers the next call") {
+TEST_CASE("design.md/the-toolscall-pipeline: a handler that throws is -32603 with error.data, the server answers the next call") {
   metrics_registry m{"t"};
   memory_audit_sink audit;
   server_builder b{test_info()};
@@ -830,7 +835,7 @@ TEST_CASE("MCP 2025-11-25 tools/call: an isError result is a result, not a JSON-
   CHECK(audit.entries()[0].result == audit_result::failure);
 }
 
-TEST_CASE("reference §1.7: a structured result carries structuredContent and a text twin holding the same JSON") {
+TEST_CASE("design.md/the-toolscall-pipeline: a structured result carries structuredContent and a text twin holding the same JSON") {
   metrics_registry m{"t"};
   memory_audit_sink audit;
   server_builder b{test_info()};
@@ -905,7 +910,7 @@ TEST_CASE("MCP 2025-11-25 tools/call: a tool declaring outputSchema must return 
   CHECK(e.result()["isError"].is_bool());
 }
 
-TEST_CASE("reference §1.7: malformed structured JSON from a handler is -32603, never a malformed response") {
+TEST_CASE("design.md/the-toolscall-pipeline: malformed structured JSON from a handler is -32603, never a malformed response") {
   server_builder b{test_info()};
   auto declare = [&](const std::string& name, std::string payload) {
     b.tool(name).description("d").security("Thing", operation::read).effect(tool_effect::read_only, true)
@@ -1364,7 +1369,7 @@ TEST_CASE("MCP 2025-11-25 prompts/get: missing required, non-string values and u
   CHECK(ps.args_seen().empty());
 }
 
-TEST_CASE("reference §13.5: closed-enum arguments are normalised, so caller text never reaches the model") {
+TEST_CASE("design.md/other-methods: closed-enum arguments are normalised, so caller text never reaches the model") {
   prompt_server ps;
   connection c;
   c.send(ps.srv, request(1, "prompts/get", get_prompt("explain", R"({"topic":"t","audience":" EXPERT "})")));
@@ -1380,7 +1385,7 @@ TEST_CASE("reference §13.5: closed-enum arguments are normalised, so caller tex
   CHECK(ps.args_seen() == std::vector<std::pair<std::string, std::string>>{{"level", "High"}});
 }
 
-TEST_CASE("reference §13.5: a free-text argument is embedded as one JSON line that cannot forge the END marker") {
+TEST_CASE("design.md/other-methods: a free-text argument is embedded as one JSON line that cannot forge the END marker") {
   prompt_server ps;
   connection c;
   const auto a = c.send(ps.srv, request(1, "prompts/get",
@@ -1725,7 +1730,7 @@ TEST_CASE("MCP 2025-11-25 cancellation: a string id call is cancelled by its str
   CHECK(bs.stopped == 1);
 }
 
-TEST_CASE("spec §2: the transport's stop token and peer.close() cancel the calls in flight") {
+TEST_CASE("plugins.md: the transport's stop token and peer.close() cancel the calls in flight") {
   blocking_server bs;
   SUBCASE("dispatch_context::stop") {
     connection c;
@@ -2030,9 +2035,10 @@ TEST_CASE("MCP 2025-11-25: a response for no outstanding request is counted in m
   CHECK(as.metric("t_mcp_client_responses_unmatched_total") == 4);
 }
 
-// ---- registration validation (reference §3.3) ---------------------------------------------------
+// ---- registration validation (docs/design.md#registration-validation)
+// ---------------------------------------------------
 
-TEST_CASE("reference §3.3: every registration offence is listed, sorted, in one build_error") {
+TEST_CASE("design.md/registration-validation: every registration offence is listed, sorted, in one build_error") {
   server_builder b{test_info()};
   auto ok = [](std::string_view) { return text_handler("ok"); };
   b.securables({"Thing", "Tag"});
@@ -2129,7 +2135,7 @@ TEST_CASE("reference §3.3: every registration offence is listed, sorted, in one
   CHECK(msg.ends_with(offences.back()));
 }
 
-TEST_CASE("reference §3.3: the server's own settings are validated too") {
+TEST_CASE("design.md/registration-validation: the server's own settings are validated too") {
   server_builder b{{.name = "", .version = ""}, {.page_size = 0}};
   auto r = b.build();
   REQUIRE_FALSE(r.has_value());
@@ -2137,7 +2143,7 @@ TEST_CASE("reference §3.3: the server's own settings are validated too") {
         std::vector<std::string>{"server_info.name is empty", "server_info.version is empty", "server_options.page_size is 0"});
 }
 
-TEST_CASE("reference §3.3: approval-gated tools build when their schema is open or declares approval_id") {
+TEST_CASE("design.md/registration-validation: approval-gated tools build when their schema is open or declares approval_id") {
   server_builder b{test_info()};
   b.tool("closed_with_id").description("d").input_schema(std::string{gated_schema}).security("Tag", operation::delete_)
       .effect(tool_effect::destructive, true).handler(text_handler("x"));
@@ -2149,7 +2155,7 @@ TEST_CASE("reference §3.3: approval-gated tools build when their schema is open
   CHECK(srv.warnings().empty());
 }
 
-TEST_CASE("reference §3.3: the approval check follows server_options.policy_tiers and the policy") {
+TEST_CASE("design.md/registration-validation: the approval check follows server_options.policy_tiers and the policy") {
   // With a policy that never gates, a closed schema without approval_id is fine.
   server_builder open_b{test_info()};
   open_b.tool("del").description("d").input_schema(std::string{tag_schema}).security("Tag", operation::delete_)
@@ -2163,7 +2169,7 @@ TEST_CASE("reference §3.3: the approval check follows server_options.policy_tie
   CHECK(ro_b.build().has_value());
 }
 
-TEST_CASE("reference §3.3: a valid server builds, with every kind of registration") {
+TEST_CASE("design.md/registration-validation: a valid server builds, with every kind of registration") {
   server_builder b{test_info()};
   add_read_tool(b, "a.b-c_D9");
   b.resource("res://x").name("x").handler(
@@ -2198,7 +2204,7 @@ template <class T>
 concept accepts_clock = requires(server_builder& b, T& x) { b.clock(x); };
 }  // namespace
 
-TEST_CASE("spec §2: server_builder accepts the concept archetypes and refuses other types") {
+TEST_CASE("plugins.md: server_builder accepts the concept archetypes and refuses other types") {
   static_assert(accepts_policy<archetypes::tier_policy>);
   static_assert(accepts_authorizer<archetypes::authorizer>);
   static_assert(accepts_audit<archetypes::audit_sink>);
@@ -2230,7 +2236,7 @@ TEST_CASE("spec §2: server_builder accepts the concept archetypes and refuses o
   CHECK_FALSE(a.data()["audit_persisted"].as_bool());
 }
 
-TEST_CASE("spec §2 clock: audit rows and correlation ids are stamped by the server's clock") {
+TEST_CASE("plugins.md clock: audit rows and correlation ids are stamped by the server's clock") {
   manual_clock clock;
   memory_audit_sink audit;
   server_builder b{test_info()};
@@ -2252,7 +2258,7 @@ TEST_CASE("spec §2 clock: audit rows and correlation ids are stamped by the ser
 
 // ---- metrics ------------------------------------------------------------------------------------
 
-TEST_CASE("reference §11: after build every series is pre-seeded at 0 (closed label sets)") {
+TEST_CASE("metrics.md/names-and-registration: after build every series is pre-seeded at 0 (closed label sets)") {
   metrics_registry m{"t"};
   server_builder b{test_info()};
   add_read_tool(b, "alpha");
@@ -2300,7 +2306,7 @@ TEST_CASE("reference §11: after build every series is pre-seeded at 0 (closed l
   CHECK(series_value(after, "t_mcp_tool_unknown_total") == 1);
 }
 
-TEST_CASE("reference §11: tool outcomes are counted by result") {
+TEST_CASE("metrics.md/names-and-registration: tool outcomes are counted by result") {
   governed g;
   connection c{user()};
   c.send(g.srv, call_tool(1, "echo", R"({"text":"a"})"));

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The approval machine inside the tools/call pipeline (spec §4 step 5, §5; reference §3.4, §5,
-// §11), driven through server::handle only: what the client sees, what the audit trail and the
-// metrics record, and that a handler runs at most once per ticket.
+// The approval machine inside the tools/call pipeline (docs/design.md#the-toolscall-pipeline,
+// docs/security.md#the-gate-order, docs/approvals.md#the-flow,
+// docs/metrics.md#names-and-registration), driven through server::handle only: what the client
+// sees, what the audit trail and the metrics record, and that a handler runs at most once per
+// ticket.
 #include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
@@ -52,7 +54,8 @@ principal human(std::string id = "carol") {
           .assured = true};
 }
 
-// A store wrapper whose operations can be made to fail, for reference §5.6.
+// A store wrapper whose operations can be made to fail, for
+// docs/approvals.md#every-answer-of-the-machine.
 struct faulty_store {
   memory_approval_store inner;
   std::error_code get_error, consume_error, mint_error, review_error;
@@ -149,7 +152,8 @@ std::string with_id(std::string_view args_head, const std::string& id) {
   return std::string{args_head} + R"(,"approval_id":")" + id + R"("})";
 }
 
-// The id minted by a first call, checked to be a proper -32006 (reference §5.3).
+// The id minted by a first call, checked to be a proper -32006
+// (docs/approvals.md#what-the-machine-checks-in-order).
 std::string mint(gated& g, connection& c, std::string_view args = R"({"tag":"a"})") {
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", args));
   REQUIRE(a.code() == -32006);
@@ -162,7 +166,7 @@ std::string mint(gated& g, connection& c, std::string_view args = R"({"tag":"a"}
 
 TEST_SUITE("server approvals") {
 
-TEST_CASE("reference §5.3, spec §5: a first call mints a ticket: -32006 with approval_id, status_url, retry 30000, remediation, audit pending") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a first call mints a ticket: -32006 with approval_id, status_url, retry 30000, remediation, audit pending") {
   gated g;
   connection c{agent()};
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})"));
@@ -175,7 +179,8 @@ TEST_CASE("reference §5.3, spec §5: a first call mints a ticket: -32006 with a
   CHECK(str(a.data()["remediation"]).find("approval_id") != std::string::npos);
   CHECK(is_correlation_id(a.cid()));
   CHECK(g.delete_calls == 0);
-  // the ticket binds mcp.<tool>, the submitter, the canonical arguments and origin mcp (§5.2)
+  // the ticket binds mcp.<tool>, the submitter, the canonical arguments and origin mcp
+  // (docs/approvals.md#the-flow)
   const auto t = g.ticket(id);
   REQUIRE(t.has_value());
   CHECK(t->definition_id == "mcp.delete_tag");
@@ -194,11 +199,11 @@ TEST_CASE("reference §5.3, spec §5: a first call mints a ticket: -32006 with a
   CHECK(g.metric(R"(t_mcp_tool_calls_total{result="approval_required",tool="delete_tag"})") == 1);
 }
 
-TEST_CASE("reference §5.3 step 1, §5.9: minting is idempotent per (tool, canonical args, submitter) while pending") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/guarantees: minting is idempotent per (tool, canonical args, submitter) while pending") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c, R"({"tag":"a"})");
-  // key order and whitespace do not matter (§5.2); audit says deduped
+  // key order and whitespace do not matter (docs/approvals.md#the-flow); audit says deduped
   const auto again = c.send(g.srv, call_tool(2, "delete_tag", R"( { "tag" : "a" } )"));
   CHECK(again.code() == -32006);
   CHECK(str(again.data()["approval_id"]) == id);
@@ -212,7 +217,7 @@ TEST_CASE("reference §5.3 step 1, §5.9: minting is idempotent per (tool, canon
   CHECK(g.store.inner.size() == 3);
 }
 
-TEST_CASE("reference §5.2: number spelling is part of the arguments: 1 and 1.0 mint different tickets") {
+TEST_CASE("approvals.md/the-flow: number spelling is part of the arguments: 1 and 1.0 mint different tickets") {
   gated g;
   connection c{agent()};
   const auto one = c.send(g.srv, call_tool(1, "drop", R"({"n":1})"));
@@ -222,7 +227,7 @@ TEST_CASE("reference §5.2: number spelling is part of the arguments: 1 and 1.0 
   CHECK(str(one.data()["approval_id"]) != str(one_point_zero.data()["approval_id"]));
 }
 
-TEST_CASE("reference §5.4 step 3: a recall of a pending ticket echoes -32006 with the same id and writes no audit row") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a recall of a pending ticket echoes -32006 with the same id and writes no audit row") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -235,7 +240,7 @@ TEST_CASE("reference §5.4 step 3: a recall of a pending ticket echoes -32006 wi
   CHECK(g.delete_calls == 0);
 }
 
-TEST_CASE("reference §5.4 steps 5-7: an approved ticket runs the handler exactly once, a replay is 'approval already used'") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: an approved ticket runs the handler exactly once, a replay is 'approval already used'") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -265,7 +270,7 @@ TEST_CASE("reference §5.4 steps 5-7: an approved ticket runs the handler exactl
   CHECK(g.metric(R"(t_mcp_approval_refused_total{tool="delete_tag"})") == 1);
 }
 
-TEST_CASE("reference §5.4 step 6: replay, foreign submitter and foreign origin answer identically, only the audit row differs") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: replay, foreign submitter and foreign origin answer identically, only the audit row differs") {
   gated g;
   connection owner{agent()};
   connection thief{agent("agent-2")};
@@ -318,7 +323,7 @@ TEST_CASE("reference §5.4 step 6: replay, foreign submitter and foreign origin 
   CHECK(g.metric(R"(t_mcp_approval_refused_total{tool="delete_tag"})") == 3);
 }
 
-TEST_CASE("reference §5.4 step 2: another tool, other arguments or an unknown id are the distinct mismatch refusal") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: another tool, other arguments or an unknown id are the distinct mismatch refusal") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c, R"({"tag":"a"})");
@@ -339,7 +344,7 @@ TEST_CASE("reference §5.4 step 2: another tool, other arguments or an unknown i
   CHECK(g.drop_calls == 0);
 }
 
-TEST_CASE("spec §4 step 4, reference §5.3: an approval_id of the wrong type or shape mints and consumes nothing") {
+TEST_CASE("design.md/the-toolscall-pipeline, approvals.md/what-the-machine-checks-in-order: an approval_id of the wrong type or shape mints and consumes nothing") {
   gated g;
   connection c{agent()};
   SUBCASE("declared as a string: the schema refuses a number (-32602)") {
@@ -365,7 +370,7 @@ TEST_CASE("spec §4 step 4, reference §5.3: an approval_id of the wrong type or
   CHECK(g.drop_calls == 0);
 }
 
-TEST_CASE("reference §5.4 step 4, §5.5: rejected and expired tickets are refused with their own messages") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/lifetime: rejected and expired tickets are refused with their own messages") {
   approval_options o;
   o.ticket_lifetime = 7 * 24h;
   gated g{o};
@@ -407,7 +412,7 @@ TEST_CASE("reference §5.4 step 4, §5.5: rejected and expired tickets are refus
   CHECK(g.delete_calls == 0);
 }
 
-TEST_CASE("reference §5.5: the lifetime is configurable and the message names it") {
+TEST_CASE("approvals.md/lifetime: the lifetime is configurable and the message names it") {
   approval_options o;
   o.ticket_lifetime = 36h;
   gated g{o};
@@ -419,7 +424,7 @@ TEST_CASE("reference §5.5: the lifetime is configurable and the message names i
         "approval expired (past its 36-hour lifetime)");
 }
 
-TEST_CASE("reference §5.4 5.e: a precondition refusal is generic, leaves the ticket unconsumed, and names its reason only in the audit row") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: a precondition refusal is generic, leaves the ticket unconsumed, and names its reason only in the audit row") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -441,7 +446,7 @@ TEST_CASE("reference §5.4 5.e: a precondition refusal is generic, leaves the ti
   CHECK(g.precondition_calls == 2);
 }
 
-TEST_CASE("reference §5.6: store faults split into transient (retry 5000, ticket intact) and permanent (no retry)") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: store faults split into transient (retry 5000, ticket intact) and permanent (no retry)") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -483,7 +488,7 @@ TEST_CASE("reference §5.6: store faults split into transient (retry 5000, ticke
   CHECK(g.delete_calls == 1);
 }
 
-TEST_CASE("reference §5.6: after a transient fault clears, the same ticket redeems") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: after a transient fault clears, the same ticket redeems") {
   gated g;
   connection c{agent()};
   const std::string id = mint(g, c);
@@ -495,7 +500,7 @@ TEST_CASE("reference §5.6: after a transient fault clears, the same ticket rede
   CHECK(g.delete_calls == 1);
 }
 
-TEST_CASE("reference §5.3 step 2-3: the per-submitter and global pending caps answer -32004 and mint nothing") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: the per-submitter and global pending caps answer -32004 and mint nothing") {
   approval_options o;
   o.max_pending_per_submitter = 2;
   o.max_pending_global = 3;
@@ -519,7 +524,7 @@ TEST_CASE("reference §5.3 step 2-3: the per-submitter and global pending caps a
   CHECK(g.rows().back().result == audit_result::denied);
 }
 
-TEST_CASE("reference §3.4: a ticket consumed by a call that still fails is counted as burned") {
+TEST_CASE("security.md/the-gate-order: a ticket consumed by a call that still fails is counted as burned") {
   gated g;
   connection c{agent()};
   SUBCASE("the handler throws") {
@@ -533,7 +538,7 @@ TEST_CASE("reference §3.4: a ticket consumed by a call that still fails is coun
     CHECK(c.send(g.srv, call_tool(3, "delete_tag", with_id(R"({"tag":"a")", id))).code() == -32003);
     CHECK(g.delete_calls == 1);
   }
-  SUBCASE("RBAC runs after the consume (spec §4 order) and refuses") {
+  SUBCASE("RBAC runs after the consume (design.md/the-toolscall-pipeline order) and refuses") {
     connection no_roles{{.id = "agent-9", .tier = "supervised"}};
     const std::string id = mint(g, no_roles);
     g.approve(id);
@@ -551,7 +556,7 @@ TEST_CASE("reference §3.4: a ticket consumed by a call that still fails is coun
   }
 }
 
-TEST_CASE("reference §11: approval series are pre-seeded for gated tools only") {
+TEST_CASE("metrics.md/names-and-registration: approval series are pre-seeded for gated tools only") {
   gated g;
   const auto text = exposition(g.metrics);
   CHECK(text.find(R"(t_mcp_approval_refused_total{tool="delete_tag"} 0)") != std::string::npos);
@@ -561,7 +566,7 @@ TEST_CASE("reference §11: approval series are pre-seeded for gated tools only")
   CHECK(text.find(R"(t_mcp_approval_refused_total{tool="approve_request"})") == std::string::npos);
 }
 
-TEST_CASE("reference §5.4: an anonymous caller can neither mint nor redeem") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order: an anonymous caller can neither mint nor redeem") {
   gated g;
   connection c{{.id = "", .tier = "supervised", .roles = {"user"}}};
   const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})"));
@@ -569,7 +574,7 @@ TEST_CASE("reference §5.4: an anonymous caller can neither mint nor redeem") {
   CHECK(g.store.inner.size() == 0);
 }
 
-TEST_CASE("reference §5.8: approve_request / reject_request are for human, assured principals other than the submitter") {
+TEST_CASE("approvals.md/the-approver-tools: approve_request / reject_request are for human, assured principals other than the submitter") {
   gated g;
   connection submitter{agent()};
   const std::string id = mint(g, submitter);
@@ -634,7 +639,7 @@ TEST_CASE("reference §5.8: approve_request / reject_request are for human, assu
   CHECK(g.delete_calls <= 1);
 }
 
-TEST_CASE("reference §5.8: the approver tools need an approval service at build") {
+TEST_CASE("approvals.md/the-approver-tools: the approver tools need an approval service at build") {
   server_builder b{{.name = "x", .version = "1"}};
   b.approval_tools();
   auto r = b.build();
@@ -642,7 +647,7 @@ TEST_CASE("reference §5.8: the approver tools need an approval service at build
   CHECK(r.error().message().find("approver tools need an approval service") != std::string::npos);
 }
 
-TEST_CASE("reference §5.8: an approver tool the tier policy would route through approval refuses the build") {
+TEST_CASE("approvals.md/the-approver-tools: an approver tool the tier policy would route through approval refuses the build") {
   struct gating_policy {
     tier_decision decide(std::string_view, std::string_view, operation) const noexcept {
       return tier_decision::allow_with_approval;
@@ -659,7 +664,7 @@ TEST_CASE("reference §5.8: an approver tool the tier policy would route through
   CHECK(r.error().message().find("tool 'reject_request'") != std::string::npos);
 }
 
-TEST_CASE("reference §5.9: a recall reusing an in-flight request id is refused before it can spend the ticket") {
+TEST_CASE("approvals.md/guarantees: a recall reusing an in-flight request id is refused before it can spend the ticket") {
   gate hold;
   memory_approval_store store;
   approval_service service{store};
@@ -706,7 +711,7 @@ TEST_CASE("reference §5.9: a recall reusing an in-flight request id is refused 
   CHECK(deletes == 1);
 }
 
-TEST_CASE("reference §3.4: approval is per decision: a tier the policy does not gate runs without a ticket") {
+TEST_CASE("security.md/the-gate-order: approval is per decision: a tier the policy does not gate runs without a ticket") {
   gated g;
   connection plain{{.id = "agent-1", .roles = {"user"}}};  // empty tier: RBAC alone decides
   CHECK(plain.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})")).result().exists());
@@ -739,7 +744,7 @@ const principal sqlite_agent{.id = "agent-1", .tier = "supervised"};
 
 }  // namespace
 
-TEST_CASE("spec §5, reference §5.9: a ticket minted and approved before a process restart is redeemable once after it") {
+TEST_CASE("approvals.md/guarantees: a ticket minted and approved before a process restart is redeemable once after it") {
   using namespace test_process;
   const temp_dir dir;
   const std::string path = dir.file();
@@ -784,7 +789,7 @@ TEST_CASE("spec §5, reference §5.9: a ticket minted and approved before a proc
   CHECK(runs == 1);
 }
 
-TEST_CASE("reference §5.9: processes racing to recall one approved ticket through their own servers run the handler once") {
+TEST_CASE("approvals.md/guarantees: processes racing to recall one approved ticket through their own servers run the handler once") {
   using namespace test_process;
   const temp_dir dir;
   const std::string path = dir.file();

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end tests, sans-I/O, of the dispatch core driven together with the session layer the way
-// an HTTP transport drives them (reference §9.1-§9.8, §10, §14.3; spec §6): admission, arm, the
-// dispatch on a worker thread, the in-call message sink bridged onto the progress record, the
-// streamed-POST pump on the test thread, cancellation, detached operations and GET resume.
+// an HTTP transport drives them (docs/sessions.md#streamed-post-admission, #streamed-post,
+// #close-reasons, #the-sweep, #cancellation, #progress-records, #ordering-guarantees): admission,
+// arm, the dispatch on a worker thread, the in-call message sink bridged onto the progress record,
+// the streamed-POST pump on the test thread, cancellation, detached operations and GET resume.
 #include <mcpcore/dispatch/server.hpp>
 
 #include <doctest/doctest.h>
@@ -255,7 +256,8 @@ class post_call {
   post_call(const post_call&) = delete;
   post_call& operator=(const post_call&) = delete;
 
-  /// reference §9.1 opt-in, then §9.2 admission.
+  /// docs/sessions.md#streamed-post-admission opt-in, then docs/sessions.md#streamed-post-admission
+  /// admission.
   void admit() {
     post_mode_inputs in;
     in.bridge_available = true;
@@ -270,7 +272,8 @@ class post_call {
     admission_ = admit_post(mode_, h_.budget, h_.bridge, h_.sess, request_id{*msg_.id}, *token, h_.m);
   }
 
-  /// reference §9.3: arms the record; a streamed arm installs the pump, anything else answers plain.
+  /// docs/sessions.md#streamed-post-admission: arms the record; a streamed arm installs the pump,
+  /// anything else answers plain.
   void arm() {
     if (!admission_.call) return;
     armed_ = admission_.call->arm(admission_.mode == post_mode::streamed ? bridge_delivery::streamed
@@ -456,7 +459,7 @@ void expect_no_answer(harness& h, peer& client, std::string_view notification) {
 
 TEST_SUITE("server_sessions") {
 
-TEST_CASE("reference §9.4, §14.3: in-call progress then the final last on the POST, replayable on GET") {
+TEST_CASE("sessions.md/streamed-post, sessions.md/ordering-guarantees: in-call progress then the final last on the POST, replayable on GET") {
   harness h;
   h.build([](server_builder& b) {
     add_tool(b, "report", [](call_context& ctx, const arguments&) {
@@ -518,7 +521,7 @@ TEST_CASE("reference §9.4, §14.3: in-call progress then the final last on the 
   }
 }
 
-TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its progress and its final") {
+TEST_CASE("sessions.md/projection-and-finals: a detached operation streams its progress and its final") {
   flag deferred;  // the call returned and the transport handed its answer to `defer`
   flag finished;
   std::atomic<bool> finish_accepted{false};
@@ -562,7 +565,8 @@ TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its p
     CHECK(p.root["params"]["progressToken"].as_string() == "tok-8");
     CHECK(progress_value(events[i]) == static_cast<double>(i + 1));
     CHECK(p.root["params"]["total"].to_double() == 3.0);
-    // reference §14.3: the durable handle reaches the client before any terminal.
+    // docs/sessions.md#ordering-guarantees: the durable handle reaches the client before any
+    // terminal.
     CHECK(fx::str(p.root["params"]["_meta"][execution_id_meta_key]) == "exec-42");
   }
   REQUIRE(is_response_for(events.back(), "8"));
@@ -577,7 +581,7 @@ TEST_CASE("spec §6, reference §10.3-§10.4: a detached operation streams its p
 
 // The transport's cancel, in the order that cannot lose the detach: the bridge first (closes the
 // POST stream while the record is still streaming), then the dispatch core (signals the stop token).
-TEST_CASE("spec §6: cancelling in-call work stops it and ends its POST stream promptly without a result") {
+TEST_CASE("sessions.md/cancellation: cancelling in-call work stops it and ends its POST stream promptly without a result") {
   fx::gate started;
   std::atomic<bool> saw_stop{false};
   harness h;
@@ -623,7 +627,7 @@ TEST_CASE("spec §6: cancelling in-call work stops it and ends its POST stream p
   for (const auto& e : h.replay("0")) CHECK_FALSE(is_response_for(e, "5"));
 }
 
-TEST_CASE("reference §9.8: cancel outcomes are accepted, detached or noop, and never answered") {
+TEST_CASE("sessions.md/cancellation: cancel outcomes are accepted, detached or noop, and never answered") {
   fx::gate holding;
   flag release;
   std::atomic<bool> held_saw_stop{false};
@@ -699,7 +703,7 @@ TEST_CASE("reference §9.8: cancel outcomes are accepted, detached or noop, and 
   }
 }
 
-TEST_CASE("spec §6: cancelling a detached operation's stream detaches the response, not the work") {
+TEST_CASE("sessions.md/cancellation: cancelling a detached operation's stream detaches the response, not the work") {
   flag reported;
   flag resume;
   std::atomic<bool> finish_accepted{false};
@@ -767,7 +771,7 @@ TEST_CASE("spec §6: cancelling a detached operation's stream detaches the respo
   CHECK(h.sess->stream()->pinned(replayed[2].id.value_or(0)));
 }
 
-TEST_CASE("reference §9.1: without SSE Accept progress goes live to the GET stream and the POST answers plain") {
+TEST_CASE("sessions.md/streamed-post-admission: without SSE Accept progress goes live to the GET stream and the POST answers plain") {
   harness h;
   h.build([](server_builder& b) {
     add_tool(b, "report", [](call_context& ctx, const arguments&) {
@@ -817,7 +821,7 @@ TEST_CASE("reference §9.1: without SSE Accept progress goes live to the GET str
   h.sess->stream()->detach(*get.attached.sink);
 }
 
-TEST_CASE("reference §9.2: a streamed call refused at admission dispatches nothing") {
+TEST_CASE("sessions.md/streamed-post-admission: a streamed call refused at admission dispatches nothing") {
   std::atomic<int> invoked{0};
   harness h;
   h.build([&](server_builder& b) {
@@ -864,7 +868,7 @@ TEST_CASE("reference §9.2: a streamed call refused at admission dispatches noth
   CHECK(h.bridge.records() == 0);
 }
 
-TEST_CASE("reference §9.4: at the response cap one drain pass writes pending progress, then cap_expired") {
+TEST_CASE("sessions.md/streamed-post: at the response cap one drain pass writes pending progress, then cap_expired") {
   flag first;
   flag step;
   flag second;
@@ -945,7 +949,7 @@ TEST_CASE("reference §9.4: at the response cap one drain pass writes pending pr
 
 // A detached operation may finish before its call returns (work that completes at once, or a
 // worker that beats the handler's return): the final still carries the call's result.
-TEST_CASE("reference §10.4: a detached operation finishing before its call returns keeps the call's result") {
+TEST_CASE("sessions.md/projection-and-finals: a detached operation finishing before its call returns keeps the call's result") {
   harness h;
   h.build([](server_builder& b) {
     add_tool(b, "fast", [](call_context& ctx, const arguments&) {
@@ -971,8 +975,8 @@ TEST_CASE("reference §10.4: a detached operation finishing before its call retu
 
 // The dispatch core may hear the cancel before the bridge does: the handler stops, `handle`
 // returns false and `complete_without_response` runs first; the stream must still end
-// `cancelled` with its close frame, never look like a completion (reference §14.4).
-TEST_CASE("spec §6, reference §9.5: a cancelled in-call request's POST ends `cancelled` in either cancel order") {
+// `cancelled` with its close frame, never look like a completion (docs/errors.md#honest-answers).
+TEST_CASE("sessions.md/cancellation, sessions.md/close-reasons: a cancelled in-call request's POST ends `cancelled` in either cancel order") {
   fx::gate started;
   harness h;
   h.build([&](server_builder& b) {

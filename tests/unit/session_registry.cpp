@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the session registry (reference §6.5-§6.8, §12; spec §6) and of the CSPRNG helper
-// behind its ids (detail/random.hpp, internal, tested here).
+// Tests of the session registry (docs/sessions.md#the-session-registry,
+// docs/http.md#delete-sessions-on, docs/sessions.md#shutdown) and of the CSPRNG helper behind its
+// ids (detail/random.hpp, internal, tested here).
 #include <mcpcore/session/session_registry.hpp>
 
 #include <mcpcore/detail/random.hpp>
@@ -82,7 +83,7 @@ struct throwing_sink {
 TEST_SUITE("session_registry") {
   // ---- the CSPRNG helper --------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.5: random_hex gives 2n lowercase hex characters of fresh CSPRNG bytes") {
+  TEST_CASE("sessions.md/the-session-registry: random_hex gives 2n lowercase hex characters of fresh CSPRNG bytes") {
     for (int i = 0; i < 50; ++i) {
       const auto h = detail::random_hex(16);
       REQUIRE(h.has_value());
@@ -97,7 +98,7 @@ TEST_SUITE("session_registry") {
     CHECK(seen.size() == 500);
   }
 
-  TEST_CASE("reference §6.5: random_hex's in-place expansion never re-encodes its own output") {
+  TEST_CASE("sessions.md/the-session-registry: random_hex's in-place expansion never re-encodes its own output") {
     // Were a raw byte overwritten by hex text before being read, its pair would encode an ASCII
     // digit or letter (high nibble 3 or 6). Over 4096 bytes every high nibble must still occur,
     // in the last quarter as much as anywhere.
@@ -113,7 +114,7 @@ TEST_SUITE("session_registry") {
     for (const int n : high) CHECK(n > 0);
   }
 
-  TEST_CASE("reference §6.5: fill_random fills the whole buffer, and an empty request succeeds") {
+  TEST_CASE("sessions.md/the-session-registry: fill_random fills the whole buffer, and an empty request succeeds") {
     CHECK(detail::fill_random(nullptr, 0));
     std::array<unsigned char, 1024> a{};
     std::array<unsigned char, 1024> b{};
@@ -126,7 +127,7 @@ TEST_SUITE("session_registry") {
 
   // ---- defaults and ids ---------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.5: defaults are 8 per principal, 1024 global, a 30 minute idle TTL, 5 draws") {
+  TEST_CASE("sessions.md/the-session-registry: defaults are 8 per principal, 1024 global, a 30 minute idle TTL, 5 draws") {
     const session_registry_options o;
     CHECK(o.max_sessions == 1024);
     CHECK(o.max_sessions_per_principal == 8);
@@ -144,7 +145,7 @@ TEST_SUITE("session_registry") {
     static_assert(!std::is_copy_constructible_v<session>);
   }
 
-  TEST_CASE("reference §6.5: an id is 32 lowercase hex characters and ids are distinct") {
+  TEST_CASE("sessions.md/the-session-registry: an id is 32 lowercase hex characters and ids are distinct") {
     fixture f{caps(600, 600)};
     std::set<std::string> ids;
     for (int i = 0; i < 500; ++i) {
@@ -159,7 +160,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.reg.count("bob") == 250);
   }
 
-  TEST_CASE("reference §6.5: a session is bound to its principal and gets the configured stream bounds") {
+  TEST_CASE("sessions.md/the-session-registry: a session is bound to its principal and gets the configured stream bounds") {
     session_registry_options o;
     o.stream.ring_frames = 7;
     fixture f{o};
@@ -174,7 +175,7 @@ TEST_SUITE("session_registry") {
 
   // ---- caps ---------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.5: the ninth session of a principal is refused per_principal_cap, nothing is evicted") {
+  TEST_CASE("sessions.md/the-session-registry: the ninth session of a principal is refused per_principal_cap, nothing is evicted") {
     fixture f;
     std::vector<std::shared_ptr<session>> held;
     for (int i = 0; i < 8; ++i) held.push_back(f.mint("alice"));
@@ -197,7 +198,7 @@ TEST_SUITE("session_registry") {
     CHECK(rejects[0].correlation_id == "cid-9");
   }
 
-  TEST_CASE("reference §6.5: the global cap refuses global_cap, checked before the per-principal cap") {
+  TEST_CASE("sessions.md/the-session-registry: the global cap refuses global_cap, checked before the per-principal cap") {
     fixture f{caps(3, 2)};
     const auto a1 = f.mint("alice");
     const auto a2 = f.mint("alice");
@@ -223,7 +224,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.mint("carol")->principal_id() == "carol");
   }
 
-  TEST_CASE("reference §6.5: both caps are configurable") {
+  TEST_CASE("sessions.md/the-session-registry: both caps are configurable") {
     fixture f{caps(10, 2)};
     f.mint("alice");
     f.mint("alice");
@@ -240,7 +241,7 @@ TEST_SUITE("session_registry") {
 
   // ---- shutdown -------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §12: after begin_shutdown every mint is refused shutdown, before the caps") {
+  TEST_CASE("sessions.md/shutdown: after begin_shutdown every mint is refused shutdown, before the caps") {
     fixture f{caps(1, 1)};
     const auto s = f.mint("alice");
     f.reg.begin_shutdown();
@@ -261,7 +262,7 @@ TEST_SUITE("session_registry") {
     CHECK(rejects[0].correlation_id == "cid-s");
   }
 
-  TEST_CASE("reference §12: terminate_all ends every session with reason shutdown and closes their sinks") {
+  TEST_CASE("sessions.md/shutdown: terminate_all ends every session with reason shutdown and closes their sinks") {
     stream_budget budget;  // outlives every sink (declared before the registry)
     fixture f;
     const auto a = f.mint("alice");
@@ -291,7 +292,7 @@ TEST_SUITE("session_registry") {
 
   // ---- binding --------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.6: a foreign principal's id is unknown to validate, exists and terminate") {
+  TEST_CASE("sessions.md/the-session-registry: a foreign principal's id is unknown to validate, exists and terminate") {
     fixture f;
     const auto s = f.mint("alice");
     CHECK(f.reg.validate_and_touch(s->id(), "mallory") == nullptr);
@@ -310,7 +311,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.rows("mcp.session.reject").empty());  // the HTTP layer writes the unknown_session row
   }
 
-  TEST_CASE("reference §6.6: a foreign validate does not extend the session's life") {
+  TEST_CASE("sessions.md/the-session-registry: a foreign validate does not extend the session's life") {
     fixture f;
     const auto s = f.mint("alice");
     f.clk.advance(20min);
@@ -322,7 +323,7 @@ TEST_SUITE("session_registry") {
 
   // ---- idle TTL -------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.6: idle expiry slides: a touch at +29 min keeps the session alive at +58 min") {
+  TEST_CASE("sessions.md/the-session-registry: idle expiry slides: a touch at +29 min keeps the session alive at +58 min") {
     fixture f;
     const auto s = f.mint("alice");
     f.clk.advance(29min);
@@ -334,7 +335,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.reg.validate_and_touch(s->id(), "alice") == nullptr);
   }
 
-  TEST_CASE("reference §6.8: a session expires at exactly idle_ttl since its last use") {
+  TEST_CASE("sessions.md/the-session-registry: a session expires at exactly idle_ttl since its last use") {
     session_registry_options o;
     o.idle_ttl = 1000ms;
     fixture f{o};
@@ -348,7 +349,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.m.sessions_expired.value() == 1);
   }
 
-  TEST_CASE("reference §6.6: exists never refreshes the idle time") {
+  TEST_CASE("sessions.md/the-session-registry: exists never refreshes the idle time") {
     fixture f;
     const auto s = f.mint("alice");
     f.clk.advance(20min);
@@ -357,7 +358,7 @@ TEST_SUITE("session_registry") {
     CHECK_FALSE(f.reg.exists(s->id(), "alice"));
   }
 
-  TEST_CASE("reference §6.6: exists is false once expired even before the GC ran") {
+  TEST_CASE("sessions.md/the-session-registry: exists is false once expired even before the GC ran") {
     fixture f;
     const auto s = f.mint("alice");
     f.clk.advance(31min);
@@ -369,7 +370,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.reg.count("alice") == 0);
   }
 
-  TEST_CASE("reference §6.8: the GC erases expired sessions and closes their GET sinks session_terminated") {
+  TEST_CASE("sessions.md/the-session-registry: the GC erases expired sessions and closes their GET sinks session_terminated") {
     stream_budget budget;  // outlives every sink (declared before the registry)
     fixture f;
     const auto old = f.mint("alice", "cid-open");
@@ -399,7 +400,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.reg.collect_garbage() == 0);
   }
 
-  TEST_CASE("reference §6.5: mint collects expired sessions before checking the caps") {
+  TEST_CASE("sessions.md/the-session-registry: mint collects expired sessions before checking the caps") {
     fixture f{caps(1, 1)};
     const auto old = f.mint("alice");
     f.clk.advance(30min);
@@ -414,7 +415,7 @@ TEST_SUITE("session_registry") {
     CHECK(closes[0].target_id == old->id().substr(0, 8));
   }
 
-  TEST_CASE("reference §6.8: validate reaps the expired session it looked up, and only that one") {
+  TEST_CASE("sessions.md/the-session-registry: validate reaps the expired session it looked up, and only that one") {
     fixture f;
     const auto a = f.mint("alice");
     const auto b = f.mint("alice");
@@ -430,7 +431,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.rows("mcp.session.close").size() == 2);
   }
 
-  TEST_CASE("reference §6.7: the stream state outlives the registry entry while it is held") {
+  TEST_CASE("http.md/delete-sessions-on: the stream state outlives the registry entry while it is held") {
     std::shared_ptr<session_stream> stream;
     {
       fixture f;
@@ -445,7 +446,7 @@ TEST_SUITE("session_registry") {
 
   // ---- terminate ------------------------------------------------------------------------------------
 
-  TEST_CASE("reference §6.7: terminate ends the session once, the second DELETE is unknown") {
+  TEST_CASE("http.md/delete-sessions-on: terminate ends the session once, the second DELETE is unknown") {
     stream_budget budget;  // outlives every sink (declared before the registry)
     fixture f;
     const auto s = f.mint("alice");
@@ -475,7 +476,7 @@ TEST_SUITE("session_registry") {
     CHECK(closes[1].detail == "reason=deleted");  // the default reason
   }
 
-  TEST_CASE("reference §6.7: a replay-window termination is audited with its reason") {
+  TEST_CASE("http.md/delete-sessions-on: a replay-window termination is audited with its reason") {
     fixture f;
     const auto s = f.mint("alice");
     CHECK(f.reg.terminate(s->id(), "alice", "replay_window_exceeded", "cid-gap"));
@@ -485,7 +486,7 @@ TEST_SUITE("session_registry") {
     CHECK(closes[0].correlation_id == "cid-gap");
   }
 
-  TEST_CASE("reference §6.6: terminating an expired session answers unknown and reaps it as idle") {
+  TEST_CASE("sessions.md/the-session-registry: terminating an expired session answers unknown and reaps it as idle") {
     fixture f;
     const auto s = f.mint("alice");
     f.clk.advance(30min);
@@ -500,7 +501,7 @@ TEST_SUITE("session_registry") {
 
   // ---- audit and metrics --------------------------------------------------------------------------
 
-  TEST_CASE("reference §3.5: mcp.session.open names the session by its first 8 characters") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: mcp.session.open names the session by its first 8 characters") {
     fixture f;
     const auto s = f.mint("alice", "cid-1");
     const auto opens = f.rows("mcp.session.open");
@@ -517,7 +518,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.rows("mcp.session.open").back().time == manual_clock::initial_system + 1h);
   }
 
-  TEST_CASE("reference §11: sessions_active follows size, opens and rejects are counted by reason") {
+  TEST_CASE("metrics.md/names-and-registration: sessions_active follows size, opens and rejects are counted by reason") {
     fixture f{caps(3, 2)};
     CHECK(f.m.sessions_active.value() == 0);
     const auto a = f.mint("alice");
@@ -544,7 +545,7 @@ TEST_SUITE("session_registry") {
     CHECK(text.find("mcpcore_mcp_session_rejects_total{reason=\"global_cap\"} 1") != std::string::npos);
   }
 
-  TEST_CASE("reference §3.5: a throwing audit sink never fails the operation") {
+  TEST_CASE("security.md/audit-and-the-one-cid-pattern: a throwing audit sink never fails the operation") {
     manual_clock clk;
     throwing_sink sink;
     session_registry reg{caps(1, 1), clock_ref<manual_clock>{clk}};
@@ -558,7 +559,7 @@ TEST_SUITE("session_registry") {
     CHECK(reg.size() == 0);
   }
 
-  TEST_CASE("reference §6.5: a registry without an audit sink or metrics still works") {
+  TEST_CASE("sessions.md/the-session-registry: a registry without an audit sink or metrics still works") {
     manual_clock clk;
     session_registry reg{session_registry_options{}, clock_ref<manual_clock>{clk}};
     auto r = reg.mint("alice");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of one session's stream state: the replay ring, pinned finals, attach_and_replay, takeover
-// and the sink queue (reference §7.3-§7.5, §7.9, §8, §14.1-§14.3; spec §6).
+// and the sink queue (docs/sessions.md#sse-frames, #get-attach-replay-resume, #takeover,
+// #the-replay-ring, #pinned-finals, #lock-discipline, #exception-boundaries, #ordering-guarantees).
 #include <mcpcore/session/session_stream.hpp>
 
 #include <mcpcore/governance/metrics.hpp>
@@ -84,7 +85,7 @@ struct waker_probe {
 }  // namespace
 
 TEST_SUITE("session_stream") {
-  TEST_CASE("spec §6, reference §7.9: defaults are 500 frames, 64 KiB, 4 pins, 4 GET streams per principal") {
+  TEST_CASE("sessions.md/the-replay-ring: defaults are 500 frames, 64 KiB, 4 pins, 4 GET streams per principal") {
     const session_stream s;
     CHECK(s.options().ring_frames == 500);
     CHECK(s.options().ring_bytes == 64 * 1024);
@@ -108,7 +109,7 @@ TEST_SUITE("session_stream") {
     static_assert(!std::is_copy_constructible_v<stream_sink>);
   }
 
-  TEST_CASE("reference §7.9: options are normalised (ring >= 1 frame, >= min_ring_bytes, queue >= ring)") {
+  TEST_CASE("sessions.md/the-replay-ring: options are normalised (ring >= 1 frame, >= min_ring_bytes, queue >= ring)") {
     const session_stream a{opts(0, 10, 0)};
     CHECK(a.options().ring_frames == 1);
     CHECK(a.options().ring_bytes == min_ring_bytes);
@@ -121,7 +122,7 @@ TEST_SUITE("session_stream") {
     CHECK(c.options().sink_queue_frames == 50);
   }
 
-  TEST_CASE("reference §7.9: ids are per stream, from 1, strictly increasing across every publish variant") {
+  TEST_CASE("sessions.md/the-replay-ring: ids are per stream, from 1, strictly increasing across every publish variant") {
     session_stream s;
     session_stream other;
     CHECK(s.publish(msg(1)) == 1);
@@ -138,7 +139,7 @@ TEST_SUITE("session_stream") {
     CHECK(st.bytes == bytes);
   }
 
-  TEST_CASE("reference §7.9: a frame over the byte cap becomes a frame_too_large notification, ids stay contiguous") {
+  TEST_CASE("sessions.md/the-replay-ring: a frame over the byte cap becomes a frame_too_large notification, ids stay contiguous") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream_options o = opts(10, 256);
@@ -179,7 +180,7 @@ TEST_SUITE("session_stream") {
     CHECK(batch.frames[0].data == at_cap);
   }
 
-  TEST_CASE("reference §7.9: the frame bound evicts the oldest frames, counted") {
+  TEST_CASE("sessions.md/the-replay-ring: the frame bound evicts the oldest frames, counted") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream s{opts(3), m};
@@ -192,7 +193,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.ring_evictions.value() == 2);
   }
 
-  TEST_CASE("reference §7.9: the byte bound counts event type plus data and evicts the oldest") {
+  TEST_CASE("sessions.md/the-replay-ring: the byte bound counts event type plus data and evicts the oldest") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream s{opts(100, 256), m};
@@ -215,7 +216,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.ring_evictions.value() == 3);
   }
 
-  TEST_CASE("reference §7.9: the newest frame is never evicted, even when it alone exceeds the byte cap") {
+  TEST_CASE("sessions.md/the-replay-ring: the newest frame is never evicted, even when it alone exceeds the byte cap") {
     session_stream_options o = opts(10, 256);
     o.frame_too_large_method = std::string(300, 'm');  // the notice itself is over the cap
     session_stream s{o};
@@ -227,7 +228,7 @@ TEST_SUITE("session_stream") {
     CHECK(st.bytes > 256);
   }
 
-  TEST_CASE("reference §7.9, §8: pinned finals survive eviction, the oldest unpinned non-newest frame goes") {
+  TEST_CASE("sessions.md/the-replay-ring, sessions.md/pinned-finals: pinned finals survive eviction, the oldest unpinned non-newest frame goes") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream s{opts(2), m};
@@ -249,7 +250,7 @@ TEST_SUITE("session_stream") {
     CHECK(st.oldest_id == 10);
   }
 
-  TEST_CASE("reference §7.9, §8: the overshoot is bounded by the four pins plus the newest") {
+  TEST_CASE("sessions.md/the-replay-ring, sessions.md/pinned-finals: the overshoot is bounded by the four pins plus the newest") {
     session_stream s{opts(1)};
     for (std::uint64_t i = 1; i <= 4; ++i) CHECK(s.publish_final(msg(i)) == i);
     for (std::uint64_t i = 5; i <= 50; ++i) {
@@ -262,7 +263,7 @@ TEST_SUITE("session_stream") {
     CHECK(pin_count(st) == 4);
   }
 
-  TEST_CASE("reference §8: with the four slots full the smallest pinned id yields, counted, and stays evictable") {
+  TEST_CASE("sessions.md/pinned-finals: with the four slots full the smallest pinned id yields, counted, and stays evictable") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream s{opts(1), m};
@@ -284,7 +285,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.final_unpinned.value() == 0);
   }
 
-  TEST_CASE("reference §8: unpin clears a slot exactly once, 0 and unknown ids are no-ops") {
+  TEST_CASE("sessions.md/pinned-finals: unpin clears a slot exactly once, 0 and unknown ids are no-ops") {
     session_stream s;
     const auto id = s.publish_final(msg(1));
     CHECK_FALSE(s.unpin(0));
@@ -298,7 +299,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.stats().frames == 1);  // unpinning does not remove the frame
   }
 
-  TEST_CASE("reference §7.9: publish reaches the live sink, publish_ring_only and publish_final do not") {
+  TEST_CASE("sessions.md/the-replay-ring: publish reaches the live sink, publish_ring_only and publish_final do not") {
     stream_budget budget;
     session_stream s;
     auto a = attach(s, budget);
@@ -321,7 +322,7 @@ TEST_SUITE("session_stream") {
     CHECK(take_ids(*again.sink) == range(1, 4));
   }
 
-  TEST_CASE("reference §7.5: a draining sink gets nothing new, the live one gets everything") {
+  TEST_CASE("sessions.md/takeover: a draining sink gets nothing new, the live one gets everything") {
     stream_budget budget;
     session_stream s;
     auto first = attach(s, budget);
@@ -336,7 +337,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.stats().draining);
   }
 
-  TEST_CASE("reference §7.4 steps 1, 6: cursor 0 replays everything held, a cursor in the window what follows it") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: cursor 0 replays everything held, a cursor in the window what follows it") {
     stream_budget budget;
     session_stream s{opts(5)};
     for (std::uint64_t i = 1; i <= 8; ++i) s.publish(msg(i));  // holds 4..8
@@ -357,7 +358,7 @@ TEST_SUITE("session_stream") {
     CHECK(budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §7.4 steps 1-2: cursors from the future, below the window or across a hole are gaps") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: cursors from the future, below the window or across a hole are gaps") {
     stream_budget budget;
     session_stream s{opts(2)};
     SUBCASE("an empty ring holds no window; then cursors from the future") {
@@ -395,7 +396,7 @@ TEST_SUITE("session_stream") {
     }
   }
 
-  TEST_CASE("reference §7.4: every refusal changes nothing (stats, pins, budget)") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: every refusal changes nothing (stats, pins, budget)") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     session_stream_options o = opts(3);
@@ -449,7 +450,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.streams_handover_pending.value() == 1);
   }
 
-  TEST_CASE("reference §8: a cursor releases no pin, finals still pinned at or below it replay first") {
+  TEST_CASE("sessions.md/pinned-finals: a cursor releases no pin, finals still pinned at or below it replay first") {
     stream_budget budget;
     session_stream s;
     s.publish_final(msg(1));
@@ -473,7 +474,7 @@ TEST_SUITE("session_stream") {
     CHECK(ids == std::vector<std::uint64_t>{1, 3, 4});  // still increasing on the new connection
   }
 
-  TEST_CASE("reference §8 route (a): a final written on the GET wire releases its pin, exactly once") {
+  TEST_CASE("sessions.md/pinned-finals: a final written on the GET wire releases its pin, exactly once") {
     session_stream s;
     s.publish_final(msg(1));
     s.publish(msg(2));
@@ -487,7 +488,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.written(none) == 0);
   }
 
-  TEST_CASE("reference §7.4 step 6: a replay never gaps itself, pinned overshoot included") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a replay never gaps itself, pinned overshoot included") {
     stream_budget budget;
     session_stream s{opts(1, default_ring_bytes, 1)};
     for (std::uint64_t i = 1; i <= 4; ++i) s.publish_final(msg(i));
@@ -502,7 +503,7 @@ TEST_SUITE("session_stream") {
     CHECK(a.sink->dropped_total() == 0);
   }
 
-  TEST_CASE("reference §7.4 steps 7-8, §7.5: a second attach supersedes the first, a third waits for a detach") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/takeover: a second attach supersedes the first, a third waits for a detach") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     stream_budget budget;
@@ -559,7 +560,7 @@ TEST_SUITE("session_stream") {
     CHECK(m.streams_handover_pending.value() == 0);
   }
 
-  TEST_CASE("reference §7.4 step 5, §7.10: a first attach is refused at the per-principal and global caps") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/the-stream-budget: a first attach is refused at the per-principal and global caps") {
     session_stream_options o;
     o.get_streams_per_principal = 2;
     stream_budget budget{stream_budget_options{3}};
@@ -591,7 +592,7 @@ TEST_SUITE("session_stream") {
     CHECK(big.in_use() == 10);
   }
 
-  TEST_CASE("reference §7.4 step 5, §7.10: a takeover bypasses the caps but takes its own lease") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/the-stream-budget: a takeover bypasses the caps but takes its own lease") {
     session_stream_options o;
     o.get_streams_per_principal = 1;
     stream_budget budget{stream_budget_options{1}};
@@ -608,7 +609,7 @@ TEST_SUITE("session_stream") {
     CHECK(static_cast<bool>(second.sink->lease()));
   }
 
-  TEST_CASE("reference §7.5: detach returns exactly that sink's lease, is idempotent, and ignores unknown sinks") {
+  TEST_CASE("sessions.md/takeover: detach returns exactly that sink's lease, is idempotent, and ignores unknown sinks") {
     stream_budget budget;
     session_stream s;
     auto first = attach(s, budget, 0, "alice");
@@ -642,7 +643,7 @@ TEST_SUITE("session_stream") {
     CHECK_FALSE(st.draining);
   }
 
-  TEST_CASE("reference §8: poison is sticky, refuses every attach, and closes the live sink internal_error") {
+  TEST_CASE("sessions.md/pinned-finals: poison is sticky, refuses every attach, and closes the live sink internal_error") {
     stream_budget budget;
     session_stream s;
     auto first = attach(s, budget);
@@ -665,7 +666,7 @@ TEST_SUITE("session_stream") {
     CHECK(s.publish(msg(1)) == 1);
   }
 
-  TEST_CASE("reference §6.7, §7.8: close_sinks closes live and draining sinks with the reason, the ring stays") {
+  TEST_CASE("http.md/delete-sessions-on, sessions.md/close-reasons: close_sinks closes live and draining sinks with the reason, the ring stays") {
     stream_budget budget;
     session_stream s;
     s.publish(msg(1));
@@ -682,7 +683,7 @@ TEST_SUITE("session_stream") {
     CHECK(second.sink->reason() == close_reason::session_terminated);
   }
 
-  TEST_CASE("reference §8 route (d): destroying the stream closes remaining sinks session_terminated") {
+  TEST_CASE("sessions.md/pinned-finals: destroying the stream closes remaining sinks session_terminated") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     stream_budget budget;
@@ -706,7 +707,7 @@ TEST_SUITE("session_stream") {
     CHECK(budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §7.4 step 6, §7.3: a full sink queue drops the oldest and counts it") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/sse-frames: a full sink queue drops the oldest and counts it") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     stream_budget budget;
@@ -724,7 +725,7 @@ TEST_SUITE("session_stream") {
     CHECK(a.sink->dropped_total() == 3);
   }
 
-  TEST_CASE("reference §7.8: a sink's first close reason wins and exactly one close returns true") {
+  TEST_CASE("sessions.md/close-reasons: a sink's first close reason wins and exactly one close returns true") {
     stream_sink sink;
     CHECK_FALSE(sink.closed());
     CHECK(sink.reason() == close_reason::none);
@@ -746,7 +747,7 @@ TEST_SUITE("session_stream") {
     CHECK(b.frames.empty());
   }
 
-  TEST_CASE("reference §7.4 step 6: a sink queue holds at least one frame and drops the oldest beyond it") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a sink queue holds at least one frame and drops the oldest beyond it") {
     stream_sink sink{0};
     CHECK_FALSE(sink.push(stream_frame{1, "a"}));  // no waker: nothing to wake
     sink.push(stream_frame{2, "b"});
@@ -772,7 +773,7 @@ TEST_SUITE("session_stream") {
     CHECK(sink.dropped_total() == 6);
   }
 
-  TEST_CASE("reference §7.6: wait_for returns at once when work is pending and false on a timeout") {
+  TEST_CASE("sessions.md/the-get-pump: wait_for returns at once when work is pending and false on a timeout") {
     stream_sink sink;
     CHECK_FALSE(sink.wait_for(std::chrono::milliseconds(0)));
     CHECK_FALSE(sink.wait_for(std::chrono::milliseconds(1)));
@@ -789,7 +790,7 @@ TEST_SUITE("session_stream") {
     CHECK(sink.wait_for(std::chrono::hours(1)));  // a closed sink never blocks
   }
 
-  TEST_CASE("reference §14.1: the waker runs after every push, close and poke, under no stream lock") {
+  TEST_CASE("sessions.md/lock-discipline: the waker runs after every push, close and poke, under no stream lock") {
     stream_budget budget;
     session_stream s;
     auto a = attach(s, budget);
@@ -813,7 +814,7 @@ TEST_SUITE("session_stream") {
     CHECK(probe.calls == 3);
   }
 
-  TEST_CASE("reference §7.4 step 8, §14.1: the superseded sink's waker runs after the stream lock is released") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/lock-discipline: the superseded sink's waker runs after the stream lock is released") {
     stream_budget budget;
     session_stream s;
     auto first = attach(s, budget);

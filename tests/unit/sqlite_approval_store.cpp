@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the SQLite approval store: schema and migration, durability across store and process
-// restarts, exactly-once consumption across processes, fault mapping (reference §5.1-§5.6, §5.9;
-// spec §2, §5), and the shared approval_store conformance suite.
+// restarts, exactly-once consumption across processes, fault mapping
+// (docs/concepts/approval_store.md#valid-expressions, docs/approvals.md#the-flow,
+// #what-the-machine-checks-in-order, #lifetime, #every-answer-of-the-machine, #guarantees;
+// docs/plugins.md, docs/approvals.md), and the shared approval_store conformance suite.
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 
 #include <doctest/doctest.h>
@@ -106,7 +108,8 @@ TEST_CASE("sqlite store schema: a fresh file gets user_version 1, the tickets ta
                             index + "'";
       CHECK(raw.integer(q.c_str()) == 1);
     }
-    // The CHECK constraint keeps statuses to the four of reference §5.1.
+    // The CHECK constraint keeps statuses to the four of
+    // docs/concepts/approval_store.md#valid-expressions.
     CHECK(raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, "
                    "scope) VALUES ('x', 'mcp.t', 'consumed', 'mcp', 'a', 0, '{}')") == SQLITE_CONSTRAINT);
   }
@@ -197,7 +200,7 @@ TEST_CASE("sqlite store schema: four processes opening one fresh file together m
 
 // ---- durability ---------------------------------------------------------------------------------
 
-TEST_CASE("reference §5.9: a ticket approved through one store is consumed exactly once through the next") {
+TEST_CASE("approvals.md/guarantees: a ticket approved through one store is consumed exactly once through the next") {
   const temp_dir dir;
   const auto id = tid(7);
   {
@@ -224,7 +227,7 @@ TEST_CASE("reference §5.9: a ticket approved through one store is consumed exac
   CHECK((*after)->consumed_by == "alice");
 }
 
-TEST_CASE("reference §5.9: a ticket approved by a process that then dies is consumed exactly once after the restart") {
+TEST_CASE("approvals.md/guarantees: a ticket approved by a process that then dies is consumed exactly once after the restart") {
   const temp_dir dir;
   const std::string path = dir.file();
   const auto id = tid(8);
@@ -248,7 +251,7 @@ TEST_CASE("reference §5.9: a ticket approved by a process that then dies is con
   CHECK(*second == approval_consume_status::not_consumable);
 }
 
-TEST_CASE("reference §5.9: of four processes consuming one ticket at once, exactly one wins") {
+TEST_CASE("approvals.md/guarantees: of four processes consuming one ticket at once, exactly one wins") {
   const temp_dir dir;
   const std::string path = dir.file();
   const auto id = tid(9);
@@ -290,9 +293,10 @@ TEST_CASE("reference §5.9: of four processes consuming one ticket at once, exac
   CHECK((*t)->consumed_by == "alice");
 }
 
-// ---- faults (reference §5.6: transient vs permanent) ----------------------------------------------
+// ---- faults (docs/approvals.md#every-answer-of-the-machine: transient vs permanent)
+// ----------------------------------------------
 
-TEST_CASE("reference §5.6: a database locked past the busy timeout is busy (transient) and the tickets stay intact") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a database locked past the busy timeout is busy (transient) and the tickets stay intact") {
   const temp_dir dir;
   const auto armed = tid(1);
   const auto waiting = tid(2);
@@ -348,7 +352,7 @@ TEST_CASE("reference §5.6: a database locked past the busy timeout is busy (tra
   CHECK(m2->status == approval_mint_status::created);
 }
 
-TEST_CASE("reference §5.6: a read-only store refuses every write as read_only (permanent) and still reads") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a read-only store refuses every write as read_only (permanent) and still reads") {
   const temp_dir dir;
   const auto id = tid(1);
   {
@@ -381,7 +385,7 @@ TEST_CASE("reference §5.6: a read-only store refuses every write as read_only (
   CHECK(p->empty());
 }
 
-TEST_CASE("reference §5.6: a read-only open of a file without the schema is read_only, of a missing file closed") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a read-only open of a file without the schema is read_only, of a missing file closed") {
   const temp_dir dir;
   sqlite_approval_store_options o;
   o.read_only = true;
@@ -400,7 +404,7 @@ TEST_CASE("reference §5.6: a read-only open of a file without the schema is rea
   CHECK_FALSE(std::filesystem::exists(dir.file("missing.db")));
 }
 
-TEST_CASE("reference §5.6: create=false does not create a missing file (closed, permanent)") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: create=false does not create a missing file (closed, permanent)") {
   const temp_dir dir;
   sqlite_approval_store_options o;
   o.create = false;
@@ -414,7 +418,7 @@ TEST_CASE("reference §5.6: create=false does not create a missing file (closed,
   CHECK(nowhere.error() == approval_store_errc::closed);
 }
 
-TEST_CASE("reference §5.6: a database file of mode 0444 refuses writes as read_only (permanent) and still reads") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a database file of mode 0444 refuses writes as read_only (permanent) and still reads") {
   const temp_dir dir;
   const std::string path = dir.file();
   const auto id = tid(1);
@@ -456,7 +460,7 @@ TEST_CASE("reference §5.6: a database file of mode 0444 refuses writes as read_
   CHECK(code == 0);
 }
 
-TEST_CASE("reference §5.6: a file that is not a database is corrupt (permanent)") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a file that is not a database is corrupt (permanent)") {
   const temp_dir dir;
   {
     std::FILE* f = std::fopen(dir.file().c_str(), "wb");
@@ -475,7 +479,7 @@ TEST_CASE("reference §5.6: a file that is not a database is corrupt (permanent)
   }
 }
 
-TEST_CASE("reference §5.6: a damaged table page is reported as corrupt (permanent)") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged table page is reported as corrupt (permanent)") {
   const temp_dir dir;
   const std::string path = dir.file();
   const auto id = tid(1);
@@ -514,7 +518,7 @@ TEST_CASE("reference §5.6: a damaged table page is reported as corrupt (permane
   CHECK(is_permanent_store_error(c.error()));
 }
 
-TEST_CASE("reference §5.6: a moved-from store is closed (permanent), the moved-to store works") {
+TEST_CASE("approvals.md/every-answer-of-the-machine: a moved-from store is closed (permanent), the moved-to store works") {
   const temp_dir dir;
   const auto id = tid(1);
   auto a = open_store(dir.file());
@@ -582,7 +586,7 @@ TEST_CASE("approval_store requirement 3: a failed mint changes nothing (its swee
 
 // ---- semantics the SQL must get right --------------------------------------------------------------
 
-TEST_CASE("reference §5.5: consuming an approved ticket past its lifetime expires it once, the status is persisted") {
+TEST_CASE("approvals.md/lifetime: consuming an approved ticket past its lifetime expires it once, the status is persisted") {
   const temp_dir dir;
   const auto id = tid(1);
   auto s = open_store(dir.file());
@@ -607,7 +611,7 @@ TEST_CASE("reference §5.5: consuming an approved ticket past its lifetime expir
   CHECK(*again == approval_consume_status::not_consumable);
 }
 
-TEST_CASE("reference §5.5: one millisecond inside the lifetime an approved ticket is still consumed") {
+TEST_CASE("approvals.md/lifetime: one millisecond inside the lifetime an approved ticket is still consumed") {
   const temp_dir dir;
   const auto id = tid(1);
   auto s = open_store(dir.file());
@@ -618,7 +622,7 @@ TEST_CASE("reference §5.5: one millisecond inside the lifetime an approved tick
   CHECK(*c == approval_consume_status::consumed);
 }
 
-TEST_CASE("reference §5.4 5.c-5.d: the binding checks run in order: origin before submitter before status") {
+TEST_CASE("approvals.md/what-the-machine-checks-in-order, approvals.md/the-flow.d: the binding checks run in order: origin before submitter before status") {
   const temp_dir dir;
   const auto id = tid(1);
   auto s = open_store(dir.file());
@@ -631,7 +635,7 @@ TEST_CASE("reference §5.4 5.c-5.d: the binding checks run in order: origin befo
   const auto c2 = s.consume(consume_req(id, "mallory"));
   REQUIRE(c2);
   CHECK(*c2 == approval_consume_status::foreign_submitter);
-  // The refusals left the ticket redeemable (reference §5.9).
+  // The refusals left the ticket redeemable (docs/approvals.md#guarantees).
   const auto c3 = s.consume(consume_req(id));
   REQUIRE(c3);
   CHECK(*c3 == approval_consume_status::consumed);
@@ -643,7 +647,7 @@ TEST_CASE("reference §5.4 5.c-5.d: the binding checks run in order: origin befo
 
 // ---- input ---------------------------------------------------------------------------------------
 
-TEST_CASE("reference §5.1: an unknown id is nullopt for get and not_found for consume and review") {
+TEST_CASE("concepts/approval_store.md/valid-expressions: an unknown id is nullopt for get and not_found for consume and review") {
   const temp_dir dir;
   auto s = open_store(dir.file());
   for (const std::string_view id : {std::string_view{}, std::string_view{"nope"}, std::string_view{"' OR 1=1 --"}}) {
@@ -660,7 +664,7 @@ TEST_CASE("reference §5.1: an unknown id is nullopt for get and not_found for c
   }
 }
 
-TEST_CASE("reference §5.1: quotes, SQL text and Unicode round-trip exactly, empty strings stay empty") {
+TEST_CASE("concepts/approval_store.md/valid-expressions: quotes, SQL text and Unicode round-trip exactly, empty strings stay empty") {
   const temp_dir dir;
   const auto id = tid(1);
   const std::string definition = "mcp.it's \"quoted\"; DROP TABLE mcpcore_approvals; --";
@@ -711,7 +715,7 @@ TEST_CASE("reference §5.1: quotes, SQL text and Unicode round-trip exactly, emp
   CHECK(**after == want);
 }
 
-TEST_CASE("reference §5.2: a 1 MiB scope round-trips and deduplicates") {
+TEST_CASE("approvals.md/the-flow: a 1 MiB scope round-trips and deduplicates") {
   const temp_dir dir;
   const auto id = tid(1);
   std::string scope = "{\"blob\":\"";
@@ -759,7 +763,7 @@ TEST_CASE("approval_store: pending lists oldest first and honours any limit") {
 
 // ---- the shared conformance suite --------------------------------------------------------------------
 
-TEST_CASE("spec §2: the SQLite store passes the approval_store conformance suite") {
+TEST_CASE("plugins.md: the SQLite store passes the approval_store conformance suite") {
   const temp_dir dir;
   unsigned n = 0;
   mcpcore_test::approval_store_conformance([&] {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the SQLite audit sink: rows and their fields (reference §3.5), reads, retention, schema
-// and its version, sharing a file, durability across restarts and crashes, and fault mapping.
+// Tests of the SQLite audit sink: rows and their fields
+// (docs/security.md#audit-and-the-one-cid-pattern), reads, retention, schema and its version,
+// sharing a file, durability across restarts and crashes, and fault mapping.
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
 
 #include <doctest/doctest.h>
@@ -60,8 +61,8 @@ sqlite_audit_sink open_sink(const std::string& path, sqlite_audit_sink_options o
   return std::move(*s);
 }
 
-// A tool-call row of reference §3.5, told apart by its correlation id (which it views: keep
-// `cid` alive as long as the row).
+// A tool-call row of docs/security.md#audit-and-the-one-cid-pattern, told apart by its correlation
+// id (which it views: keep `cid` alive as long as the row).
 audit_record row(const std::string& cid, std::string_view principal = "alice", audit_time t = t0) {
   audit_record r;
   r.action = "mcp.delete_tag";
@@ -89,7 +90,7 @@ std::vector<sqlite_audit_row> all_rows(const sqlite_audit_sink& s) {
 
 // ---- rows ---------------------------------------------------------------------------------------
 
-TEST_CASE("sqlite_audit_sink: reference §3.5: every field round-trips, time in milliseconds, result as its string") {
+TEST_CASE("sqlite_audit_sink: security.md/audit-and-the-one-cid-pattern: every field round-trips, time in milliseconds, result as its string") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   auto s = open_sink(path);
@@ -132,7 +133,7 @@ TEST_CASE("sqlite_audit_sink: reference §3.5: every field round-trips, time in 
   CHECK(raw.text("SELECT principal FROM mcpcore_audit LIMIT 1") == "alice");
 }
 
-TEST_CASE("sqlite_audit_sink: reference §3.5: quotes, SQL, Unicode, invalid UTF-8, NUL bytes, empty fields round-trip") {
+TEST_CASE("sqlite_audit_sink: security.md/audit-and-the-one-cid-pattern: quotes, SQL, Unicode, invalid UTF-8, NUL bytes, empty fields round-trip") {
   const temp_dir dir;
   auto s = open_sink(dir.file("audit.db"));
   const std::string sql = "x'); DROP TABLE mcpcore_audit; --";
@@ -337,7 +338,8 @@ TEST_CASE("sqlite_audit_sink schema: a fresh file gets version 1 in its own tabl
     CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_audit'") == 1);
     CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mcpcore_audit_time'") ==
           1);
-    // The CHECK constraint keeps results to the vocabulary of reference §3.5.
+    // The CHECK constraint keeps results to the vocabulary of
+    // docs/security.md#audit-and-the-one-cid-pattern.
     CHECK(raw.exec("INSERT INTO mcpcore_audit (time_ms, action, target_type, target_id, principal, result, detail, "
                    "correlation_id) VALUES (0, 'a', '', '', '', 'ok', '', '')") == SQLITE_CONSTRAINT);
   }
@@ -455,7 +457,7 @@ TEST_CASE("sqlite_audit_sink schema: four processes opening a fresh file migrate
 
 // ---- sharing and durability -----------------------------------------------------------------------
 
-TEST_CASE("sqlite_audit_sink: reference §3.5: two sinks on one file interleave their rows, each sees the other's") {
+TEST_CASE("sqlite_audit_sink: security.md/audit-and-the-one-cid-pattern: two sinks on one file interleave their rows, each sees the other's") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   auto a = open_sink(path);
@@ -472,7 +474,7 @@ TEST_CASE("sqlite_audit_sink: reference §3.5: two sinks on one file interleave 
   }
 }
 
-TEST_CASE("sqlite_audit_sink: reference §3.5: a process dying right after record returned true loses no row") {
+TEST_CASE("sqlite_audit_sink: security.md/audit-and-the-one-cid-pattern: a process dying right after record returned true loses no row") {
   const temp_dir dir;
   const std::string path = dir.file("audit.db");
   for (const auto sync : {sqlite_audit_synchronous::normal, sqlite_audit_synchronous::full}) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of SSE framing and Last-Event-ID parsing (reference §7.1 step 9, §7.3; MCP 2025-11-25 transports).
+// Tests of SSE framing and Last-Event-ID parsing (docs/design.md#other-wire-pieces,
+// docs/sessions.md#sse-frames; MCP 2025-11-25 transports).
 #include <mcpcore/wire/sse.hpp>
 
 #include <doctest/doctest.h>
@@ -72,13 +73,13 @@ struct stream_reader {
 }  // namespace
 
 TEST_SUITE("sse") {
-  TEST_CASE("an event writes id, event, data and a blank line (reference §7.3)") {
+  TEST_CASE("an event writes id, event, data and a blank line (sessions.md/sse-frames)") {
     std::string out;
     sse::write_event(out, {.id = 7, .type = "message", .data = R"({"jsonrpc":"2.0"})"});
     CHECK(out == "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n");
   }
 
-  TEST_CASE("id 0 writes no id line, so heartbeats and synthetics never move the cursor (reference §7.3)") {
+  TEST_CASE("id 0 writes no id line, so heartbeats and synthetics never move the cursor (sessions.md/sse-frames)") {
     std::string out;
     sse::write_event(out, {.type = "heartbeat"});
     CHECK(out == "event: heartbeat\ndata: \n\n");
@@ -124,7 +125,7 @@ TEST_SUITE("sse") {
     }
   }
 
-  TEST_CASE("event types lose CR/LF and are cut at 64 bytes on a UTF-8 boundary (reference §7.3)") {
+  TEST_CASE("event types lose CR/LF and are cut at 64 bytes on a UTF-8 boundary (sessions.md/sse-frames)") {
     std::string out;
     sse::write_event(out, {.type = "a\rb\nc", .data = "x"});
     CHECK(out == "event: a_b_c\ndata: x\n\n");
@@ -169,7 +170,7 @@ TEST_SUITE("sse") {
     CHECK(out == ":\n\n");
   }
 
-  TEST_CASE("Last-Event-ID is a strict unsigned decimal, anything else is 0 (reference §7.1 step 9)") {
+  TEST_CASE("Last-Event-ID is a strict unsigned decimal, anything else is 0 (design.md/other-wire-pieces)") {
     CHECK(sse::parse_last_event_id("0") == 0);
     CHECK(sse::parse_last_event_id("1") == 1);
     CHECK(sse::parse_last_event_id("42") == 42);

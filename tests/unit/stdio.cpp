@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the stdio transport over pipe(2) pairs (spec §7; MCP 2025-11-25 stdio transport:
-// newline-delimited JSON-RPC, one message per line).
+// Tests of the stdio transport over pipe(2) pairs (docs/design.md#the-stdio-transport; MCP
+// 2025-11-25 stdio transport: newline-delimited JSON-RPC, one message per line).
 #include <mcpcore/transport/stdio.hpp>
 
 #include <doctest/doctest.h>
@@ -255,7 +255,7 @@ TEST_CASE("MCP stdio: a message split across writes, and several messages in one
   CHECK(h.join() == 0);
 }
 
-TEST_CASE("spec §7, reference §1.1: a line longer than max_message_bytes gets one -32600, the next line still works") {
+TEST_CASE("transport.md, http.md/processing-order-on-the-mcp-path: a line longer than max_message_bytes gets one -32600, the next line still works") {
   stdio_server ss;
   stdio_options o;
   o.max_message_bytes = 256;
@@ -287,7 +287,7 @@ TEST_CASE("spec §7, reference §1.1: a line longer than max_message_bytes gets 
   CHECK(h.remaining_lines().empty());
 }
 
-TEST_CASE("MCP stdio, reference §1.2: malformed JSON is -32700 and an invalid message -32600, both with id null") {
+TEST_CASE("MCP stdio, design.md/json-rpc: malformed JSON is -32700 and an invalid message -32600, both with id null") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(R"({"jsonrpc":"2.0","id":1,"method":"ping")");
@@ -307,7 +307,7 @@ TEST_CASE("MCP stdio, reference §1.2: malformed JSON is -32700 and an invalid m
   CHECK(h.join() == 0);
 }
 
-TEST_CASE("spec §6, MCP stdio: a call's log and progress messages precede its result") {
+TEST_CASE("sessions.md, MCP stdio: a call's log and progress messages precede its result") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(call_tool(1, "chatty", "{}", R"({"progressToken":"p"})"));
@@ -361,7 +361,7 @@ TEST_CASE("MCP cancellation over stdio: a cancelled call writes no result line")
   CHECK(h.remaining_lines().empty());
 }
 
-TEST_CASE("spec §7 stdio: at the end of input run() lets calls in flight finish, then returns 0") {
+TEST_CASE("design.md/the-stdio-transport stdio: at the end of input run() lets calls in flight finish, then returns 0") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(call_tool(1, "slow"));
@@ -377,7 +377,7 @@ TEST_CASE("spec §7 stdio: at the end of input run() lets calls in flight finish
   CHECK(saw_slow);
 }
 
-TEST_CASE("spec §7 stdio: at the end of input a call waiting for the client fails with closed and still answers") {
+TEST_CASE("design.md/the-stdio-transport stdio: at the end of input a call waiting for the client fails with closed and still answers") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
@@ -393,7 +393,7 @@ TEST_CASE("spec §7 stdio: at the end of input a call waiting for the client fai
   CHECK(r.root["result"]["isError"].is_bool());
 }
 
-TEST_CASE("spec §7 stdio: calls still running after drain_timeout are cancelled") {
+TEST_CASE("design.md/the-stdio-transport stdio: calls still running after drain_timeout are cancelled") {
   stdio_server ss;
   stdio_options o;
   o.drain_timeout = std::chrono::milliseconds{50};
@@ -408,7 +408,7 @@ TEST_CASE("spec §7 stdio: calls still running after drain_timeout are cancelled
   CHECK(h.remaining_lines().empty());
 }
 
-TEST_CASE("spec §7 stdio: stop() from another thread makes run() return promptly, cancelling a blocked call") {
+TEST_CASE("design.md/the-stdio-transport stdio: stop() from another thread makes run() return promptly, cancelling a blocked call") {
   stdio_server ss;
   harness h{ss.srv};
   h.send(call_tool(1, "block"));
@@ -423,7 +423,7 @@ TEST_CASE("spec §7 stdio: stop() from another thread makes run() return promptl
   CHECK(h.remaining_lines().empty());
 }
 
-TEST_CASE("spec §7 stdio: a full queue answers at once -32603 \"Server busy\" with retry_after_ms 1000") {
+TEST_CASE("design.md/the-stdio-transport stdio: a full queue answers at once -32603 \"Server busy\" with retry_after_ms 1000") {
   stdio_server ss;
   stdio_options o;
   o.workers = 1;
@@ -488,7 +488,7 @@ TEST_CASE("MCP stdio: notify_resource_updated reaches a subscribed client") {
   CHECK(h.join() == 0);
 }
 
-TEST_CASE("spec §7 stdio: the kill switch answers every request -32005 with its id") {
+TEST_CASE("design.md/the-stdio-transport stdio: the kill switch answers every request -32005 with its id") {
   stdio_server ss;
   harness h{ss.srv};
   ss.srv.switches().set_disabled(true);
@@ -504,7 +504,7 @@ TEST_CASE("spec §7 stdio: the kill switch answers every request -32005 with its
   CHECK(h.join() == 0);
 }
 
-TEST_CASE("spec §7 stdio: run() returns 1 when reading fails") {
+TEST_CASE("design.md/the-stdio-transport stdio: run() returns 1 when reading fails") {
   stdio_server ss;
   const int dir = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   REQUIRE(dir >= 0);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the sans-I/O glue around held-open responses (reference §7.1, §7.4, §9.1-§9.6, §14.3,
-// §14.4; spec §6): GET refusals and the gap rule, the streamed-POST opt-in and admission, the
-// post-dispatch 500s and the streamed-POST pump.
+// Tests of the sans-I/O glue around held-open responses (docs/http.md#get-sessions-on,
+// docs/sessions.md#get-attach-replay-resume, #streamed-post-admission, #streamed-post,
+// #close-reasons, #ordering-guarantees, docs/errors.md#honest-answers): GET refusals and the gap
+// rule, the streamed-POST opt-in and admission, the post-dispatch 500s and the streamed-POST pump.
 #include <mcpcore/session/stream_admission.hpp>
 
 #include <mcpcore/governance/audit.hpp>
@@ -157,7 +158,7 @@ void check_close(const sse_event& ev, std::string_view reason, std::string_view 
 TEST_SUITE("stream_admission") {
   // ---- refusals ------------------------------------------------------------------------------
 
-  TEST_CASE("reference §7.1 steps 6-8: the pre-attach GET refusals are 400 -32600, 404 -32007, 406 -32011") {
+  TEST_CASE("http.md/get-sessions-on: the pre-attach GET refusals are 400 -32600, 404 -32007, 406 -32011") {
     const auto missing = get_refusal(stream_reject::missing_session_header);
     CHECK(missing.http_status == 400);
     CHECK(missing.code == errc::invalid_request);
@@ -183,7 +184,7 @@ TEST_SUITE("stream_admission") {
     CHECK_FALSE(accept.remediation.empty());
   }
 
-  TEST_CASE("reference §7.4: each attach refusal has its status, code, reason, retry floor and remediation") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: each attach refusal has its status, code, reason, retry floor and remediation") {
     const auto poisoned = get_refusal(attach_status::poisoned);
     CHECK(poisoned.http_status == 410);
     CHECK(poisoned.code == errc::stream_poisoned);
@@ -227,7 +228,7 @@ TEST_SUITE("stream_admission") {
     CHECK(mine.remediation.find("session_stream_options::get_streams_per_principal") != std::string_view::npos);
   }
 
-  TEST_CASE("reference §1.6: write_refusal writes the JSON-RPC error with the envelope, id null for a GET") {
+  TEST_CASE("errors.md/the-errordata-envelope: write_refusal writes the JSON-RPC error with the envelope, id null for a GET") {
     std::string out;
     write_refusal(out, std::nullopt, get_refusal(attach_status::handover_pending), "req-1-2");
     parsed p{out};
@@ -243,7 +244,7 @@ TEST_SUITE("stream_admission") {
     CHECK(d["remediation"].is_string());
   }
 
-  TEST_CASE("reference §1.6: write_refusal echoes a request id and writes retry_after_ms null when none") {
+  TEST_CASE("errors.md/the-errordata-envelope: write_refusal echoes a request id and writes retry_after_ms null when none") {
     fixture f;
     auto s = f.mint();
     auto first = f.admit(post_mode::streamed, s, 7);
@@ -265,7 +266,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- GET attach ----------------------------------------------------------------------------
 
-  TEST_CASE("reference §7.1 step 9: a malformed Last-Event-ID reads as 0: everything replays, no termination") {
+  TEST_CASE("http.md/get-sessions-on: a malformed Last-Event-ID reads as 0: everything replays, no termination") {
     fixture f;
     auto s = f.mint();
     for (int i = 0; i < 3; ++i) REQUIRE(s->stream()->publish(R"({"jsonrpc":"2.0","method":"n"})") != 0);
@@ -283,7 +284,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §7.4 step 1: a valid cursor replays only the frames after it") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a valid cursor replays only the frames after it") {
     fixture f;
     auto s = f.mint();
     for (int i = 0; i < 3; ++i) REQUIRE(s->stream()->publish(R"({"jsonrpc":"2.0","method":"n"})") != 0);
@@ -297,7 +298,7 @@ TEST_SUITE("stream_admission") {
     s->stream()->detach(*a.attached.sink);
   }
 
-  TEST_CASE("reference §7.4 step 3: a cursor from the future is a gap: 404 and the session is terminated") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a cursor from the future is a gap: 404 and the session is terminated") {
     fixture f;
     auto s = f.mint();
     REQUIRE(s->stream()->publish(R"({"jsonrpc":"2.0","method":"n"})") == 1);
@@ -327,7 +328,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.root["error"]["data"]["correlation_id"].as_string() == "req-gap");
   }
 
-  TEST_CASE("reference §7.4 step 0: a poisoned stream answers 410 and the session stays") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a poisoned stream answers 410 and the session stays") {
     fixture f;
     auto s = f.mint();
     s->stream()->poison();
@@ -341,7 +342,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.registry.validate_and_touch(s->id(), "alice") != nullptr);
   }
 
-  TEST_CASE("reference §7.4 step 5: a live and a draining sink make the next attach 429 handover, retry 5 s") {
+  TEST_CASE("sessions.md/get-attach-replay-resume: a live and a draining sink make the next attach 429 handover, retry 5 s") {
     fixture f;
     auto s = f.mint();
     auto first = attach_get(f.registry, s, "", f.budget, "cid", f.m);
@@ -361,7 +362,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §7.4 step 5, §7.10: the global and the per-principal GET caps answer 429, retry 5 s") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/the-stream-budget: the global and the per-principal GET caps answer 429, retry 5 s") {
     SUBCASE("global") {
       stream_budget_options so;
       so.global_cap = 0;
@@ -400,7 +401,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- opt-in --------------------------------------------------------------------------------
 
-  TEST_CASE("reference §9.1: the mode matrix: token type, session, bridge, Accept, streamed POST enabled") {
+  TEST_CASE("sessions.md/streamed-post-admission: the mode matrix: token type, session, bridge, Accept, streamed POST enabled") {
     parsed p{R"({"s":"a","i":7,"neg":-3,"zero":0,"f":1.0,"e":1e2,"half":0.5,"b":true,"n":null,"o":{},"a":[],)"
              R"("big":18446744073709551615})"};
     const auto mode = [&](std::string_view key, bool accepts = true, bool session = true, bool bridge = true,
@@ -438,7 +439,7 @@ TEST_SUITE("stream_admission") {
     CHECK(choose_post_mode(post_mode_inputs{}) == post_mode::plain);
   }
 
-  TEST_CASE("reference §9.1: progress_token_of keeps strings and integers exactly, nothing else") {
+  TEST_CASE("sessions.md/streamed-post-admission: progress_token_of keeps strings and integers exactly, nothing else") {
     parsed p{R"({"s":"1","i":1,"neg":-9223372036854775808,"f":1.0,"b":false,"n":null,"o":{"x":1},)"
              R"("big":9223372036854775808,"esc":"a\u0041"})"};
     const auto s = progress_token_of(p.root["s"]);
@@ -466,7 +467,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- admission -----------------------------------------------------------------------------
 
-  TEST_CASE("reference §9.2: plain admits nothing, get_only reserves without a lease, streamed takes both") {
+  TEST_CASE("sessions.md/streamed-post-admission: plain admits nothing, get_only reserves without a lease, streamed takes both") {
     fixture f;
     auto s = f.mint();
     auto plain = f.admit(post_mode::plain, s, 1);
@@ -495,7 +496,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.bridge.records() == 2);
   }
 
-  TEST_CASE("reference §9.2 step 1: the POST per-principal cap (4) refuses 429 post_per_principal_cap, retry 30 s") {
+  TEST_CASE("sessions.md/streamed-post-admission: the POST per-principal cap (4) refuses 429 post_per_principal_cap, retry 30 s") {
     fixture f;
     auto s = f.mint();
     std::vector<stream_lease> held;
@@ -524,7 +525,7 @@ TEST_SUITE("stream_admission") {
     CHECK(g.mode == post_mode::get_only);
   }
 
-  TEST_CASE("reference §9.2 step 1: the global budget cap refuses 429 post_global_cap") {
+  TEST_CASE("sessions.md/streamed-post-admission: the global budget cap refuses 429 post_global_cap") {
     stream_budget_options so;
     so.global_cap = 1;
     fixture f{{}, {}, so};
@@ -547,7 +548,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.root["error"]["data"]["reason"].as_string() == "post_global_cap");
   }
 
-  TEST_CASE("reference §9.2 step 2: a duplicate id is 409 on a streamed request, a silent plain degrade on GET-only") {
+  TEST_CASE("sessions.md/streamed-post-admission: a duplicate id is 409 on a streamed request, a silent plain degrade on GET-only") {
     fixture f;
     auto s = f.mint();
     auto first = f.admit(post_mode::streamed, s, request_id{std::string{"req-1"}});
@@ -581,7 +582,7 @@ TEST_SUITE("stream_admission") {
     CHECK(i1.call.has_value());
   }
 
-  TEST_CASE("reference §9.2 step 2: a session gone before the reservation is 404 post_unknown_session") {
+  TEST_CASE("sessions.md/streamed-post-admission: a session gone before the reservation is 404 post_unknown_session") {
     fixture f;
     auto s = f.mint();
     REQUIRE(f.registry.terminate(s->id(), "alice"));
@@ -603,7 +604,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §9.2 step 2: the bridge record cap is 429 post_record_cap, retry 30 s") {
+  TEST_CASE("sessions.md/streamed-post-admission: the bridge record cap is 429 post_record_cap, retry 30 s") {
     progress_bridge_options bo;
     bo.max_records = 1;
     fixture f{bo};
@@ -621,7 +622,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.budget.in_use() == 1);  // only the first request's lease
   }
 
-  TEST_CASE("reference §8, §9.2: pin_slots is 429 post_pin_slots with the remediation of whichever half holds them") {
+  TEST_CASE("sessions.md/pinned-finals, sessions.md/streamed-post-admission: pin_slots is 429 post_pin_slots with the remediation of whichever half holds them") {
     SUBCASE("held by pins: finals committed, not yet written") {
       fixture f;
       auto s = f.mint();
@@ -662,7 +663,7 @@ TEST_SUITE("stream_admission") {
     }
   }
 
-  TEST_CASE("reference §9.2 step 2: a disabled or shut-down bridge degrades to plain and returns the lease") {
+  TEST_CASE("sessions.md/streamed-post-admission: a disabled or shut-down bridge degrades to plain and returns the lease") {
     SUBCASE("disabled") {
       progress_bridge_options bo;
       bo.enabled = false;
@@ -697,7 +698,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- post-dispatch failures ----------------------------------------------------------------
 
-  TEST_CASE("reference §9.6: the post-dispatch 500s are -32603 with execution_id, retry null and fetch-by-id") {
+  TEST_CASE("sessions.md/streamed-post-admission: the post-dispatch 500s are -32603 with execution_id, retry null and fetch-by-id") {
     SUBCASE("stream install failed, with an execution id") {
       std::string out;
       write_post_dispatch_failure(out, request_id_view{"r1"}, post_dispatch_failure::stream_install_failed, "cid-9",
@@ -730,7 +731,7 @@ TEST_SUITE("stream_admission") {
 
   // ---- post pump -----------------------------------------------------------------------------
 
-  TEST_CASE("reference §9.4: progress frames then the final last, with ring ids, completed only after written()") {
+  TEST_CASE("sessions.md/streamed-post: progress frames then the final last, with ring ids, completed only after written()") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 11};
@@ -773,7 +774,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.work->state_now() == bridge_record_state::done);
   }
 
-  TEST_CASE("reference §9.4: at the cap one drain pass writes pending progress, the next closes cap_expired") {
+  TEST_CASE("sessions.md/streamed-post: at the cap one drain pass writes pending progress, the next closes cap_expired") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1, pump_options(1000ms)};
@@ -797,7 +798,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §9.4: a terminal latched before the cap wins over it") {
+  TEST_CASE("sessions.md/streamed-post: a terminal latched before the cap wins over it") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1, pump_options(1000ms)};
@@ -812,7 +813,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.pump->reason() == close_reason::completed);
   }
 
-  TEST_CASE("reference §9.8: a cancel closes the POST cancelled with execution_id and partial, the record parks") {
+  TEST_CASE("sessions.md/cancellation: a cancel closes the POST cancelled with execution_id and partial, the record parks") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 5};
@@ -828,7 +829,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.closes(close_reason::cancelled) == 1);
   }
 
-  TEST_CASE("reference §9.4: a write failure finishes client_disconnect and the record parks with its final pinned") {
+  TEST_CASE("sessions.md/streamed-post: a write failure finishes client_disconnect and the record parks with its final pinned") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 2};
@@ -846,7 +847,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.closes(close_reason::client_disconnect) == 1);
   }
 
-  TEST_CASE("reference §9.4 releaser: release returns the lease, pairs the gauge and is idempotent") {
+  TEST_CASE("sessions.md/streamed-post releaser: release returns the lease, pairs the gauge and is idempotent") {
     fixture f;
     auto s = f.mint();
     {
@@ -874,7 +875,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.m.post_streams_active.value() == 0);
   }
 
-  TEST_CASE("reference §7.3, §9.4: a heartbeat only on a pass that writes nothing after a tick elapsed") {
+  TEST_CASE("sessions.md/sse-frames, sessions.md/streamed-post: a heartbeat only on a pass that writes nothing after a tick elapsed") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
@@ -896,7 +897,7 @@ TEST_SUITE("stream_admission") {
     CHECK_FALSE(p.pump->finished());
   }
 
-  TEST_CASE("reference §7.7, §9.5: a revocation seen by a tick closes credential_revoked with a frame") {
+  TEST_CASE("sessions.md/credential-re-validation, sessions.md/close-reasons: a revocation seen by a tick closes credential_revoked with a frame") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
@@ -913,7 +914,7 @@ TEST_SUITE("stream_admission") {
     CHECK(f.closes(close_reason::credential_revoked) == 1);
   }
 
-  TEST_CASE("reference §7.7: an indeterminate verdict arms the grace deadline, which bounds the wait") {
+  TEST_CASE("sessions.md/credential-re-validation: an indeterminate verdict arms the grace deadline, which bounds the wait") {
     fixture f;
     auto s = f.mint();
     auto o = pump_options(default_post_response_cap, 3000ms);
@@ -930,7 +931,7 @@ TEST_SUITE("stream_admission") {
     check_close(evs[0], "auth_unavailable", "exec-1");
   }
 
-  TEST_CASE("reference §7.6, §9.5: a session gone at a tick closes session_terminated") {
+  TEST_CASE("sessions.md/the-get-pump, sessions.md/close-reasons: a session gone at a tick closes session_terminated") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
@@ -944,7 +945,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.pump->reason() == close_reason::session_terminated);
   }
 
-  TEST_CASE("reference §9.5: without an execution id the close frame carries neither execution_id nor partial") {
+  TEST_CASE("sessions.md/close-reasons: without an execution id the close frame carries neither execution_id nor partial") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1, pump_options(), ""};
@@ -954,7 +955,7 @@ TEST_SUITE("stream_admission") {
     check_close(evs[0], "cancelled", "");
   }
 
-  TEST_CASE("reference §9.5, §14.4: work that ends without a response (cancelled) ends the POST cancelled, with its frame") {
+  TEST_CASE("sessions.md/close-reasons, errors.md/honest-answers: work that ends without a response (cancelled) ends the POST cancelled, with its frame") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
@@ -966,7 +967,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.pump->reason() == close_reason::cancelled);
   }
 
-  TEST_CASE("reference §8, §12: a bridge shutdown under a live pump closes it internal_error with a frame") {
+  TEST_CASE("sessions.md/pinned-finals, sessions.md/shutdown: a bridge shutdown under a live pump closes it internal_error with a frame") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1};
@@ -978,7 +979,7 @@ TEST_SUITE("stream_admission") {
     CHECK(p.pump->reason() == close_reason::internal_error);
   }
 
-  TEST_CASE("reference §9.4: the response cap saturates instead of overflowing") {
+  TEST_CASE("sessions.md/streamed-post: the response cap saturates instead of overflowing") {
     fixture f;
     auto s = f.mint();
     streamed_post p{f, s, 1, pump_options(milliseconds::max())};

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the stream budget (reference §7.4 step 5, §7.5, §7.10; spec §6: 128 global, 4 per principal per surface).
+// Tests of the stream budget (docs/sessions.md#get-attach-replay-resume, #takeover,
+// #the-stream-budget: 128 global, 4 per principal per surface).
 #include <mcpcore/session/stream_budget.hpp>
 
 #include <doctest/doctest.h>
@@ -32,7 +33,7 @@ std::vector<stream_lease> take(stream_budget& b, std::string_view surface, std::
 }  // namespace
 
 TEST_SUITE("stream_budget") {
-  TEST_CASE("spec §6: defaults are 128 global, surfaces are mcp_get and mcp_post") {
+  TEST_CASE("sessions.md: defaults are 128 global, surfaces are mcp_get and mcp_post") {
     const stream_budget b;
     CHECK(b.options().global_cap == 128);
     CHECK(stream_budget_options{}.global_cap == 128);
@@ -47,13 +48,13 @@ TEST_SUITE("stream_budget") {
     static_assert(!std::is_move_constructible_v<stream_budget>);
   }
 
-  TEST_CASE("reference §7.10: reject reasons are the wire strings") {
+  TEST_CASE("sessions.md/the-stream-budget: reject reasons are the wire strings") {
     CHECK(to_string(stream_budget_reject::global_stream_cap) == "global_stream_cap");
     CHECK(to_string(stream_budget_reject::per_principal_stream_cap) == "per_principal_stream_cap");
     CHECK(to_string(static_cast<stream_budget_reject>(0)).empty());
   }
 
-  TEST_CASE("reference §7.10: enforce_caps is refused exactly at the global cap, changing nothing") {
+  TEST_CASE("sessions.md/the-stream-budget: enforce_caps is refused exactly at the global cap, changing nothing") {
     stream_budget b{stream_budget_options{3}};
     auto held = take(b, stream_surface_get, "alice", 0, 2);
     auto bob = take(b, stream_surface_post, "bob", 0, 1);  // the third slot: at the cap, not over it
@@ -75,7 +76,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.in_use() == 3);
   }
 
-  TEST_CASE("reference §7.10: global_cap 0 refuses every enforce_caps acquire") {
+  TEST_CASE("sessions.md/the-stream-budget: global_cap 0 refuses every enforce_caps acquire") {
     stream_budget b{stream_budget_options{0}};
     const auto r = b.try_acquire(stream_surface_get, "alice", 0);
     REQUIRE_FALSE(r.has_value());
@@ -84,7 +85,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.entries() == 0);
   }
 
-  TEST_CASE("reference §7.10: the per-principal cap is per (surface, principal)") {
+  TEST_CASE("sessions.md/the-stream-budget: the per-principal cap is per (surface, principal)") {
     stream_budget b;
     auto alice_get = take(b, stream_surface_get, "alice", 4, 4);
     CHECK(b.in_use(stream_surface_get, "alice") == 4);
@@ -123,7 +124,7 @@ TEST_SUITE("stream_budget") {
     }
   }
 
-  TEST_CASE("reference §7.10: per-principal cap 0 is unlimited, the global cap still applies") {
+  TEST_CASE("sessions.md/the-stream-budget: per-principal cap 0 is unlimited, the global cap still applies") {
     stream_budget b{stream_budget_options{10}};
     auto held = take(b, stream_surface_get, "alice", 0, 10);
     CHECK(b.in_use(stream_surface_get, "alice") == 10);
@@ -133,7 +134,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.in_use() == 10);
   }
 
-  TEST_CASE("reference §7.10: the global cap is checked before the per-principal cap") {
+  TEST_CASE("sessions.md/the-stream-budget: the global cap is checked before the per-principal cap") {
     stream_budget b{stream_budget_options{2}};
     auto held = take(b, stream_surface_get, "alice", 2, 2);  // both caps reached at once
     const auto r = b.try_acquire(stream_surface_get, "alice", 2);
@@ -143,7 +144,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.in_use(stream_surface_get, "alice") == 2);
   }
 
-  TEST_CASE("reference §7.4 step 5, §7.5: a takeover is never refused but is counted") {
+  TEST_CASE("sessions.md/get-attach-replay-resume, sessions.md/takeover: a takeover is never refused but is counted") {
     stream_budget b{stream_budget_options{2}};
     auto held = take(b, stream_surface_get, "alice", 2, 2);  // global and per-principal caps reached
 
@@ -174,7 +175,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.in_use() == 2);
   }
 
-  TEST_CASE("reference §7.10: a takeover counts against the per-principal cap of later first attaches") {
+  TEST_CASE("sessions.md/the-stream-budget: a takeover counts against the per-principal cap of later first attaches") {
     stream_budget b;
     auto held = take(b, stream_surface_get, "alice", 4, 3);
     auto t = b.try_acquire(stream_surface_get, "alice", 4, stream_budget_mode::takeover);
@@ -184,7 +185,7 @@ TEST_SUITE("stream_budget") {
     CHECK(r.error() == stream_budget_reject::per_principal_stream_cap);
   }
 
-  TEST_CASE("reference §7.5: release returns exactly one slot and is idempotent") {
+  TEST_CASE("sessions.md/takeover: release returns exactly one slot and is idempotent") {
     stream_budget b;
     auto held = take(b, stream_surface_get, "alice", 4, 3);
     held[0].release();
@@ -199,7 +200,7 @@ TEST_SUITE("stream_budget") {
     CHECK(static_cast<bool>(held[0]));
   }
 
-  TEST_CASE("reference §7.10: destruction releases the slot (RAII)") {
+  TEST_CASE("sessions.md/the-stream-budget: destruction releases the slot (RAII)") {
     stream_budget b;
     {
       auto r = b.try_acquire(stream_surface_get, "alice", 4);
@@ -210,14 +211,14 @@ TEST_SUITE("stream_budget") {
     CHECK(b.entries() == 0);
   }
 
-  TEST_CASE("reference §7.10: a default lease holds nothing") {
+  TEST_CASE("sessions.md/the-stream-budget: a default lease holds nothing") {
     stream_lease l;
     CHECK_FALSE(static_cast<bool>(l));
     l.release();
     CHECK_FALSE(static_cast<bool>(l));
   }
 
-  TEST_CASE("reference §7.10: moves transfer the slot, the moved-from lease releases nothing") {
+  TEST_CASE("sessions.md/the-stream-budget: moves transfer the slot, the moved-from lease releases nothing") {
     stream_budget b;
     auto r = b.try_acquire(stream_surface_get, "alice", 4);
     REQUIRE(r.has_value());
@@ -273,7 +274,7 @@ TEST_SUITE("stream_budget") {
     }
   }
 
-  TEST_CASE("reference §7.10: entries are erased at zero (bounded memory)") {
+  TEST_CASE("sessions.md/the-stream-budget: entries are erased at zero (bounded memory)") {
     stream_budget b;
     {
       std::vector<stream_lease> leases;
@@ -292,7 +293,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.in_use(stream_surface_get, "p0") == 0);
   }
 
-  TEST_CASE("reference §7.10: in_use(surface, principal) counts one pair only") {
+  TEST_CASE("sessions.md/the-stream-budget: in_use(surface, principal) counts one pair only") {
     stream_budget b;
     auto a = take(b, stream_surface_get, "alice", 0, 3);
     auto c = take(b, stream_surface_post, "alice", 0, 2);
@@ -306,7 +307,7 @@ TEST_SUITE("stream_budget") {
     CHECK(b.entries() == 3);
   }
 
-  TEST_CASE("reference §7.10: empty strings are keys, separators in the parts cannot collide") {
+  TEST_CASE("sessions.md/the-stream-budget: empty strings are keys, separators in the parts cannot collide") {
     stream_budget b;
     // empty surface and/or principal are ordinary, distinct keys
     auto e1 = take(b, "", "", 1, 1);

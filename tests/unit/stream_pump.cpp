@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the GET stream pump (reference §7.3 frames, §7.5 takeover, §7.6 pump pass, §7.7 credential
-// grace, §7.8 close reasons and the close notification, §14.2 no-throw boundary).
+// Tests of the GET stream pump (docs/sessions.md#sse-frames frames, docs/sessions.md#takeover
+// takeover, docs/sessions.md#the-get-pump pump pass, docs/sessions.md#credential-re-validation
+// credential grace, docs/sessions.md#close-reasons close reasons and the close notification,
+// docs/sessions.md#exception-boundaries no-throw boundary).
 #include <mcpcore/session/stream_pump.hpp>
 
 #include <mcpcore/governance/clock.hpp>
@@ -88,7 +90,7 @@ std::string pass(get_pump& p) {
 }  // namespace
 
 TEST_SUITE("stream_pump") {
-  TEST_CASE("reference §8 route (a): a pinned final written on the GET wire is released by written(), not by a failed write") {
+  TEST_CASE("sessions.md/pinned-finals: a pinned final written on the GET wire is released by written(), not by a failed write") {
     fixture f;
     const auto a = f.attach();
     auto p = f.pump(a);
@@ -108,7 +110,7 @@ TEST_SUITE("stream_pump") {
     p.release();
   }
 
-  TEST_CASE("reference §7.6: defaults: 3 s tick, 60 s grace, 30 s jitter, 15 s staleness, namespaced method") {
+  TEST_CASE("sessions.md/the-get-pump: defaults: 3 s tick, 60 s grace, 30 s jitter, 15 s staleness, namespaced method") {
     CHECK(default_pump_tick == 3000ms);
     CHECK(default_revalidation_grace == 60000ms);
     CHECK(default_revalidation_jitter_max == 30000ms);
@@ -122,15 +124,16 @@ TEST_SUITE("stream_pump") {
     static_assert(std::is_nothrow_destructible_v<get_pump>);
   }
 
-  // ---- wire formats (reference §7.3, §7.8) -------------------------------------------------------
+  // ---- wire formats (docs/sessions.md#sse-frames, #close-reasons)
+  // -------------------------------------------------------
 
-  TEST_CASE("reference §7.3: a ring frame carries its id, type message and the message as data") {
+  TEST_CASE("sessions.md/sse-frames: a ring frame carries its id, type message and the message as data") {
     std::string out;
     write_frame(out, stream_frame{7, std::string{msg_a}});
     CHECK(out == frame_bytes(7, msg_a));
   }
 
-  TEST_CASE("reference §7.3: heartbeat and events-dropped carry no id") {
+  TEST_CASE("sessions.md/sse-frames: heartbeat and events-dropped carry no id") {
     std::string out;
     write_heartbeat(out);
     CHECK(out == heartbeat_bytes);
@@ -143,7 +146,7 @@ TEST_SUITE("stream_pump") {
           "\n\n");
   }
 
-  TEST_CASE("reference §7.8: remediation text per close reason") {
+  TEST_CASE("sessions.md/close-reasons: remediation text per close reason") {
     CHECK(close_remediation(close_reason::client_disconnect) == "reconnect with Last-Event-ID");
     CHECK(close_remediation(close_reason::superseded) == "a newer stream on this session replaced this one");
     CHECK(close_remediation(close_reason::session_terminated) == "re-initialize the session");
@@ -160,7 +163,7 @@ TEST_SUITE("stream_pump") {
     CHECK(close_remediation(static_cast<close_reason>(42)).empty());
   }
 
-  TEST_CASE("reference §7.8: the close notification escapes every string, no id, retry_after_ms is null") {
+  TEST_CASE("sessions.md/close-reasons: the close notification escapes every string, no id, retry_after_ms is null") {
     std::string out;
     write_close_notification(out, "m/\"x\"", close_reason::session_terminated, "c\"1\\\n");
     CHECK(out ==
@@ -170,7 +173,7 @@ TEST_SUITE("stream_pump") {
           "\n\n");
   }
 
-  TEST_CASE("reference §7.8: the execution_id variant adds execution_id and partial:true") {
+  TEST_CASE("sessions.md/close-reasons: the execution_id variant adds execution_id and partial:true") {
     std::string out;
     write_close_notification(out, default_close_notification_method, close_reason::cap_expired, "cid",
                              "exec\"9");
@@ -187,15 +190,16 @@ TEST_SUITE("stream_pump") {
     CHECK(out.find("partial") == std::string::npos);
   }
 
-  // ---- revalidation_grace (reference §7.7) -------------------------------------------------------
+  // ---- revalidation_grace (docs/sessions.md#credential-re-validation)
+  // -------------------------------------------------------
 
-  TEST_CASE("reference §7.7: revoked closes credential_revoked at once") {
+  TEST_CASE("sessions.md/credential-re-validation: revoked closes credential_revoked at once") {
     manual_clock c;
     revalidation_grace g{grace_options(1000ms), c.steady_now(), 0ms};
     CHECK(g.apply(credential_verdict::revoked, c.steady_now()) == close_reason::credential_revoked);
   }
 
-  TEST_CASE("reference §7.7: indeterminate arms last_ok + grace + jitter and closes at the deadline, not before") {
+  TEST_CASE("sessions.md/credential-re-validation: indeterminate arms last_ok + grace + jitter and closes at the deadline, not before") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(1000ms), t0, 200ms};
@@ -213,7 +217,7 @@ TEST_SUITE("stream_pump") {
     CHECK(g.apply(credential_verdict::indeterminate, t0 + 5000ms) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: valid clears the deadline and moves last_ok to now") {
+  TEST_CASE("sessions.md/credential-re-validation: valid clears the deadline and moves last_ok to now") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(1000ms), t0, 0ms};
@@ -228,7 +232,7 @@ TEST_SUITE("stream_pump") {
     CHECK(g.apply(credential_verdict::indeterminate, t0 + 1900ms) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: valid_stale backdates by max_staleness, cache residency and grace do not add") {
+  TEST_CASE("sessions.md/credential-re-validation: valid_stale backdates by max_staleness, cache residency and grace do not add") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(60000ms, 15000ms), t0, 0ms};
@@ -247,20 +251,20 @@ TEST_SUITE("stream_pump") {
     CHECK(g.apply(credential_verdict::indeterminate, t0 + 95s) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: a deadline already passed on the arming tick closes at once") {
+  TEST_CASE("sessions.md/credential-re-validation: a deadline already passed on the arming tick closes at once") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(1000ms), t0, 0ms};
     CHECK(g.apply(credential_verdict::indeterminate, t0 + 2000ms) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: an unknown verdict fails closed with auth_unavailable") {
+  TEST_CASE("sessions.md/credential-re-validation: an unknown verdict fails closed with auth_unavailable") {
     manual_clock c;
     revalidation_grace g{grace_options(1000ms), c.steady_now(), 0ms};
     CHECK(g.apply(static_cast<credential_verdict>(9), c.steady_now()) == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: huge grace and staleness saturate instead of overflowing") {
+  TEST_CASE("sessions.md/credential-re-validation: huge grace and staleness saturate instead of overflowing") {
     manual_clock c;
     const auto t0 = c.steady_now();
     revalidation_grace g{grace_options(milliseconds::max(), milliseconds::max()), t0, milliseconds::max()};
@@ -270,7 +274,7 @@ TEST_SUITE("stream_pump") {
     CHECK(g.last_authoritative() == t0);
   }
 
-  TEST_CASE("reference §7.7: draw_jitter is uniform in [0, max], max <= 0 gives 0") {
+  TEST_CASE("sessions.md/credential-re-validation: draw_jitter is uniform in [0, max], max <= 0 gives 0") {
     CHECK(revalidation_grace::draw_jitter(0ms) == 0ms);
     CHECK(revalidation_grace::draw_jitter(-5ms) == 0ms);
     bool saw_zero = false;
@@ -289,9 +293,10 @@ TEST_SUITE("stream_pump") {
     CHECK(big <= default_revalidation_jitter_max);
   }
 
-  // ---- get_pump: frames, synthetics, heartbeats (reference §7.3, §7.6) ---------------------------
+  // ---- get_pump: frames, synthetics, heartbeats (docs/sessions.md#sse-frames, #the-get-pump)
+  // ---------------------------
 
-  TEST_CASE("reference §7.6: queued frames are written in id order as SSE events") {
+  TEST_CASE("sessions.md/the-get-pump: queued frames are written in id order as SSE events") {
     fixture f;
     REQUIRE(f.stream->publish(msg_a) == 1);
     auto a = f.attach();  // frame 1 replayed into the new sink
@@ -304,7 +309,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::none);
   }
 
-  TEST_CASE("reference §7.9: ring-only publishes do not reach the GET pump") {
+  TEST_CASE("sessions.md/the-replay-ring: ring-only publishes do not reach the GET pump") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -313,7 +318,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p) == frame_bytes(2, msg_b));
   }
 
-  TEST_CASE("reference §7.3: a heartbeat goes out only on an idle pass after a tick, once per tick") {
+  TEST_CASE("sessions.md/sse-frames: a heartbeat goes out only on an idle pass after a tick, once per tick") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -336,7 +341,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p).empty());
   }
 
-  TEST_CASE("reference §7.3: events-dropped is written, without an id, before the surviving frames") {
+  TEST_CASE("sessions.md/sse-frames: events-dropped is written, without an id, before the surviving frames") {
     session_stream_options o;
     o.ring_frames = 2;
     o.sink_queue_frames = 2;
@@ -354,9 +359,10 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p).empty());  // the count was taken
   }
 
-  // ---- get_pump: closing (reference §7.5, §7.6, §7.8) ---------------------------------------------
+  // ---- get_pump: closing (docs/sessions.md#takeover, #the-get-pump, #close-reasons)
+  // ---------------------------------------------
 
-  TEST_CASE("reference §7.8: session_terminated writes the close notification with the escaped cid") {
+  TEST_CASE("sessions.md/close-reasons: session_terminated writes the close notification with the escaped cid") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "c\"1\\");
@@ -369,7 +375,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p).empty());  // finished: nothing more
   }
 
-  TEST_CASE("reference §7.6: a tick that finds the session gone closes session_terminated") {
+  TEST_CASE("sessions.md/the-get-pump: a tick that finds the session gone closes session_terminated") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "cid\"");
@@ -380,7 +386,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::session_terminated);
   }
 
-  TEST_CASE("reference §7.7: a revoked verdict on a tick closes credential_revoked with a close frame") {
+  TEST_CASE("sessions.md/credential-re-validation: a revoked verdict on a tick closes credential_revoked with a close frame") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "\"q\"");
@@ -391,7 +397,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::credential_revoked);
   }
 
-  TEST_CASE("reference §7.7: revocation outranks a dead session on the same tick") {
+  TEST_CASE("sessions.md/credential-re-validation: revocation outranks a dead session on the same tick") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -399,7 +405,7 @@ TEST_SUITE("stream_pump") {
     CHECK(a.sink->reason() == close_reason::credential_revoked);
   }
 
-  TEST_CASE("reference §7.7: indeterminate closes auth_unavailable at the deadline, not before") {
+  TEST_CASE("sessions.md/credential-re-validation: indeterminate closes auth_unavailable at the deadline, not before") {
     fixture f;
     auto a = f.attach();
     const auto t0 = f.clock.steady_now();
@@ -421,7 +427,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::auth_unavailable);
   }
 
-  TEST_CASE("reference §7.7: a valid tick inside the grace keeps the stream and clears the deadline") {
+  TEST_CASE("sessions.md/credential-re-validation: a valid tick inside the grace keeps the stream and clears the deadline") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "cid", pump_options(3000ms, 5000ms));
@@ -436,7 +442,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.wait_time(f.clock.steady_now()) == 2000ms);  // new deadline t0 + 9 s, tick t0 + 10 s
   }
 
-  TEST_CASE("reference §7.7: an unknown verdict on a tick closes auth_unavailable") {
+  TEST_CASE("sessions.md/credential-re-validation: an unknown verdict on a tick closes auth_unavailable") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -444,7 +450,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p) == close_bytes("auth_unavailable", "cid-1", close_remediation(close_reason::auth_unavailable)));
   }
 
-  TEST_CASE("reference §7.8: a poisoned stream closes its live pump internal_error with a close frame") {
+  TEST_CASE("sessions.md/close-reasons: a poisoned stream closes its live pump internal_error with a close frame") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "x\\y");
@@ -454,7 +460,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::internal_error);
   }
 
-  TEST_CASE("reference §7.5: a superseded pump finishes superseded and writes nothing") {
+  TEST_CASE("sessions.md/takeover: a superseded pump finishes superseded and writes nothing") {
     fixture f;
     auto first = f.attach();
     auto p = f.pump(first);
@@ -469,7 +475,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(q) == frame_bytes(1, msg_a));
   }
 
-  TEST_CASE("reference §7.5: the generation fence stops a pump whose sink is not closed yet") {
+  TEST_CASE("sessions.md/takeover: the generation fence stops a pump whose sink is not closed yet") {
     // The window between the takeover's commit and its close of the old sink: the fence alone
     // must stop the old pump, writing nothing (not even the frames it already holds).
     fixture f;
@@ -486,7 +492,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::superseded);
   }
 
-  TEST_CASE("reference §7.6: write_failed finishes client_disconnect without a close frame") {
+  TEST_CASE("sessions.md/the-get-pump: write_failed finishes client_disconnect without a close frame") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -500,7 +506,7 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p).empty());
   }
 
-  TEST_CASE("reference §7.8: a sink closed with no reason reports client_disconnect, no close frame") {
+  TEST_CASE("sessions.md/close-reasons: a sink closed with no reason reports client_disconnect, no close frame") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -510,7 +516,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::client_disconnect);
   }
 
-  TEST_CASE("reference §7.8: completed writes no close frame") {
+  TEST_CASE("sessions.md/close-reasons: completed writes no close frame") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);
@@ -541,7 +547,7 @@ TEST_SUITE("stream_pump") {
     CHECK(f.stream->stats().channel_sinks == 0);
   }
 
-  TEST_CASE("reference §7.8: the first reason wins: a revocation is not overwritten by the teardown") {
+  TEST_CASE("sessions.md/close-reasons: the first reason wins: a revocation is not overwritten by the teardown") {
     SUBCASE("write_failed before the pass") {
       fixture f;
       auto a = f.attach();
@@ -571,7 +577,7 @@ TEST_SUITE("stream_pump") {
     }
   }
 
-  TEST_CASE("reference §7.6: a custom close method is used") {
+  TEST_CASE("sessions.md/the-get-pump: a custom close method is used") {
     fixture f;
     auto a = f.attach();
     auto o = pump_options();
@@ -581,9 +587,10 @@ TEST_SUITE("stream_pump") {
     CHECK(pass(p).find(R"("method":"notifications/yuzu.stream_closed")") != std::string::npos);
   }
 
-  // ---- get_pump: timing (reference §7.6) ----------------------------------------------------------
+  // ---- get_pump: timing (docs/sessions.md#the-get-pump)
+  // ----------------------------------------------------------
 
-  TEST_CASE("reference §7.6: wait_time runs to the next tick, rounded up to whole milliseconds") {
+  TEST_CASE("sessions.md/the-get-pump: wait_time runs to the next tick, rounded up to whole milliseconds") {
     fixture f;
     auto a = f.attach();
     const auto t0 = f.clock.steady_now();
@@ -603,7 +610,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.tick_due(t0 + 6500ms));
   }
 
-  TEST_CASE("reference §7.6: an enormous tick saturates the wait instead of overflowing") {
+  TEST_CASE("sessions.md/the-get-pump: an enormous tick saturates the wait instead of overflowing") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a, "cid", pump_options(milliseconds::max()));
@@ -612,9 +619,10 @@ TEST_SUITE("stream_pump") {
     CHECK_FALSE(p.tick_due(f.clock.steady_now() + 1000h));
   }
 
-  // ---- get_pump: release (reference §7.5, §7.8 releaser) -----------------------------------------
+  // ---- get_pump: release (docs/sessions.md#takeover, #close-reasons releaser)
+  // -----------------------------------------
 
-  TEST_CASE("reference §7.8: release detaches, returns the lease, counts the close once") {
+  TEST_CASE("sessions.md/close-reasons: release detaches, returns the lease, counts the close once") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     const auto revoked = static_cast<std::size_t>(close_reason::credential_revoked);
@@ -635,7 +643,7 @@ TEST_SUITE("stream_pump") {
     CHECK(p.reason() == close_reason::credential_revoked);
   }
 
-  TEST_CASE("reference §7.8: the destructor releases, an unfinished pump counts client_disconnect") {
+  TEST_CASE("sessions.md/close-reasons: the destructor releases, an unfinished pump counts client_disconnect") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     fixture f;
@@ -650,7 +658,7 @@ TEST_SUITE("stream_pump") {
     CHECK(m.stream_closes[static_cast<std::size_t>(close_reason::none)].value() == 0);
   }
 
-  TEST_CASE("reference §7.5: a superseded pump's release returns only its own lease") {
+  TEST_CASE("sessions.md/takeover: a superseded pump's release returns only its own lease") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     fixture f;
@@ -667,7 +675,7 @@ TEST_SUITE("stream_pump") {
     CHECK(m.stream_closes[static_cast<std::size_t>(close_reason::superseded)].value() == 1);
   }
 
-  TEST_CASE("reference §7.8: releasing before the pass reports the reason recorded on the sink") {
+  TEST_CASE("sessions.md/close-reasons: releasing before the pass reports the reason recorded on the sink") {
     metrics_registry reg;
     const auto m = bind_session_metrics(reg);
     fixture f;
@@ -683,7 +691,7 @@ TEST_SUITE("stream_pump") {
     CHECK(f.budget.in_use() == 0);
   }
 
-  TEST_CASE("reference §7.6: after release the pump is finished and passes write nothing") {
+  TEST_CASE("sessions.md/the-get-pump: after release the pump is finished and passes write nothing") {
     fixture f;
     auto a = f.attach();
     auto p = f.pump(a);

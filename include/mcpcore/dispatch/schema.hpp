@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tool input schemas: a closed JSON Schema subset, compiled once and validated per call (reference
-// §4).
+// Tool input schemas: a closed JSON Schema subset, compiled once and validated per call
+// (docs/schema.md).
 #ifndef MCPCORE_SCHEMA_HPP
 #define MCPCORE_SCHEMA_HPP
 
@@ -19,9 +19,9 @@ MCPCORE_BEGIN_NAMESPACE
 namespace schema {
 
 /// Default depth cap of a strict schema: how many `properties`, `items` and
-/// `additionalProperties` steps may separate a subschema from the root (reference §4.2). A `$ref`
-/// is not a step. A strict schema that recurses through `$ref` is bounded at validation time:
-/// a value nested deeper than the cap is a violation.
+/// `additionalProperties` steps may separate a subschema from the root (docs/schema.md#keywords). A
+/// `$ref` is not a step. A strict schema that recurses through `$ref` is bounded at validation
+/// time: a value nested deeper than the cap is a violation.
 inline constexpr std::uint32_t default_max_depth = 8;
 
 /// Default longest string, in bytes, that a `pattern` keyword matches. A longer string is refused
@@ -31,7 +31,7 @@ inline constexpr std::size_t default_max_pattern_subject_bytes = 8192;
 
 /// How `compiled_schema::compile` reads a schema.
 struct compile_options {
-  /// true: the registration lints of reference §4.2 (mandatory single `type`, keyword/type
+  /// true: the registration lints of docs/schema.md#keywords (mandatory single `type`, keyword/type
   /// coupling, required-only `anyOf`/`oneOf`, declared `required` names, no
   /// `additionalProperties: true`, depth cap, min <= max); this is what server registration uses.
   /// false: plain JSON Schema semantics of the same keywords (optional or array `type`, keywords
@@ -93,8 +93,9 @@ class compiled_schema {
   [[nodiscard]] MCPCORE_DECL static result<compiled_schema, std::vector<compile_error>> compile(
       json::value schema, const compile_options& options = {});
 
-  /// The first violation of `instance`, in the deterministic order of reference §4.3, or nullopt
-  /// when it is valid. An absent instance (`exists()` false) is a violation at the root.
+  /// The first violation of `instance`, in the deterministic order of
+  /// docs/schema.md#validation-order, or nullopt when it is valid. An absent instance (`exists()`
+  /// false) is a violation at the root.
   ///
   /// Recursion follows the instance, whose nesting its parser bounds. Validating a valid
   /// instance allocates nothing, except for a `pattern` the built-in matcher leaves to std::regex
@@ -103,7 +104,7 @@ class compiled_schema {
 
   /// Whether the root schema (after `$ref` resolution) declares `additionalProperties: false`.
   /// Registration needs it: an approval-gated tool with a closed schema must declare
-  /// `approval_id` (reference §3.3).
+  /// `approval_id` (docs/design.md#registration-validation).
   [[nodiscard]] MCPCORE_DECL bool root_is_closed() const noexcept;
 
   /// Whether the root schema (after `$ref` resolution) declares `property` in `properties`.

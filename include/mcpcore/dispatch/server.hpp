@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The dispatch core: a server built from host tables and plug-ins, answering every MCP server
-// method for one parsed message at a time (spec §2-§4).
+// method for one parsed message at a time (docs/plugins.md, docs/design.md#json-rpc,
+// #the-toolscall-pipeline).
 #ifndef MCPCORE_SERVER_HPP
 #define MCPCORE_SERVER_HPP
 
@@ -31,8 +32,8 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// The protocol revisions `initialize` accepts, newest first (spec §3). An unknown requested
-/// revision is answered with the first (no error).
+/// The protocol revisions `initialize` accepts, newest first (docs/design.md#other-methods). An
+/// unknown requested revision is answered with the first (no error).
 inline constexpr std::string_view supported_protocol_versions[] = {"2025-11-25", "2025-06-18",
                                                                     "2025-03-26"};
 /// Whether `v` is one of `supported_protocol_versions`.
@@ -78,11 +79,13 @@ struct server_options {
   /// Resource subscriptions per peer; one more is refused with -32602 "Subscription limit reached".
   std::size_t max_subscriptions_per_peer = default_max_subscriptions_per_peer;
   /// Tiers the registration check asks the tier policy about, to find approval-gated tools
-  /// (reference §3.3). The default is Yuzu's tier set, matching the default policy.
+  /// (docs/design.md#registration-validation). The default is Yuzu's tier set, matching the default
+  /// policy.
   std::vector<std::string> policy_tiers{"", "readonly", "operator", "supervised"};
 };
 
-/// Live kill switches (reference §3.4), read on every request; flip them from any thread.
+/// Live kill switches (docs/security.md#kill-switches-and-read-only-mode), read on every request;
+/// flip them from any thread.
 class kill_switches {
  public:
   /// Every request answers -32005 "MCP is disabled on this server" (no error.data).
@@ -97,7 +100,8 @@ class kill_switches {
   std::atomic<bool> read_only_{false};
 };
 
-/// How a tool affects the world; the single source of its annotations (reference §13).
+/// How a tool affects the world; the single source of its annotations
+/// (docs/concepts/tool_handler.md#the-table).
 enum class tool_effect : std::uint8_t { read_only, additive, destructive };
 
 /// The transport's channel for messages sent during a call (progress, log messages,
@@ -270,7 +274,8 @@ using approval_precondition =
     std::function<std::optional<std::string>(const approval_ticket&, const principal&, json::value)>;
 
 namespace detail {
-/// Tools whose handler is the library's own (the approver tools of reference §5.8).
+/// Tools whose handler is the library's own (the approver tools of
+/// docs/approvals.md#the-approver-tools).
 enum class builtin_tool : std::uint8_t { none, approve_request, reject_request };
 struct tool_def {
   std::string name, title, description;
@@ -353,10 +358,10 @@ class tool_builder {
     d_->operation_name = std::move(operation_name);
     return *this;
   }
-  /// The classification the annotations are generated from (reference §13): `read_only` →
-  /// readOnlyHint; `destructive` → destructiveHint; `idempotent` → idempotentHint; openWorldHint
-  /// is false. An unclassified tool gets readOnly=false, destructive=true, idempotent=false and a
-  /// build warning.
+  /// The classification the annotations are generated from
+  /// (docs/concepts/tool_handler.md#the-table): `read_only` → readOnlyHint; `destructive` →
+  /// destructiveHint; `idempotent` → idempotentHint; openWorldHint is false. An unclassified tool
+  /// gets readOnly=false, destructive=true, idempotent=false and a build warning.
   tool_builder& effect(tool_effect e, bool idempotent) {
     d_->effect = e;
     d_->idempotent = idempotent;
@@ -367,9 +372,10 @@ class tool_builder {
     d_->handler = tool_handler{std::move(h)};
     return *this;
   }
-  /// A pre-consume precondition for this approval-gated tool (reference §5.4 5.e): checked on a
-  /// recall after every ticket check, just before the ticket is consumed; a refusal leaves the
-  /// ticket unconsumed and answers a generic -32003 (the reason goes to the audit row only).
+  /// A pre-consume precondition for this approval-gated tool
+  /// (docs/approvals.md#what-the-machine-checks-in-order): checked on a recall after every ticket
+  /// check, just before the ticket is consumed; a refusal leaves the ticket unconsumed and answers
+  /// a generic -32003 (the reason goes to the audit row only).
   template <approval_precondition_callable P>
   tool_builder& approval_precondition(P p) {
     d_->precondition = mcpcore::approval_precondition{std::move(p)};
@@ -411,7 +417,7 @@ class prompt_builder {
   prompt_builder& title(std::string t) { d_->title = std::move(t); return *this; }
   prompt_builder& description(std::string t) { d_->description = std::move(t); return *this; }
   /// A free-text argument; its value reaches the model only through
-  /// `append_untrusted_argument` if the handler follows reference §13.5.
+  /// `append_untrusted_argument` if the handler follows docs/design.md#other-methods.
   prompt_builder& argument(std::string name, std::string description, bool required) {
     d_->arguments.push_back({std::move(name), std::move(description), required, {}, {}});
     return *this;
@@ -424,8 +430,8 @@ class prompt_builder {
   }
   /// A closed-enum argument: the value is matched case-insensitively (surrounding blanks
   /// ignored) against `values` and replaced by the canonical spelling; anything else becomes
-  /// `values.front()`, so caller text never reaches the model (reference §13.5). Completion
-  /// offers the values that start with the typed prefix.
+  /// `values.front()`, so caller text never reaches the model (docs/design.md#other-methods).
+  /// Completion offers the values that start with the typed prefix.
   prompt_builder& enum_argument(std::string name, std::string description, std::vector<std::string> values,
                                 bool required = false) {
     d_->arguments.push_back({std::move(name), std::move(description), required, std::move(values), {}});
@@ -442,7 +448,7 @@ class prompt_builder {
 };
 
 /// The registration offences that refused a build, each one sentence naming its subject,
-/// sorted (reference §3.3).
+/// sorted (docs/design.md#registration-validation).
 struct build_error {
   std::vector<std::string> offences;
   /// All offences joined by "; ".
@@ -503,15 +509,16 @@ class server_builder {
     set_metrics(std::move(b));
     return *this;
   }
-  /// Routes approval-gated tools through the ticket-then-recall machine of `service` (spec §5).
-  /// Without it, an approval-gated call answers -32004 with no ticket (reference §5.7).
+  /// Routes approval-gated tools through the ticket-then-recall machine of `service`
+  /// (docs/approvals.md). Without it, an approval-gated call answers -32004 with no ticket
+  /// (docs/approvals.md#every-answer-of-the-machine).
   /// @pre `service` outlives the server; its clock should be the server's.
   MCPCORE_DECL server_builder& approvals(approval_service& service);
-  /// Declares the approver tools `approve_request` and `reject_request` (reference §5.8), with
-  /// the security row (`securable`, Approve): the tier policy and RBAC see `Approve` on
-  /// `securable`. They answer `-32003 approver_assurance_required:<reason>` unless the caller
-  /// is a human-interactive, assured principal; reviewer must differ from submitter. Needs
-  /// `approvals()`.
+  /// Declares the approver tools `approve_request` and `reject_request`
+  /// (docs/approvals.md#the-approver-tools), with the security row (`securable`, Approve): the tier
+  /// policy and RBAC see `Approve` on `securable`. They answer `-32003
+  /// approver_assurance_required:<reason>` unless the caller is a human-interactive, assured
+  /// principal; reviewer must differ from submitter. Needs `approvals()`.
   MCPCORE_DECL server_builder& approval_tools(std::string securable = "Approval");
   template <mcpcore::clock_source C>
   server_builder& clock(C c) {
@@ -519,10 +526,10 @@ class server_builder {
     return *this;
   }
 
-  /// Validates every registration (reference §3.3, spec §4) and builds the server; on any
-  /// offence nothing is built and every offence is listed. Either way the builder is left
-  /// without tables and plug-ins (they moved into the server); it keeps its `server_info` and
-  /// `server_options`.
+  /// Validates every registration (docs/design.md#registration-validation, #the-toolscall-pipeline)
+  /// and builds the server; on any offence nothing is built and every offence is listed. Either way
+  /// the builder is left without tables and plug-ins (they moved into the server); it keeps its
+  /// `server_info` and `server_options`.
   [[nodiscard]] MCPCORE_DECL result<server, build_error> build();
 
  private:
@@ -555,7 +562,7 @@ class server {
 
   /// The live kill switches.
   [[nodiscard]] MCPCORE_DECL kill_switches& switches() noexcept;
-  /// From now on `initialize` answers -32015 (spec §3).
+  /// From now on `initialize` answers -32015 (docs/errors.md#error-codes).
   MCPCORE_DECL void begin_shutdown() noexcept;
   /// Non-fatal registration findings (for example unclassified tools).
   [[nodiscard]] MCPCORE_DECL const std::vector<std::string>& warnings() const noexcept;

@@ -94,7 +94,7 @@ class content_block {
 /// Execution failures the model should see are results with `is_error()` (MCP recommends this
 /// over JSON-RPC errors); governance refusals are produced by the server, not by handlers.
 /// Structured results carry `structuredContent` and, when no content was added, a text twin
-/// holding the same JSON (reference §1.7).
+/// holding the same JSON (docs/design.md#the-toolscall-pipeline).
 class tool_result {
  public:
   tool_result() = default;
@@ -194,10 +194,10 @@ class prompt_result {
   std::vector<std::pair<role, content_block>> messages_;
 };
 
-/// Appends a caller-supplied prompt argument as inert data (reference §13.5): a preamble line
-/// saying the quoted string is data only, `BEGIN UNTRUSTED ARGUMENT <name>`, the value as one
-/// JSON string on one line (so it can contain no line break and cannot forge the end marker),
-/// and `END UNTRUSTED ARGUMENT <name>`. `name` is the prompt's own (server-authored) name.
+/// Appends a caller-supplied prompt argument as inert data (docs/design.md#other-methods): a
+/// preamble line saying the quoted string is data only, `BEGIN UNTRUSTED ARGUMENT <name>`, the
+/// value as one JSON string on one line (so it can contain no line break and cannot forge the end
+/// marker), and `END UNTRUSTED ARGUMENT <name>`. `name` is the prompt's own (server-authored) name.
 MCPCORE_DECL void append_untrusted_argument(std::string& out, std::string_view name,
                                             std::string_view value);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Approvals: tickets, the approval_store plug-in point and the ticket-then-recall machine (spec §5).
+// Approvals: tickets, the approval_store plug-in point and the ticket-then-recall machine
+// (docs/approvals.md).
 #ifndef MCPCORE_APPROVAL_HPP
 #define MCPCORE_APPROVAL_HPP
 
@@ -30,7 +31,7 @@ using approval_time = std::chrono::sys_time<std::chrono::milliseconds>;
 /// system's CSPRNG). An id is a bearer capability, so logs should show only a prefix.
 inline constexpr std::size_t approval_id_length = 32;
 /// The origin the MCP surface stamps on the tickets it mints; only such tickets are redeemable
-/// through `tools/call` (reference §5.4 check e).
+/// through `tools/call` (docs/approvals.md#what-the-machine-checks-in-order check e).
 inline constexpr std::string_view approval_origin_mcp = "mcp";
 /// The reserved definition-id prefix: a tool `t` mints tickets for definition `mcp.t`.
 inline constexpr std::string_view approval_definition_prefix = "mcp.";
@@ -51,13 +52,13 @@ inline constexpr std::string_view approval_definition_prefix = "mcp.";
 /// The `errno` of a failing `getrandom` (the machine has no entropy source); never a weak id.
 [[nodiscard]] MCPCORE_DECL result<std::string> make_approval_id();
 
-/// The canonical form of tool arguments that a ticket binds (reference §5.2): members sorted by
-/// key at every depth, no whitespace, numbers spelled as written (`1` and `1.0` differ), and the
-/// top-level `approval_id` member removed. An absent value canonicalises as `{}`.
+/// The canonical form of tool arguments that a ticket binds (docs/approvals.md#the-flow): members
+/// sorted by key at every depth, no whitespace, numbers spelled as written (`1` and `1.0` differ),
+/// and the top-level `approval_id` member removed. An absent value canonicalises as `{}`.
 [[nodiscard]] MCPCORE_DECL std::string canonical_arguments(json::value args);
 
-/// Where a ticket is in its life (reference §5.1). Consumption is not a status: a consumed
-/// ticket stays `approved` with `consumed_at` set.
+/// Where a ticket is in its life (docs/concepts/approval_store.md#valid-expressions). Consumption
+/// is not a status: a consumed ticket stays `approved` with `consumed_at` set.
 enum class approval_status : std::uint8_t {
   pending,   ///< awaiting a reviewer
   approved,  ///< a reviewer approved it; redeemable once, within the lifetime
@@ -83,7 +84,7 @@ enum class approval_status : std::uint8_t {
   return std::nullopt;
 }
 
-/// One ticket as a store holds it (reference §5.1).
+/// One ticket as a store holds it (docs/concepts/approval_store.md#valid-expressions).
 struct approval_ticket {
   std::string id;             ///< 32 lowercase hex
   std::string definition_id;  ///< `mcp.<tool>` for MCP mints
@@ -103,7 +104,8 @@ struct approval_ticket {
   friend bool operator==(const approval_ticket&, const approval_ticket&) = default;
 };
 
-/// What `approval_store::mint` is asked to do, in one atomic step (reference §5.3):
+/// What `approval_store::mint` is asked to do, in one atomic step
+/// (docs/approvals.md#what-the-machine-checks-in-order):
 /// 1. sweep: pending tickets submitted at or before `now - lifetime`, and approved unconsumed
 ///    tickets reviewed at or before `now - lifetime`, become `expired` (`expired_at = now`);
 /// 2. dedup: the newest pending ticket with this (definition_id, submitted_by, scope, origin)
@@ -132,10 +134,12 @@ struct approval_mint_result {
   std::string id;  ///< the created or deduplicated ticket; "" for a cap refusal
 };
 
-/// What `approval_store::consume` is asked to do: the at-most-once compare-and-set (reference
-/// §5.4 step 5). Checked in this order, atomically with the update:
+/// What `approval_store::consume` is asked to do: the at-most-once compare-and-set
+/// (docs/approvals.md#what-the-machine-checks-in-order). Checked in this order, atomically with the
+/// update:
 /// 1. no ticket `id` → `not_found`;
-/// 2. origin ≠ `origin` → `foreign_origin` (before the submitter, reference §5.4 5.d);
+/// 2. origin ≠ `origin` → `foreign_origin` (before the submitter,
+/// docs/approvals.md#what-the-machine-checks-in-order);
 /// 3. submitted_by ≠ `consumer` → `foreign_submitter`;
 /// 4. not `approved`, or already consumed → `not_consumable`;
 /// 5. reviewed at or before `now - lifetime` → the ticket becomes `expired` → `expired`;
@@ -160,7 +164,8 @@ enum class approval_consume_status : std::uint8_t {
 /// "consumed", "not_found", "foreign_origin", "foreign_submitter", "not_consumable", "expired".
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(approval_consume_status s) noexcept;
 
-/// What `approval_store::review` is asked to do (reference §5.5). In this order, atomically:
+/// What `approval_store::review` is asked to do (docs/approvals.md#lifetime). In this order,
+/// atomically:
 /// 1. no ticket `id` → `not_found`;
 /// 2. not `pending` → `already_reviewed` (a lost race, or a ticket reviewed long ago);
 /// 3. submitted at or before `now - lifetime` → the ticket becomes `expired` → `expired`;
@@ -181,7 +186,8 @@ enum class approval_review_status : std::uint8_t { reviewed, not_found, already_
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(approval_review_status s) noexcept;
 
 /// What went wrong inside an approval store. Each code is either transient or permanent
-/// (`approval_store_fault`), which decides the client's answer (reference §5.6).
+/// (`approval_store_fault`), which decides the client's answer
+/// (docs/approvals.md#every-answer-of-the-machine).
 enum class approval_store_errc : std::uint8_t {
   busy = 1,         ///< locked or busy past the busy timeout (transient)
   io_error,         ///< an I/O error that may clear (transient)
@@ -211,7 +217,8 @@ enum class approval_store_fault : std::uint8_t {
 /// Whether `ec` is a permanent store fault (otherwise it is handled as transient).
 [[nodiscard]] MCPCORE_DECL bool is_permanent_store_error(std::error_code ec) noexcept;
 
-/// The approval store (spec §2 `approval_store`, reference §5): where tickets live.
+/// The approval store (docs/plugins.md `approval_store`, docs/approvals.md#the-flow): where tickets
+/// live.
 ///
 /// Semantic requirements (not checked by the compiler):
 /// 1. Atomicity: `mint`, `consume` and `review` each take effect as one indivisible step with
@@ -245,23 +252,24 @@ concept approval_store = requires(S& s, const approval_mint_request& m, std::str
   { s.pending(limit) } -> std::same_as<result<std::vector<approval_ticket>>>;
 };
 
-/// The machine's caps and names (spec §5; reference §5.3, §5.5).
+/// The machine's caps and names (docs/approvals.md#what-the-machine-checks-in-order, #lifetime).
 struct approval_options {
-  /// Pending tickets one submitter may hold (reference §5.3: 25).
+  /// Pending tickets one submitter may hold (docs/approvals.md#what-the-machine-checks-in-order:
+  /// 25).
   std::size_t max_pending_per_submitter = 25;
-  /// Pending tickets in the whole store (reference §5.3: 1000).
+  /// Pending tickets in the whole store (docs/approvals.md#what-the-machine-checks-in-order: 1000).
   std::size_t max_pending_global = 1000;
   /// A ticket's lifetime: pending from submission, approved-unconsumed from review
-  /// (reference §5.5: 7 days).
+  /// (docs/approvals.md#lifetime: 7 days).
   std::chrono::milliseconds ticket_lifetime = std::chrono::days{7};
-  /// The status URL of ticket `id` is `status_url_prefix + "/approvals/" + id` (spec §5).
+  /// The status URL of ticket `id` is `status_url_prefix + "/approvals/" + id` (docs/approvals.md).
   std::string status_url_prefix = "/api/v1";
   /// Longest review comment accepted, in bytes.
   std::size_t max_review_comment_bytes = 1024;
 };
 
-/// Why a principal may not act as an approver (reference §5.8); the wire spelling is
-/// `approver_assurance_required:<reason>`.
+/// Why a principal may not act as an approver (docs/approvals.md#the-approver-tools); the wire
+/// spelling is `approver_assurance_required:<reason>`.
 enum class approver_assurance : std::uint8_t {
   ok,
   non_interactive_session,  ///< a human principal without a fresh, strong authentication
@@ -270,10 +278,11 @@ enum class approver_assurance : std::uint8_t {
 };
 /// "ok", "non_interactive_session", "engine_principal" or "non_human_principal".
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(approver_assurance a) noexcept;
-/// Approvers are humans (spec §5): kind `human_interactive` with `assured` set.
+/// Approvers are humans (docs/approvals.md): kind `human_interactive` with `assured` set.
 [[nodiscard]] MCPCORE_DECL approver_assurance assess_approver(const principal& p) noexcept;
 
-/// What the gate decided for one `tools/call` of an approval-gated tool (reference §5.3-5.4).
+/// What the gate decided for one `tools/call` of an approval-gated tool
+/// (docs/approvals.md#what-the-machine-checks-in-order).
 enum class approval_verdict : std::uint8_t {
   proceed,           ///< the ticket was consumed by this call: run the handler
   minted,            ///< -32006: a new ticket
@@ -323,9 +332,10 @@ struct approval_gate_outcome {
   bool during_mint = false;
 };
 
-/// A callable usable as a pre-consume precondition (reference §5.4 5.e): `p(ticket, caller,
-/// arguments)` returns `std::nullopt` to proceed, or the reason the ticket cannot be redeemed
-/// now (audit only; the client gets a generic message and the ticket stays unconsumed).
+/// A callable usable as a pre-consume precondition
+/// (docs/approvals.md#what-the-machine-checks-in-order): `p(ticket, caller, arguments)` returns
+/// `std::nullopt` to proceed, or the reason the ticket cannot be redeemed now (audit only; the
+/// client gets a generic message and the ticket stays unconsumed).
 ///
 /// Semantic requirements: (1) it runs after every ticket check and just before the
 /// compare-and-set, outside any store lock, possibly concurrently; (2) it must not consume or
@@ -410,7 +420,7 @@ struct approval_store_ref final : approval_store_base {
 };
 }  // namespace detail
 
-/// The ticket-then-recall machine over one store (spec §5, reference §5): what the server's
+/// The ticket-then-recall machine over one store (docs/approvals.md#the-flow): what the server's
 /// `tools/call` pipeline runs for approval-gated tools, and the approver side (approve, reject,
 /// status) that the MCP approval tools and the HTTP status endpoint share.
 ///
@@ -442,14 +452,15 @@ class approval_service {
 
   /// The machine for one call of the approval-gated tool `tool` by `caller` with `args`
   /// (already schema-valid): mint when `args` has no `approval_id`, recall otherwise
-  /// (reference §5.3-5.4, checks in the documented order). `precondition` (may be empty) runs
-  /// just before the compare-and-set. Never throws for store failures.
+  /// (docs/approvals.md#what-the-machine-checks-in-order, checks in the documented order).
+  /// `precondition` (may be empty) runs just before the compare-and-set. Never throws for store
+  /// failures.
   [[nodiscard]] MCPCORE_DECL approval_gate_outcome gate(std::string_view tool, const principal& caller,
                                                         json::value args,
                                                         approval_precondition_ref precondition = {});
 
-  /// Approves ticket `id` as `reviewer` (spec §5: a human-interactive, assured principal other
-  /// than the submitter; only from pending). RBAC is the caller's job.
+  /// Approves ticket `id` as `reviewer` (docs/approvals.md: a human-interactive, assured principal
+  /// other than the submitter; only from pending). RBAC is the caller's job.
   [[nodiscard]] MCPCORE_DECL approval_review_outcome approve(std::string_view id, const principal& reviewer);
   /// Rejects ticket `id` as `reviewer`, with an optional comment (same rules as `approve`).
   [[nodiscard]] MCPCORE_DECL approval_review_outcome reject(std::string_view id, const principal& reviewer,

@@ -19,18 +19,20 @@ MCPCORE_BEGIN_NAMESPACE
 
 /// Where the endpoint is mounted and what it accepts.
 struct approval_endpoint_options {
-  /// Path prefix (spec §5: `/api/v1`); the endpoint serves `<prefix>/approvals/<id>` and
+  /// Path prefix (docs/approvals.md: `/api/v1`); the endpoint serves `<prefix>/approvals/<id>` and
   /// `<prefix>/approvals/<id>/approve|reject`. Compared byte for byte (no trailing `/`; `""`
   /// mounts at `/approvals/`). Must equal the service's `status_url_prefix` for the status
   /// URLs it hands out to resolve here.
   std::string prefix = "/api/v1";
-  /// The securable approvers need `Approve` on (reference §5.8: `Approval:Approve`).
+  /// The securable approvers need `Approve` on (docs/approvals.md#the-approver-tools:
+  /// `Approval:Approve`).
   std::string approver_securable = "Approval";
   /// Largest request body accepted, in bytes (413 beyond; checked before parsing).
   std::size_t max_body_bytes = 8192;
 };
 
-/// Serves the approval status URL and the review actions (spec §5) for a host's HTTP server.
+/// Serves the approval status URL and the review actions (docs/approvals.md) for a host's HTTP
+/// server.
 ///
 /// | request | who | answers |
 /// |---|---|---|
@@ -115,8 +117,9 @@ class approval_endpoint {
   /// target `approval` / the id, the caller, and the result: `success` (reviewed), `denied` (not
   /// an approver, a bad body, assurance, self-review, already reviewed, expired), `not_found`
   /// (a malformed or unknown id) or `failure` (a store fault); the detail names the refusal and
-  /// ends `via=http`. A sink that returns false or throws changes no answer (reference §3.5).
-  /// Without a sink nothing is written. Call before serving.
+  /// ends `via=http`. A sink that returns false or throws changes no answer
+  /// (docs/security.md#audit-and-the-one-cid-pattern). Without a sink nothing is written. Call
+  /// before serving.
   template <audit_sink S>
   void set_audit(S& sink) {
     set_audit(new detail::audit_model<S>(sink));

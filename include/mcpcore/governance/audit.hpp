@@ -16,7 +16,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// The outcome vocabulary of an audit row (reference §3.5).
+/// The outcome vocabulary of an audit row (docs/security.md#audit-and-the-one-cid-pattern).
 enum class audit_result : std::uint8_t {
   success,    ///< "success": the action happened
   denied,     ///< "denied": a client-caused refusal (unknown tool, tier, read-only, schema, caps)
@@ -40,7 +40,7 @@ enum class audit_result : std::uint8_t {
   return {};
 }
 
-/// One audit row (reference §3.5), handed to a sink by reference.
+/// One audit row (docs/security.md#audit-and-the-one-cid-pattern), handed to a sink by reference.
 ///
 /// The views are valid only during the `record` call: a sink that keeps the row copies it
 /// (`make_audit_entry`).
@@ -64,7 +64,8 @@ struct audit_record {
   std::chrono::system_clock::time_point time{};
 };
 
-/// Where audit rows go (spec §2 `audit_sink`; reference §3.5).
+/// Where audit rows go (docs/plugins.md `audit_sink`;
+/// docs/security.md#audit-and-the-one-cid-pattern).
 ///
 /// `s.record(r)` persists one row and says whether it did.
 ///
@@ -216,7 +217,8 @@ MCPCORE_DECL void append_audit_json(std::string& out, const audit_record& r);
 /// Longest value `sanitize_audit_value` returns, in bytes.
 inline constexpr std::size_t max_audit_value_bytes = 256;
 
-/// Makes a caller-controlled value safe to embed in an audit `detail` (reference §3.5).
+/// Makes a caller-controlled value safe to embed in an audit `detail`
+/// (docs/security.md#audit-and-the-one-cid-pattern).
 ///
 /// - `;`, `=`, CR, LF, every other C0 control (U+0000-U+001F), DEL (U+007F) and the C1 controls
 ///   (U+0080-U+009F) each become `_`, so a value can neither forge a `key=value` pair nor a line;

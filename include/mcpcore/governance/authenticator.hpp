@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Who sent an HTTP request: the authenticator plug-in point (spec §2) and its type erasure.
+// Who sent an HTTP request: the authenticator plug-in point (docs/plugins.md) and its type erasure.
 #ifndef MCPCORE_AUTHENTICATOR_HPP
 #define MCPCORE_AUTHENTICATOR_HPP
 
@@ -15,7 +15,7 @@
 MCPCORE_BEGIN_NAMESPACE
 
 /// Turns a request's credentials into a principal, and re-validates the principal of a
-/// long-lived stream (reference §7.7).
+/// long-lived stream (docs/sessions.md#credential-re-validation).
 ///
 /// Semantic requirements:
 /// 1. `authenticate(req)` returns the principal the request's credentials establish, or

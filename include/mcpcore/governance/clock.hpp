@@ -12,7 +12,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Where mcpcore reads the time (spec §2 `clock`).
+/// Where mcpcore reads the time (docs/plugins.md `clock`).
 ///
 /// Two clocks, read through a `const` reference:
 /// - `steady_now()` measures intervals: deadlines, idle TTLs, stream caps;

@@ -81,13 +81,13 @@ class gauge {
 /// One label of a series, e.g. `{"reason", "global_stream_cap"}`. Views: valid during the call.
 ///
 /// Label values are closed, static literals chosen by the code that registers the series, never
-/// text derived from a request (reference §11).
+/// text derived from a request (docs/metrics.md#names-and-registration).
 struct metric_label {
   std::string_view name{};   ///< [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__"
   std::string_view value{};  ///< any UTF-8
 };
 
-/// Where metrics go (spec §2 `metrics_sink`; reference §11).
+/// Where metrics go (docs/plugins.md `metrics_sink`; docs/metrics.md#names-and-registration).
 ///
 /// `m.make_counter(name, help, labels)` and `m.make_gauge(name, help, labels)` register one series
 /// and return its handle. `name` is the metric name without any namespace prefix (e.g.
@@ -96,7 +96,7 @@ struct metric_label {
 /// Semantic requirements (not checked by the compiler):
 /// 1. Called at build time for every series the server will touch: registering a series
 ///    pre-seeds it at 0, so closed label sets are visible to `absent()`/`rate()` alerts before
-///    the first event (reference §11).
+///    the first event (docs/metrics.md#names-and-registration).
 /// 2. The returned handle stays valid for the sink's lifetime; the sink must outlive the server.
 /// 3. The same name and label set (in any label order) return a handle on the same cell.
 /// 4. Thread-safe: registration may happen concurrently with itself, with handle updates and
@@ -135,7 +135,7 @@ inline constexpr std::string_view prometheus_content_type = "text/plain; version
 ///
 /// Series are named `<prefix>_<name>` (just `<name>` when the prefix is empty). The default prefix
 /// "mcpcore" gives `mcpcore_mcp_tool_args_invalid_total`; "yuzu" gives Yuzu's names exactly
-/// (`yuzu_mcp_tool_args_invalid_total`, reference §11).
+/// (`yuzu_mcp_tool_args_invalid_total`, docs/metrics.md#names-and-registration).
 ///
 /// Registration rules (a refused registration returns an inert handle and increments
 /// `conflicts()`; it never throws except `std::bad_alloc`):

@@ -17,7 +17,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// The closed RBAC operation catalogue (reference §3.3).
+/// The closed RBAC operation catalogue (docs/design.md#registration-validation).
 ///
 /// Every tool declares one securable (a host-defined resource class such as "Tag") and one of
 /// these operations; tier policies and authorizers decide on that pair. The catalogue is closed
@@ -31,7 +31,7 @@ enum class operation : std::uint8_t {
   push,     ///< "Push"
   attest,   ///< "Attest"
   rotate,   ///< "Rotate" (distinct from Write so that a tier can rotate a credential without
-            ///< being able to write it, reference §3.1)
+            ///< being able to write it, docs/security.md#principals-and-tiers)
 };
 
 /// Every operation, in declaration order.
@@ -64,9 +64,9 @@ inline constexpr std::array<operation, 8> all_operations{
   return std::nullopt;
 }
 
-/// What kind of party a principal is (spec §2 `authenticator`).
+/// What kind of party a principal is (docs/plugins.md `authenticator`).
 enum class principal_kind : std::uint8_t {
-  human_interactive,  ///< a person at a client (the only kind that may approve, spec §5)
+  human_interactive,  ///< a person at a client (the only kind that may approve, docs/approvals.md)
   service,            ///< a token held by a program (the default)
   engine,             ///< an automated engine principal
 };
@@ -88,7 +88,7 @@ struct principal {
   /// Stable identifier (audit rows, approval submitter binding). Never empty for a real caller.
   std::string id{};
   /// The MCP tier of the credential; "" means "not an MCP token" (the tier layer then defers
-  /// entirely to RBAC, reference §3.1).
+  /// entirely to RBAC, docs/security.md#principals-and-tiers).
   std::string tier{};
   /// What kind of party this is.
   principal_kind kind = principal_kind::service;
@@ -100,7 +100,8 @@ struct principal {
   bool assured = false;
 };
 
-/// The authenticator's answer when a held-open stream re-checks its principal (reference §7.7).
+/// The authenticator's answer when a held-open stream re-checks its principal
+/// (docs/sessions.md#credential-re-validation).
 enum class credential_verdict : std::uint8_t {
   valid,          ///< authoritative yes
   valid_stale,    ///< yes, from a cache at most `max_staleness` old
@@ -108,11 +109,11 @@ enum class credential_verdict : std::uint8_t {
   indeterminate,  ///< the auth backend cannot answer (not a revocation): grace applies
 };
 
-/// The tier layer's verdict (reference §3.1-3.2).
+/// The tier layer's verdict (docs/security.md#principals-and-tiers).
 enum class tier_decision : std::uint8_t {
   deny,                 ///< refused (-32004)
   allow,                ///< proceeds to RBAC
-  allow_with_approval,  ///< proceeds only through the approval ticket machine (spec §5)
+  allow_with_approval,  ///< proceeds only through the approval ticket machine (docs/approvals.md)
 };
 
 /// "deny", "allow" or "allow_with_approval"; "" for a value outside the enumeration.
@@ -125,7 +126,8 @@ enum class tier_decision : std::uint8_t {
   return {};
 }
 
-/// The tier gate (spec §2 `tier_policy`, §4 step 3; reference §3.1-3.2).
+/// The tier gate (docs/plugins.md `tier_policy`, docs/design.md#the-toolscall-pipeline,
+/// docs/security.md#principals-and-tiers).
 ///
 /// `p.decide(tier, securable, op)` says whether a credential of `tier` may perform `op` on
 /// `securable` at the tier layer, and whether it must go through approval.
@@ -146,7 +148,7 @@ concept tier_policy = requires(const P& p, std::string_view tier, std::string_vi
   { p.decide(tier, securable, op) } noexcept -> std::same_as<tier_decision>;
 };
 
-/// Yuzu's compiled-in tier table (reference §3.1-3.2), exactly.
+/// Yuzu's compiled-in tier table (docs/security.md#principals-and-tiers), exactly.
 ///
 /// | tier | allowed | through approval |
 /// |---|---|---|
@@ -180,7 +182,8 @@ struct open_tier_policy {
   }
 };
 
-/// Role-based access control (spec §2 `authorizer`, §4 step 6), consulted after the tier gate.
+/// Role-based access control (docs/plugins.md `authorizer`, docs/design.md#the-toolscall-pipeline),
+/// consulted after the tier gate.
 ///
 /// `a.allowed(who, securable, op)` says whether `who` may perform `op` on `securable`.
 ///

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The progress bridge: records of progress-carrying calls keyed by (session, exact request id),
 // streamed-POST admission with pin accounting, projection of progress and finals onto the
-// session's ring, detached operations, cancellation, the sweep and shutdown (reference §8-§10, §12).
+// session's ring, detached operations, cancellation, the sweep and shutdown
+// (docs/sessions.md#pinned-finals, #streamed-post, #progress-records, #shutdown).
 #ifndef MCPCORE_PROGRESS_BRIDGE_HPP
 #define MCPCORE_PROGRESS_BRIDGE_HPP
 
@@ -28,42 +29,45 @@ MCPCORE_BEGIN_NAMESPACE
 class session;
 class session_registry;
 
-/// Default bounds of the bridge (reference §9.7, §10.1, §10.5; spec §6).
+/// Default bounds of the bridge (docs/sessions.md#the-sweep, #progress-records).
 inline constexpr std::size_t default_bridge_records = 256;
 inline constexpr std::size_t default_parked_pressure_threshold = 64;
 inline constexpr std::chrono::milliseconds default_arming_reap_after{300000};
 inline constexpr std::chrono::milliseconds default_streaming_park_after{600000};
-/// Default cap on how long one streamed POST response is held open (reference §9.4).
+/// Default cap on how long one streamed POST response is held open
+/// (docs/sessions.md#streamed-post).
 inline constexpr std::chrono::milliseconds default_post_response_cap{120000};
-/// The `_meta` key of progress notifications carrying the durable execution id (reference §10.3).
+/// The `_meta` key of progress notifications carrying the durable execution id
+/// (docs/sessions.md#projection-and-finals).
 inline constexpr std::string_view execution_id_meta_key = "mcpcore/executionId";
 
 /// Options of a `progress_bridge`.
 struct progress_bridge_options {
-  /// Records alive at once (reference §10.1: 256, fixed there, an option here); one more is
-  /// refused `global_cap`. A dispatched record is never evicted to make room.
+  /// Records alive at once (docs/sessions.md#progress-records: 256, fixed there, an option here);
+  /// one more is refused `global_cap`. A dispatched record is never evicted to make room.
   std::size_t max_records = default_bridge_records;
-  /// Parked (ring-only) records above which the sweep expires the oldest (reference §10.5).
+  /// Parked (ring-only) records above which the sweep expires the oldest
+  /// (docs/sessions.md#the-sweep).
   std::size_t parked_pressure_threshold = default_parked_pressure_threshold;
   /// An arming record older than this is reaped by the sweep (its transport never armed it).
   std::chrono::milliseconds arming_reap_after = default_arming_reap_after;
   /// A streaming record older than this (its response stream never released it) is parked by the
-  /// sweep (reference §9.7).
+  /// sweep (docs/sessions.md#the-sweep).
   std::chrono::milliseconds streaming_park_after = default_streaming_park_after;
   /// False withdraws the capability: every reservation is refused `disabled` (degrade to plain).
   bool enabled = true;
 };
 
-/// A refused reservation (reference §9.2 step 2).
+/// A refused reservation (docs/sessions.md#streamed-post-admission).
 struct bridge_refusal {
   bridge_reject reason = bridge_reject::disabled;
   /// For `pin_slots`: true when charges (streamed calls genuinely in flight) hold slots ("wait
   /// for one to finish"), false when pinned finals hold them (resume the GET stream to release
-  /// them, or re-initialize) (reference §8).
+  /// them, or re-initialize) (docs/sessions.md#pinned-finals).
   bool held_by_charges = false;
 };
 
-/// States of a record (reference §10.1).
+/// States of a record (docs/sessions.md#progress-records).
 enum class bridge_record_state : std::uint8_t {
   arming,     ///< reserved before dispatch; progress latches, nothing is projected
   streaming,  ///< the POST response is an SSE stream: frames are committed ring-only, the pump writes them
@@ -80,7 +84,7 @@ enum class bridge_delivery : std::uint8_t {
   get_only,  ///< plain JSON on the POST; progress on the session's GET stream
 };
 
-/// What `progress_call::arm` did (reference §9.3).
+/// What `progress_call::arm` did (docs/sessions.md#streamed-post-admission).
 enum class arm_outcome : std::uint8_t {
   streaming,      ///< armed streamed: install the SSE response and its pump
   get_only,       ///< armed GET-only: answer plain JSON
@@ -89,7 +93,7 @@ enum class arm_outcome : std::uint8_t {
   not_armed,      ///< aborted or torn down: answer plain JSON (degrade `arm_not_armed`)
 };
 
-/// What a streamed POST's pump takes in one pass (reference §9.4).
+/// What a streamed POST's pump takes in one pass (docs/sessions.md#streamed-post).
 struct post_batch {
   /// Ring-committed frames not yet written on this POST, in id order: progress first, the final
   /// last (when `final_included`).
@@ -103,9 +107,10 @@ struct post_batch {
 
 class progress_bridge;
 
-/// One progress-carrying call's record, as its transport and its work see it (reference §9-§10).
-/// Shared by the transport (admission, arm, pump, release), the work (progress, terminal, from
-/// any thread) and the bridge (sweep); every member is thread-safe.
+/// One progress-carrying call's record, as its transport and its work see it
+/// (docs/sessions.md#streamed-post, #progress-records). Shared by the transport (admission, arm,
+/// pump, release), the work (progress, terminal, from any thread) and the bridge (sweep); every
+/// member is thread-safe.
 ///
 /// Projection happens on the reporting thread under the record's projection claim (no bridge
 /// thread): progress is a latest-wins slot, so a reporter that finds a projection in flight leaves
@@ -119,58 +124,61 @@ class progress_call final : public call_link {
   struct state;
   explicit progress_call(std::shared_ptr<state> s) noexcept : s_(std::move(s)) {}
 
-  /// Arms the record (reference §9.3). `streamed` needs a streamed reservation; a cancel that
-  /// landed while arming turns a streamed arm into a plain answer. Pending progress is projected.
-  /// `channel` (from `session_stream::open_channel`, for a streamed arm) is the POST stream the
-  /// record's frames belong to; when the record does not stream on it (any other outcome, or the
-  /// work already ended) the channel is ended here. `get_channel` keeps every frame on the
-  /// session's GET stream.
+  /// Arms the record (docs/sessions.md#streamed-post-admission). `streamed` needs a streamed
+  /// reservation; a cancel that landed while arming turns a streamed arm into a plain answer.
+  /// Pending progress is projected. `channel` (from `session_stream::open_channel`, for a streamed
+  /// arm) is the POST stream the record's frames belong to; when the record does not stream on it
+  /// (any other outcome, or the work already ended) the channel is ended here. `get_channel` keeps
+  /// every frame on the session's GET stream.
   MCPCORE_DECL arm_outcome arm(bridge_delivery delivery, stream_channel channel = get_channel);
-  /// Abandons a record before dispatch (reference §9.2 step 4): it is erased, its charge released;
-  /// a recorded cancel intent is discarded. Idempotent.
+  /// Abandons a record before dispatch (docs/sessions.md#streamed-post-admission): it is erased,
+  /// its charge released; a recorded cancel intent is discarded. Idempotent.
   MCPCORE_DECL void abandon() noexcept;
 
   /// The durable handle of detached work, carried in every progress frame's `_meta`, in close
-  /// frames and in post-dispatch errors (reference §14.3). Set before the first progress.
+  /// frames and in post-dispatch errors (docs/sessions.md#ordering-guarantees). Set before the
+  /// first progress.
   MCPCORE_DECL void set_execution_id(std::string execution_id);
   [[nodiscard]] MCPCORE_DECL std::string execution_id() const;
 
-  /// A progress snapshot (reference §10.2-§10.3): skipped when `total` is 0; `progress` clamped to
-  /// `total`; projected only if it strictly exceeds the last committed value (the first always
-  /// goes); the watermark advances only after the frame committed. Dropped after the terminal.
-  /// Returns whether a frame was committed by this call (false when latched for later).
+  /// A progress snapshot (docs/sessions.md#progress-records, #projection-and-finals): skipped when
+  /// `total` is 0; `progress` clamped to `total`; projected only if it strictly exceeds the last
+  /// committed value (the first always goes); the watermark advances only after the frame
+  /// committed. Dropped after the terminal. Returns whether a frame was committed by this call
+  /// (false when latched for later).
   MCPCORE_DECL bool progress(double progress, std::optional<double> total = {}, std::string_view message = {});
   /// Any other in-call message for the client (a log notification): committed like progress,
   /// without the watermark. Dropped after the terminal.
   MCPCORE_DECL bool message(std::string_view jsonrpc_message);
-  /// The terminal: the call's JSON-RPC response (reference §10.4). Exactly one terminal is
-  /// accepted (later ones and later progress are dropped: the final is always last). Published
-  /// by the ladder: final → fallback → poison (reference §10.4). Returns whether this call was
-  /// the accepted terminal.
+  /// The terminal: the call's JSON-RPC response (docs/sessions.md#projection-and-finals). Exactly
+  /// one terminal is accepted (later ones and later progress are dropped: the final is always
+  /// last). Published by the ladder: final → fallback → poison
+  /// (docs/sessions.md#projection-and-finals). Returns whether this call was the accepted terminal.
   MCPCORE_DECL bool complete(std::string response);
   /// The call returned but its work continues (a detached operation): `base_response` is the
   /// call's JSON-RPC success response, kept as the base of the final that `finish` will publish
   /// (a GET-only call has already answered it on the POST). Not a terminal.
   MCPCORE_DECL void defer(std::string base_response);
-  /// The terminal of deferred work (reference §10.4): the final is the base response with the
-  /// top-level result members `status`, `execution_id` (unless present) and the members of
-  /// `extra_members` (a JSON object text, e.g. counts) added; `structuredContent` survives.
-  /// Exactly-once as `complete`. Called before the call returned (before `defer`), the terminal
-  /// is accepted at once and its final is built when `defer` brings the base. Returns whether
-  /// this call was the accepted terminal.
+  /// The terminal of deferred work (docs/sessions.md#projection-and-finals): the final is the base
+  /// response with the top-level result members `status`, `execution_id` (unless present) and the
+  /// members of `extra_members` (a JSON object text, e.g. counts) added; `structuredContent`
+  /// survives. Exactly-once as `complete`. Called before the call returned (before `defer`), the
+  /// terminal is accepted at once and its final is built when `defer` brings the base. Returns
+  /// whether this call was the accepted terminal.
   MCPCORE_DECL bool finish(std::string_view status, std::string_view extra_members = {});
   /// The terminal of work that produced no response (an in-call request cancelled by the client):
   /// no final frame, the record is done, and a streamed POST's stream closes `cancelled` (with its
   /// close frame) whichever of the dispatch core and `progress_bridge::cancel` saw the cancel first.
   MCPCORE_DECL bool complete_without_response() noexcept;
 
-  /// Streamed POST pump side (reference §9.4): the frames to write now; `cap_expired` says the
-  /// response cap elapsed (the first such call projects pending progress once, the next settles).
+  /// Streamed POST pump side (docs/sessions.md#streamed-post): the frames to write now;
+  /// `cap_expired` says the response cap elapsed (the first such call projects pending progress
+  /// once, the next settles).
   MCPCORE_DECL void take(post_batch& out, bool cap_expired);
   /// The final was written on the POST wire (route (a)): unpinned, record done.
   MCPCORE_DECL void on_final_written() noexcept;
   /// The POST response ended (its releaser): without a final written the record parks ring-only
-  /// for a GET resume (reference §9.4). Idempotent.
+  /// for a GET resume (docs/sessions.md#streamed-post). Idempotent.
   MCPCORE_DECL void on_post_closed() noexcept;
   /// The sink the POST pump waits on (woken when frames are ready; closed `cancelled` by a cancel).
   [[nodiscard]] MCPCORE_DECL std::shared_ptr<stream_sink> wake_sink() const noexcept;
@@ -190,7 +198,8 @@ class progress_call final : public call_link {
   std::shared_ptr<state> s_;
 };
 
-/// The progress bridge of one server (reference §10; lock hierarchy in docs/sessions.md).
+/// The progress bridge of one server (docs/sessions.md#progress-records; lock hierarchy in
+/// docs/sessions.md).
 ///
 /// @par Thread safety
 /// Every member except `set_audit` is thread-safe.
@@ -213,29 +222,30 @@ class progress_bridge {
     set_audit(new detail::audit_model<A>(sink));
   }
 
-  /// Reserves a record for a call on `s` by its bound principal (reference §9.2 step 2), before
-  /// dispatch. Refusals in order: `shutdown`, `disabled`, `unknown_session` (the session is gone
-  /// or expired, checked without touching), `duplicate_request_id` (a live record with the same
-  /// session and exact id), `global_cap`, and for `streamed` calls `pin_slots` when the session's
-  /// pinned finals plus streamed charges reach `max_pinned_finals` and nothing is reclaimable
-  /// (reference §8: orphans first, then the oldest parked final; declined while a projection is
-  /// in flight; the unpin happens after the reservation commits).
-  /// `progress_token` is the request's `_meta.progressToken`, echoed verbatim.
+  /// Reserves a record for a call on `s` by its bound principal
+  /// (docs/sessions.md#streamed-post-admission), before dispatch. Refusals in order: `shutdown`,
+  /// `disabled`, `unknown_session` (the session is gone or expired, checked without touching),
+  /// `duplicate_request_id` (a live record with the same session and exact id), `global_cap`, and
+  /// for `streamed` calls `pin_slots` when the session's pinned finals plus streamed charges reach
+  /// `max_pinned_finals` and nothing is reclaimable (docs/sessions.md#pinned-finals: orphans first,
+  /// then the oldest parked final; declined while a projection is in flight; the unpin happens
+  /// after the reservation commits). `progress_token` is the request's `_meta.progressToken`,
+  /// echoed verbatim.
   [[nodiscard]] MCPCORE_DECL result<progress_call, bridge_refusal> reserve(const std::shared_ptr<session>& s,
                                                                            const request_id& id,
                                                                            const request_id& progress_token,
                                                                            bool streamed);
-  /// `notifications/cancelled` for `id` on session `session_id` (reference §9.8): `accepted`
-  /// while arming, `detached` while streaming (the POST sink closes `cancelled`), `noop` otherwise.
-  /// The work is never touched. Counted by outcome.
+  /// `notifications/cancelled` for `id` on session `session_id` (docs/sessions.md#cancellation):
+  /// `accepted` while arming, `detached` while streaming (the POST sink closes `cancelled`), `noop`
+  /// otherwise. The work is never touched. Counted by outcome.
   MCPCORE_DECL cancel_outcome cancel(std::string_view session_id, const request_id& id) noexcept;
-  /// The maintenance pass (reference §10.5): reap done and stale arming records, park stranded
-  /// streaming ones, tear down records of dead sessions, finish parked records whose final was
-  /// acknowledged, then expire the oldest parked records above the pressure threshold. No-throw
+  /// The maintenance pass (docs/sessions.md#the-sweep): reap done and stale arming records, park
+  /// stranded streaming ones, tear down records of dead sessions, finish parked records whose final
+  /// was acknowledged, then expire the oldest parked records above the pressure threshold. No-throw
   /// (a failure is counted in `bridge_sweep_failures`).
   MCPCORE_DECL void sweep() noexcept;
-  /// Shutdown (reference §12): every later reservation is refused `shutdown`; records are cleared;
-  /// a record whose terminal was never delivered poisons its stream; one audit row
+  /// Shutdown (docs/sessions.md#shutdown): every later reservation is refused `shutdown`; records
+  /// are cleared; a record whose terminal was never delivered poisons its stream; one audit row
   /// `mcp.bridge.shutdown_reap` with the count. Idempotent.
   MCPCORE_DECL void shutdown() noexcept;
 

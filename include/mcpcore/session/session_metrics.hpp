@@ -17,7 +17,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Why minting a session was refused (reference §6.5, §12).
+/// Why minting a session was refused (docs/sessions.md#the-session-registry, #shutdown).
 enum class session_reject : std::uint8_t {
   global_cap = 1,     ///< the registry holds `max_sessions` sessions
   per_principal_cap,  ///< the caller holds `max_sessions_per_principal` sessions
@@ -27,7 +27,7 @@ enum class session_reject : std::uint8_t {
 inline constexpr std::size_t session_reject_count = 4;
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(session_reject r) noexcept;
 
-/// What a `notifications/cancelled` did (reference §9.8); always answered 202.
+/// What a `notifications/cancelled` did (docs/sessions.md#cancellation); always answered 202.
 enum class cancel_outcome : std::uint8_t {
   accepted,  ///< the request was still arming: the intent is recorded
   detached,  ///< the request was streaming: its response stream is closed now
@@ -36,7 +36,8 @@ enum class cancel_outcome : std::uint8_t {
 inline constexpr std::size_t cancel_outcome_count = 3;
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(cancel_outcome o) noexcept;
 
-/// Why the progress bridge refused a reservation (reference §9.2, §10).
+/// Why the progress bridge refused a reservation (docs/sessions.md#streamed-post-admission,
+/// #progress-records).
 enum class bridge_reject : std::uint8_t {
   disabled,
   unknown_session,
@@ -48,7 +49,8 @@ enum class bridge_reject : std::uint8_t {
 inline constexpr std::size_t bridge_reject_count = 6;
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(bridge_reject r) noexcept;
 
-/// Why a progress-carrying request fell back to a plain JSON answer (reference §10.3, closed set).
+/// Why a progress-carrying request fell back to a plain JSON answer
+/// (docs/sessions.md#projection-and-finals, closed set).
 enum class bridge_degrade : std::uint8_t {
   reserve_rejected,
   reserve_threw,
@@ -65,7 +67,7 @@ enum class bridge_degrade : std::uint8_t {
 inline constexpr std::size_t bridge_degrade_count = 11;
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(bridge_degrade d) noexcept;
 
-/// What a pressure expiry published for a parked record (reference §10.5).
+/// What a pressure expiry published for a parked record (docs/sessions.md#the-sweep).
 enum class expire_disposition : std::uint8_t {
   none,                    ///< a real final was already pinned
   fallback_final,          ///< the work finished but its result is gone: the fallback final
@@ -74,14 +76,16 @@ enum class expire_disposition : std::uint8_t {
 inline constexpr std::size_t expire_disposition_count = 3;
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(expire_disposition d) noexcept;
 
-/// Every metric of the session layer (reference §11), as handles resolved once. A
-/// default-constructed value is inert (counts nothing). Names are `mcp_` + the reference's name
-/// without its `yuzu_mcp_` prefix; every labelled series is pre-seeded by `bind_session_metrics`.
+/// Every metric of the session layer (docs/metrics.md#names-and-registration), as handles resolved
+/// once. A default-constructed value is inert (counts nothing). Names are `mcp_` + the reference's
+/// name without its `yuzu_mcp_` prefix; every labelled series is pre-seeded by
+/// `bind_session_metrics`.
 ///
-/// Handles are lock-free atomics, so they may be touched under any lock (reference §14.1 forbids
-/// only registry calls, which all happen in `bind_session_metrics`).
+/// Handles are lock-free atomics, so they may be touched under any lock
+/// (docs/sessions.md#lock-discipline forbids only registry calls, which all happen in
+/// `bind_session_metrics`).
 struct session_metrics {
-  // sessions (reference §6)
+  // sessions (docs/sessions.md#the-session-registry)
   gauge sessions_active;                                        ///< mcp_sessions_active
   counter sessions_opened;                                      ///< mcp_sessions_opened_total
   counter sessions_expired;                                     ///< mcp_sessions_expired_total (idle GC)
@@ -89,7 +93,7 @@ struct session_metrics {
   std::array<counter, cancel_outcome_count> cancels{};          ///< mcp_cancel_notifications_total{outcome}
   counter session_gc_failures;   ///< mcp_maintenance_tick_failures_total{tick="session_gc"}
   counter bridge_sweep_failures;  ///< mcp_maintenance_tick_failures_total{tick="bridge_sweep"}
-  // streams (reference §7-§8)
+  // streams (docs/sessions.md#get-attach-replay-resume, #pinned-finals)
   gauge streams_active;            ///< mcp_streams_active (live + draining GET sinks)
   gauge streams_handover_pending;  ///< mcp_streams_handover_pending (draining GET sinks)
   gauge post_streams_active;       ///< mcp_post_streams_active
@@ -105,9 +109,10 @@ struct session_metrics {
   counter attach_audit_failures;       ///< mcp_stream_attach_audit_failures_total
   /// mcp_audit_write_failures_total: rows of the session layer (`mcp.session.*`, `mcp.bridge.*`)
   /// the audit sink did not persist. The dispatch core counts its own rows in the same family, so
-  /// a registry shared with the server shows one series for every gap (reference §3.5).
+  /// a registry shared with the server shows one series for every gap
+  /// (docs/security.md#audit-and-the-one-cid-pattern).
   counter audit_failures;
-  // progress bridge (reference §10)
+  // progress bridge (docs/sessions.md#progress-records)
   gauge bridge_records_active;                                       ///< mcp_bridge_records_active
   std::array<counter, bridge_reject_count> bridge_rejects{};         ///< mcp_bridge_reject_total{reason}
   std::array<counter, bridge_degrade_count> bridge_degrades{};       ///< mcp_bridge_degrade_total{reason}

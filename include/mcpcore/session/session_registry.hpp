@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The session registry: CSPRNG ids bound to a principal, caps that refuse (never evict), a
-// sliding idle TTL, garbage collection and the shutdown flag (reference §6.5-§6.8, §12).
+// sliding idle TTL, garbage collection and the shutdown flag
+// (docs/sessions.md#the-session-registry, docs/http.md#delete-sessions-on,
+// docs/sessions.md#shutdown).
 #ifndef MCPCORE_SESSION_REGISTRY_HPP
 #define MCPCORE_SESSION_REGISTRY_HPP
 
@@ -19,7 +21,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Default registry bounds (reference §6.5; spec §6).
+/// Default registry bounds (docs/sessions.md#the-session-registry).
 inline constexpr std::size_t default_max_sessions = 1024;
 inline constexpr std::size_t default_max_sessions_per_principal = 8;
 inline constexpr std::chrono::milliseconds default_session_idle_ttl{30 * 60 * 1000};
@@ -73,7 +75,7 @@ class session {
   std::shared_ptr<void> attachment_;
 };
 
-/// Live MCP sessions (reference §6.5-§6.8).
+/// Live MCP sessions (docs/sessions.md#the-session-registry, docs/http.md#delete-sessions-on).
 ///
 /// - Ids are 16 bytes of the platform CSPRNG in lowercase hex; a collision is redrawn up to
 ///   `session_id_attempts` times, never overwritten.
@@ -84,7 +86,7 @@ class session {
 ///   background work cannot keep a session alive. Expired sessions are collected by
 ///   `collect_garbage` (a maintenance tick) and opportunistically by `mint` and
 ///   `validate_and_touch`; their streams are closed `session_terminated` after the registry lock
-///   is released (the registry lock is a leaf: reference §14.1).
+///   is released (the registry lock is a leaf: docs/sessions.md#lock-discipline).
 /// - Audit rows (target type `McpSession`, target id the first 8 characters of the id):
 ///   `mcp.session.open`; `mcp.session.close` with `reason=deleted|idle_expired|
 ///   replay_window_exceeded|shutdown`; `mcp.session.reject` with `reason=<session_reject>`.
@@ -111,9 +113,10 @@ class session_registry {
     set_audit(new detail::audit_model<A>(sink));
   }
 
-  /// Mints a session for `principal_id` (reference §6.5 order: collect expired sessions, then the
-  /// shutdown flag, the global cap, the per-principal cap). `correlation_id` goes into the row;
-  /// `attachment` becomes `session::attachment()` (dropped when the mint is refused).
+  /// Mints a session for `principal_id` (docs/sessions.md#the-session-registry order: collect
+  /// expired sessions, then the shutdown flag, the global cap, the per-principal cap).
+  /// `correlation_id` goes into the row; `attachment` becomes `session::attachment()` (dropped when
+  /// the mint is refused).
   [[nodiscard]] MCPCORE_DECL result<std::shared_ptr<session>, session_reject> mint(
       std::string_view principal_id, std::string_view correlation_id = {}, const std::shared_ptr<void>& attachment = {});
   /// The session `id` if it exists, is not expired and is bound to `principal_id`, after

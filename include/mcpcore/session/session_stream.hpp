@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One session's stream state: the replay ring, the pinned finals and the live and draining sinks
-// of its GET channel (reference §7.4, §7.5, §7.9, §8). Sans-I/O: nothing here touches a socket.
+// of its GET channel (docs/sessions.md#get-attach-replay-resume, #takeover, #the-replay-ring,
+// #pinned-finals). Sans-I/O: nothing here touches a socket.
 #ifndef MCPCORE_SESSION_STREAM_HPP
 #define MCPCORE_SESSION_STREAM_HPP
 
@@ -21,16 +22,17 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Pinned finals one session can hold (reference §8); equal to the streamed-POST cap per
-/// principal, `default_post_streams_per_principal`.
+/// Pinned finals one session can hold (docs/sessions.md#pinned-finals); equal to the streamed-POST
+/// cap per principal, `default_post_streams_per_principal`.
 inline constexpr std::size_t max_pinned_finals = 4;
-/// Streamed POSTs one principal may hold open at once (reference §7.10: fixed, equal to the pin slots).
+/// Streamed POSTs one principal may hold open at once (docs/sessions.md#the-stream-budget: fixed,
+/// equal to the pin slots).
 inline constexpr std::size_t default_post_streams_per_principal = 4;
 static_assert(max_pinned_finals == default_post_streams_per_principal,
-              "admission counts pins: one streamed POST per pin slot (reference §8)");
-/// GET streams one principal may hold open at once (reference §7.4 step 5).
+              "admission counts pins: one streamed POST per pin slot (docs/sessions.md#pinned-finals)");
+/// GET streams one principal may hold open at once (docs/sessions.md#get-attach-replay-resume).
 inline constexpr std::size_t default_get_streams_per_principal = 4;
-/// Default replay-ring bounds (reference §6.5, §7.9).
+/// Default replay-ring bounds (docs/sessions.md#the-session-registry, #the-replay-ring).
 inline constexpr std::size_t default_ring_frames = 500;
 inline constexpr std::size_t default_ring_bytes = std::size_t{64} * 1024;
 /// The smallest byte cap a ring accepts; smaller values are raised to it.
@@ -38,11 +40,13 @@ inline constexpr std::size_t min_ring_bytes = 256;
 /// Default bound on the POST streams (channels) one session keeps open for resumption at once;
 /// equal to the progress bridge's record cap, since each open channel belongs to one record.
 inline constexpr std::size_t default_open_channels = 256;
-/// Default bound on a live sink's queue (reference §7.4 step 6: drop-oldest beyond it).
+/// Default bound on a live sink's queue (docs/sessions.md#get-attach-replay-resume: drop-oldest
+/// beyond it).
 inline constexpr std::size_t default_sink_queue_frames = 500;
 /// The SSE event type of every ring frame and of the close notification.
 inline constexpr std::string_view stream_event_type = "message";
-/// Default JSON-RPC method of the notice that replaces an oversized frame (reference §7.9).
+/// Default JSON-RPC method of the notice that replaces an oversized frame
+/// (docs/sessions.md#the-replay-ring).
 inline constexpr std::string_view default_frame_too_large_method = "notifications/mcpcore/frame_too_large";
 
 /// Bounds of one session's stream state.
@@ -161,7 +165,7 @@ class stream_sink {
   stream_lease lease_;
 };
 
-/// What `session_stream::attach_and_replay` decided (reference §7.4).
+/// What `session_stream::attach_and_replay` decided (docs/sessions.md#get-attach-replay-resume).
 enum class attach_status : std::uint8_t {
   attached,                  ///< a new live sink, with the replay queued
   poisoned,                  ///< 410 -32013: a final was lost; fetch by execution id, do not re-POST
@@ -207,7 +211,8 @@ struct session_stream_stats {
   std::size_t channel_sinks = 0;    ///< resumed POST streams attached
 };
 
-/// One session's replay ring, pinned finals and GET sinks (reference §7.9, §8, §7.4-§7.5).
+/// One session's replay ring, pinned finals and GET sinks (docs/sessions.md#the-replay-ring,
+/// #pinned-finals, #get-attach-replay-resume, #takeover).
 ///
 /// Ids are per session, from 1, strictly increasing, assigned with the ring append and the live
 /// enqueue under one lock, so concurrent publishers can never put id 6 on a wire before id 5.
@@ -257,18 +262,19 @@ class session_stream {
   /// Releases the pin on `id` (routes (a) and (e)); returns whether this call cleared a slot.
   MCPCORE_DECL bool unpin(std::uint64_t id) noexcept;
   /// The frames `ids` were written on a wire (a GET pump after a successful write): every pinned
-  /// final among them is released (reference §8 route (a), on either wire). Returns how many.
+  /// final among them is released (docs/sessions.md#pinned-finals, on either wire). Returns how
+  /// many.
   MCPCORE_DECL std::size_t written(std::span<const std::uint64_t> ids) noexcept;
   /// Whether `id` is pinned.
   [[nodiscard]] MCPCORE_DECL bool pinned(std::uint64_t id) const noexcept;
 
   /// Attaches a new GET sink after `cursor` (0 = everything held on the GET stream) as one
-  /// critical section (reference §7.4 steps 0-8): poisoned → `poisoned`; the cursor's channel
-  /// (the channel of the frame it names) and the window checked before any mutation → `gap` (a
-  /// frame of the GET stream after the cursor was evicted; for a POST stream, any frame after it,
-  /// or a cursor whose channel is no longer known); a live and a draining sink →
-  /// `handover_pending`; a budget lease on `stream_surface_get` for `principal` (caps enforced on a
-  /// first attach, `takeover` mode when a sink of the same channel exists) → the cap statuses;
+  /// critical section (docs/sessions.md#get-attach-replay-resume): poisoned → `poisoned`; the
+  /// cursor's channel (the channel of the frame it names) and the window checked before any
+  /// mutation → `gap` (a frame of the GET stream after the cursor was evicted; for a POST stream,
+  /// any frame after it, or a cursor whose channel is no longer known); a live and a draining sink
+  /// → `handover_pending`; a budget lease on `stream_surface_get` for `principal` (caps enforced on
+  /// a first attach, `takeover` mode when a sink of the same channel exists) → the cap statuses;
   /// the channel's finals still pinned at or below the cursor, then its frames with id > cursor,
   /// queued (a cursor does not release pins: only a write on a wire does, see `written`). On the
   /// GET stream the live sink becomes draining; a resumed POST stream's previous sink is
@@ -278,7 +284,8 @@ class session_stream {
   [[nodiscard]] MCPCORE_DECL attach_result attach_and_replay(std::uint64_t cursor, stream_budget& budget,
                                                              std::string_view principal);
   /// Forgets `sink` if it is the live or the draining sink of this stream and returns its lease
-  /// (reference §7.5); idempotent; an unknown sink is a no-op. Returns whether it was known.
+  /// (docs/sessions.md#takeover); idempotent; an unknown sink is a no-op. Returns whether it was
+  /// known.
   MCPCORE_DECL bool detach(const stream_sink& sink) noexcept;
   /// Whether `generation` is still the current one (a pump that is not current was superseded).
   [[nodiscard]] MCPCORE_DECL bool current(std::uint64_t generation) const noexcept;
@@ -286,7 +293,7 @@ class session_stream {
   /// ring stays.
   MCPCORE_DECL void close_sinks(close_reason reason) noexcept;
   /// Marks the stream poisoned (sticky: every later attach answers `poisoned`) and closes every
-  /// sink `internal_error` (reference §8, last bullet).
+  /// sink `internal_error` (docs/sessions.md#pinned-finals, last bullet).
   MCPCORE_DECL void poison() noexcept;
   [[nodiscard]] MCPCORE_DECL bool poisoned() const noexcept;
 

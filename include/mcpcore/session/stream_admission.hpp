@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a transport answers around held-open responses, sans-I/O: the GET attach with its gap rule
-// and refusals (reference §7.1, §7.4), the streamed-POST opt-in and admission with every refusal of
-// reference §9.2, and the post-dispatch 500s (§9.6). The pumps are in stream_pump.hpp.
+// and refusals (docs/http.md#get-sessions-on, docs/sessions.md#get-attach-replay-resume), the
+// streamed-POST opt-in and admission with every refusal of
+// docs/sessions.md#streamed-post-admission, and the post-dispatch 500s
+// (docs/sessions.md#streamed-post-admission). The pumps are in stream_pump.hpp.
 #ifndef MCPCORE_STREAM_ADMISSION_HPP
 #define MCPCORE_STREAM_ADMISSION_HPP
 
@@ -39,15 +41,16 @@ struct stream_refusal {
   std::string_view remediation{};
 };
 
-/// The refusal of a GET that never reaches the attach (reference §7.1 steps 6-8):
+/// The refusal of a GET that never reaches the attach (docs/http.md#get-sessions-on):
 /// `missing_session_header` 400 -32600, `unknown_session` 404 -32007, `not_acceptable` 406 -32011.
 /// @pre `r` is one of those three.
 [[nodiscard]] MCPCORE_DECL stream_refusal get_refusal(stream_reject r) noexcept;
-/// The refusal of an attach status other than `attached` (reference §7.4): `poisoned` 410 -32013
-/// (`terminal_poisoned`, no retry: fetch by execution id, do not re-POST), `gap` 404 -32007
-/// "Replay window exceeded" (`replay_window_exceeded`, re-initialize), `handover_pending`,
-/// `global_stream_cap`, `per_principal_stream_cap` 429 -32012 with retry 5000 ms and a
-/// remediation naming the knob that can fix it.
+/// The refusal of an attach status other than `attached`
+/// (docs/sessions.md#get-attach-replay-resume): `poisoned` 410 -32013 (`terminal_poisoned`, no
+/// retry: fetch by execution id, do not re-POST), `gap` 404 -32007 "Replay window exceeded"
+/// (`replay_window_exceeded`, re-initialize), `handover_pending`, `global_stream_cap`,
+/// `per_principal_stream_cap` 429 -32012 with retry 5000 ms and a remediation naming the knob that
+/// can fix it.
 /// @pre `s != attach_status::attached`.
 [[nodiscard]] MCPCORE_DECL stream_refusal get_refusal(attach_status s) noexcept;
 
@@ -63,22 +66,22 @@ struct get_attach {
   /// When attached: the sink (with its lease and its replay) and the generation fence.
   attach_result attached;
 };
-/// The GET attach of reference §7.1 steps 9-10 and §7.4 for a session the caller already
-/// validated: parses `last_event_id` strictly (anything malformed reads as 0), attaches, and on a
-/// gap terminates the session (`registry.terminate(..., "replay_window_exceeded", cid)`: the
-/// client's next POST 404s too) before answering 404. Every refusal is counted in
-/// `metrics.stream_rejects`.
+/// The GET attach of docs/http.md#get-sessions-on, docs/sessions.md#get-attach-replay-resume for a
+/// session the caller already validated: parses `last_event_id` strictly (anything malformed reads
+/// as 0), attaches, and on a gap terminates the session (`registry.terminate(...,
+/// "replay_window_exceeded", cid)`: the client's next POST 404s too) before answering 404. Every
+/// refusal is counted in `metrics.stream_rejects`.
 [[nodiscard]] MCPCORE_DECL get_attach attach_get(session_registry& registry, const std::shared_ptr<session>& s,
                                                  std::string_view last_event_id, stream_budget& budget,
                                                  std::string_view correlation_id, const session_metrics& metrics);
 
-/// How a `tools/call` POST is answered (reference §9.1).
+/// How a `tools/call` POST is answered (docs/sessions.md#streamed-post-admission).
 enum class post_mode : std::uint8_t {
   plain,     ///< plain JSON; no progress record
   get_only,  ///< plain JSON on the POST; progress live on the session's GET stream
   streamed,  ///< SSE on the POST: progress, then the final, then the end
 };
-/// What decides the mode (reference §9.1).
+/// What decides the mode (docs/sessions.md#streamed-post-admission).
 struct post_mode_inputs {
   /// Sessions are on and a progress bridge is wired.
   bool bridge_available = false;
@@ -108,11 +111,11 @@ struct post_admission {
   stream_lease lease;
   /// Set when refused: answer it and dispatch nothing.
   std::optional<stream_refusal> refusal;
-  /// Set when the request degraded to a plain answer (reference §9.2: disabled, shutdown,
-  /// a GET-only duplicate, a throw).
+  /// Set when the request degraded to a plain answer (docs/sessions.md#streamed-post-admission:
+  /// disabled, shutdown, a GET-only duplicate, a throw).
   std::optional<bridge_degrade> degraded;
 };
-/// Admission before dispatch (reference §9.2), in order:
+/// Admission before dispatch (docs/sessions.md#streamed-post-admission), in order:
 /// 1. `streamed`: a budget lease on `stream_surface_post` (per-principal cap
 ///    `default_post_streams_per_principal`); refused → 429 -32012 "Concurrent stream cap reached",
 ///    `post_per_principal_cap` / `post_global_cap`, retry 30000 ms.
@@ -128,7 +131,7 @@ struct post_admission {
                                                      const std::shared_ptr<session>& s, const request_id& id,
                                                      const request_id& progress_token, const session_metrics& metrics);
 
-/// The two post-dispatch failures, the only 500s (reference §9.6).
+/// The two post-dispatch failures, the only 500s (docs/sessions.md#streamed-post-admission).
 enum class post_dispatch_failure : std::uint8_t {
   stream_install_failed,  ///< "streamed response could not be established"
   dispatch_threw,         ///< "dispatched, but the response could not be completed"

@@ -18,10 +18,10 @@ MCPCORE_BEGIN_NAMESPACE
 inline constexpr std::string_view stream_surface_get = "mcp_get";
 inline constexpr std::string_view stream_surface_post = "mcp_post";
 
-/// Held-open responses across every surface by default (reference §7.10; spec §6).
+/// Held-open responses across every surface by default (docs/sessions.md#the-stream-budget).
 inline constexpr std::size_t default_stream_global_cap = 128;
 
-/// Caps of a `stream_budget` (spec §6, reference §7.10).
+/// Caps of a `stream_budget` (docs/sessions.md#the-stream-budget).
 struct stream_budget_options {
   /// Held-open responses across every surface (`default_stream_global_cap`). Only
   /// `stream_budget_mode::enforce_caps` acquisitions are refused at it; 0 refuses every one of them.
@@ -69,8 +69,9 @@ class stream_lease {
   std::string key_;
 };
 
-/// Counts held-open responses (reference §7.10): reject, never evict; per-(surface, principal)
-/// entries are erased when they reach zero, so memory is bounded by the streams held.
+/// Counts held-open responses (docs/sessions.md#the-stream-budget): reject, never evict;
+/// per-(surface, principal) entries are erased when they reach zero, so memory is bounded by the
+/// streams held.
 ///
 /// Thread-safe. Not copyable or movable (leases point at it).
 class stream_budget {

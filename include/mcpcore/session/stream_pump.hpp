@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The sans-I/O pumps of held-open responses: the GET stream's (reference §7.6) and the streamed
-// POST's (§9.4-§9.5), with credential re-validation with grace (§7.7), the close notification
-// (§7.8), the events-dropped and heartbeat synthetics (§7.3).
+// The sans-I/O pumps of held-open responses: the GET stream's (docs/sessions.md#the-get-pump) and
+// the streamed POST's (docs/sessions.md#streamed-post, #close-reasons), with credential
+// re-validation with grace (docs/sessions.md#credential-re-validation), the close notification
+// (docs/sessions.md#close-reasons), the events-dropped and heartbeat synthetics
+// (docs/sessions.md#sse-frames).
 #ifndef MCPCORE_STREAM_PUMP_HPP
 #define MCPCORE_STREAM_PUMP_HPP
 
@@ -23,10 +25,11 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Default JSON-RPC method of the close notification (spec §6; Yuzu's is
+/// Default JSON-RPC method of the close notification (docs/sessions.md; Yuzu's is
 /// `notifications/yuzu.stream_closed`).
 inline constexpr std::string_view default_close_notification_method = "notifications/mcpcore/stream_closed";
-/// Default pump tick: heartbeat interval and revocation latency bound (reference §7.6).
+/// Default pump tick: heartbeat interval and revocation latency bound
+/// (docs/sessions.md#the-get-pump).
 inline constexpr std::chrono::milliseconds default_pump_tick{3000};
 /// Default grace after the last authoritative confirmation when the auth backend is unreachable.
 inline constexpr std::chrono::milliseconds default_revalidation_grace{60000};
@@ -37,7 +40,7 @@ inline constexpr std::chrono::milliseconds default_revalidation_jitter_max{30000
 inline constexpr std::chrono::milliseconds default_revalidation_max_staleness{15000};
 static_assert(4 * default_revalidation_max_staleness <= default_revalidation_grace);
 
-/// Grace parameters (reference §7.7).
+/// Grace parameters (docs/sessions.md#credential-re-validation).
 struct revalidation_options {
   std::chrono::milliseconds grace = default_revalidation_grace;
   /// Upper bound of the jitter drawn once per stream, uniformly in [0, jitter_max]; tests use 0.
@@ -45,7 +48,7 @@ struct revalidation_options {
   std::chrono::milliseconds max_staleness = default_revalidation_max_staleness;
 };
 
-/// The grace machine of one stream (reference §7.7).
+/// The grace machine of one stream (docs/sessions.md#credential-re-validation).
 ///
 /// The deadline is measured from the last authoritative confirmation (backdated, so cache
 /// residency and grace never add up): `last_ok + grace + jitter`.
@@ -74,7 +77,8 @@ class revalidation_grace {
   std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
-/// The remediation text the close notification carries for `reason` (reference §7.8 table).
+/// The remediation text the close notification carries for `reason` (docs/sessions.md#close-reasons
+/// table).
 [[nodiscard]] MCPCORE_DECL std::string_view close_remediation(close_reason reason) noexcept;
 
 /// Appends the close notification as one SSE event (`event: message`, no id, never in the ring):
@@ -84,7 +88,7 @@ class revalidation_grace {
 MCPCORE_DECL void write_close_notification(std::string& out, std::string_view method, close_reason reason,
                                            std::string_view correlation_id, std::string_view execution_id = {});
 /// Appends the `events-dropped` synthetic (no id): data `{"dropped_count":N,"reason":"slow_consumer",
-/// "remediation":...}` (reference §7.3).
+/// "remediation":...}` (docs/sessions.md#sse-frames).
 MCPCORE_DECL void write_events_dropped(std::string& out, std::uint64_t dropped);
 /// Appends a heartbeat (`event: heartbeat`, empty data, no id).
 MCPCORE_DECL void write_heartbeat(std::string& out);
@@ -98,8 +102,8 @@ struct get_pump_options {
   std::string close_method{default_close_notification_method};
 };
 
-/// One held-open GET stream's pump, sans-I/O (reference §7.6). The transport owns the timing and
-/// the socket:
+/// One held-open GET stream's pump, sans-I/O (docs/sessions.md#the-get-pump). The transport owns
+/// the timing and the socket:
 ///
 ///     while (!pump.finished()) {
 ///       wait on the sink (wait_for / waker) for at most pump.wait_time(now);
@@ -181,13 +185,15 @@ class get_pump {
 /// Options of a streamed-POST pump.
 struct post_pump_options {
   std::chrono::milliseconds tick = default_pump_tick;
-  /// How long the response is held open (reference §9.4: 120 s); the work continues after it.
+  /// How long the response is held open (docs/sessions.md#streamed-post: 120 s); the work continues
+  /// after it.
   std::chrono::milliseconds response_cap = default_post_response_cap;
   revalidation_options revalidation{};
   std::string close_method{default_close_notification_method};
 };
 
-/// One streamed POST response's pump, sans-I/O (reference §9.4-§9.5), driven like `get_pump`:
+/// One streamed POST response's pump, sans-I/O (docs/sessions.md#streamed-post, #close-reasons),
+/// driven like `get_pump`:
 ///
 ///     while (!pump.finished()) {
 ///       wait on call.wake_sink() for at most pump.wait_time(now);

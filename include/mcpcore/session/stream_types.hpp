@@ -12,9 +12,9 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Why a held-open response ended (reference §7.8): the wire `reason` of the close notification,
-/// the audit `reason=` and the `mcp_stream_closes_total{reason}` label. The first reason recorded on
-/// a stream wins.
+/// Why a held-open response ended (docs/sessions.md#close-reasons): the wire `reason` of the close
+/// notification, the audit `reason=` and the `mcp_stream_closes_total{reason}` label. The first
+/// reason recorded on a stream wins.
 enum class close_reason : std::uint8_t {
   none = 0,            ///< not closed (a releaser reports it as `client_disconnect`)
   client_disconnect,   ///< write failure, peer gone, or closed with no recorded reason
@@ -30,12 +30,14 @@ enum class close_reason : std::uint8_t {
 inline constexpr std::size_t close_reason_count = 10;
 /// The wire name ("client_disconnect", ...); "none" for `none`.
 [[nodiscard]] MCPCORE_DECL std::string_view to_string(close_reason r) noexcept;
-/// Whether a stream ending for `r` gets the close notification frame (reference §7.8 table):
-/// false for `none`, `client_disconnect` (the peer is gone), `superseded` and `completed`.
+/// Whether a stream ending for `r` gets the close notification frame
+/// (docs/sessions.md#close-reasons table): false for `none`, `client_disconnect` (the peer is
+/// gone), `superseded` and `completed`.
 [[nodiscard]] MCPCORE_DECL bool writes_close_frame(close_reason r) noexcept;
 
-/// Why a GET or a streamed-POST admission was refused (reference §7.1, §7.4, §9.2): the
-/// `reason=` of the audit row and the `mcp_stream_rejects_total{reason}` label.
+/// Why a GET or a streamed-POST admission was refused (docs/http.md#get-sessions-on,
+/// docs/sessions.md#get-attach-replay-resume, #streamed-post-admission): the `reason=` of the audit
+/// row and the `mcp_stream_rejects_total{reason}` label.
 enum class stream_reject : std::uint8_t {
   missing_session_header,
   unknown_session,

@@ -30,7 +30,7 @@ struct sqlite_approval_store_options {
   bool create = true;
 };
 
-/// An `approval_store` in an SQLite database file (the durable embedded default, spec §2).
+/// An `approval_store` in an SQLite database file (the durable embedded default, docs/plugins.md).
 ///
 /// @par Schema
 /// The library creates and migrates its schema, versioned with `PRAGMA user_version`. Version 1

@@ -109,7 +109,8 @@ struct sqlite_audit_query {
   std::optional<std::chrono::system_clock::time_point> since{};
 };
 
-/// An `audit_sink` that keeps its rows in an SQLite database file (spec §2; reference §3.5).
+/// An `audit_sink` that keeps its rows in an SQLite database file (docs/plugins.md,
+/// docs/security.md#audit-and-the-one-cid-pattern).
 ///
 /// @par Schema
 /// The library creates and migrates its schema. It does not use `PRAGMA user_version` (the

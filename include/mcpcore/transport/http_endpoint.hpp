@@ -30,32 +30,38 @@ MCPCORE_BEGIN_NAMESPACE
 class server;
 class metrics_registry;
 
-/// Largest request body accepted on the MCP path, in bytes (reference §1.1: 4 MiB → 413).
+/// Largest request body accepted on the MCP path, in bytes
+/// (docs/http.md#processing-order-on-the-mcp-path: 4 MiB → 413).
 inline constexpr std::size_t default_max_request_body = std::size_t{4} << 20U;
 /// The `retry:` field of the priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699).
 inline constexpr std::chrono::milliseconds default_sse_retry{1000};
 
 /// What the endpoint serves and how.
 struct http_endpoint_options {
-  /// The MCP path (reference §1.1). Compared byte for byte with the target's path.
+  /// The MCP path (docs/http.md#processing-order-on-the-mcp-path). Compared byte for byte with the
+  /// target's path.
   std::string path = "/mcp/v1/";
   /// Further paths that serve MCP exactly like `path` (the conformance suite and most clients
   /// use `/mcp`).
   std::vector<std::string> aliases = {"/mcp"};
   /// Largest body on the MCP paths (413 beyond, checked before parsing).
   std::size_t max_body_bytes = default_max_request_body;
-  /// Sessions and streaming (reference §6.1). Off: no `Mcp-Session-Id`, no Origin, protocol or
-  /// session checks on POST, GET and DELETE answer 405, notifications still 202.
+  /// Sessions and streaming (docs/http.md#processing-order-on-the-mcp-path). Off: no
+  /// `Mcp-Session-Id`, no Origin, protocol or session checks on POST, GET and DELETE answer 405,
+  /// notifications still 202.
   bool sessions = true;
   /// With sessions on, what a POST other than `initialize` without `Mcp-Session-Id` gets. False
-  /// (the default; reference §6.1: sessions are optional): it is served statelessly, with no
-  /// `peer` (no cancellation, no in-call messages, no requests to the client). True: 400 -32600
-  /// `missing_session_header` (MCP 2025-11-25 basic/transports: "SHOULD respond 400").
+  /// (the default; docs/http.md#processing-order-on-the-mcp-path: sessions are optional): it is
+  /// served statelessly, with no `peer` (no cancellation, no in-call messages, no requests to the
+  /// client). True: 400 -32600 `missing_session_header` (MCP 2025-11-25 basic/transports: "SHOULD
+  /// respond 400").
   bool require_session = false;
-  /// Whether a `tools/call` may answer as SSE on the POST (reference §9.1; default on).
+  /// Whether a `tools/call` may answer as SSE on the POST
+  /// (docs/sessions.md#streamed-post-admission; default on).
   bool streamed_post = true;
-  /// Exact `Origin` values allowed (reference §6.4): an absent Origin passes, a present one must
-  /// match one of these byte for byte (or be this server's own loopback origin, below); otherwise
+  /// Exact `Origin` values allowed (docs/security.md#dns-rebinding-host-and-origin): an absent
+  /// Origin passes, a present one must match one of these byte for byte (or be this server's own
+  /// loopback origin, below); otherwise
   /// 403 -32008.
   std::vector<std::string> allowed_origins{};
   /// Also allow the server's own origin on loopback: when the request arrived on a loopback
@@ -65,9 +71,10 @@ struct http_endpoint_options {
   /// `Host` names the attacker's domain, and a page of another local port has another origin.
   /// Saves a host that binds an ephemeral port from listing origins it learns only after binding.
   bool allow_loopback_same_origin = true;
-  /// Exact `Host` values allowed besides the loopback names (DNS-rebinding protection, spec §6).
-  /// When the request arrived on a loopback address (`http_request_view::local`), its `Host`
-  /// must name loopback (`localhost`, `127.0.0.1`, `[::1]`, any port) or be listed here, else 403.
+  /// Exact `Host` values allowed besides the loopback names (DNS-rebinding protection,
+  /// docs/security.md#dns-rebinding-host-and-origin). When the request arrived on a loopback
+  /// address (`http_request_view::local`), its `Host` must name loopback (`localhost`, `127.0.0.1`,
+  /// `[::1]`, any port) or be listed here, else 403.
   std::vector<std::string> allowed_hosts{};
   /// Validate `Host` on requests that arrived on a loopback address (default on).
   bool validate_loopback_host = true;
@@ -181,27 +188,29 @@ class http_executor_binding {
   std::shared_ptr<detail::http_executor_slot> slot_;
 };
 
-/// MCP Streamable HTTP (MCP 2025-11-25 basic/transports; reference §1, §6-§9, §12; spec §6)
-/// over a `server`, sans-I/O.
+/// MCP Streamable HTTP (MCP 2025-11-25 basic/transports;
+/// docs/http.md#processing-order-on-the-mcp-path, docs/sessions.md#the-session-registry,
+/// #get-attach-replay-resume, #pinned-finals, #streamed-post, #shutdown) over a `server`, sans-I/O.
 ///
 /// Routes: POST / GET / DELETE on `path` and each alias (others: 405 with `Allow`); the approval
 /// routes when `set_approvals` was called; the operational routes. Anything else: 404.
 ///
-/// @par Processing order (reference §1.4, §6.7, §7.1)
-/// kill switch (-32005, no `data`) → Host (403) → Origin (403 -32008) → `MCP-Protocol-Version`
-/// (400 -32009) → authentication (401 + `WWW-Authenticate: Bearer`) → body limits and content
-/// type (413, 415) → parse (-32700 / -32600) → session (404 -32007; 400 -32600 without one where
-/// one is required) → notification or client response (202, empty) → dispatch.
+/// @par Processing order (docs/http.md#processing-order-on-the-mcp-path, #delete-sessions-on,
+/// #get-sessions-on) kill switch (-32005, no `data`) → Host (403) → Origin (403 -32008) →
+/// `MCP-Protocol-Version` (400 -32009) → authentication (401 + `WWW-Authenticate: Bearer`) → body
+/// limits and content type (413, 415) → parse (-32700 / -32600) → session (404 -32007; 400 -32600
+/// without one where one is required) → notification or client response (202, empty) → dispatch.
 ///
 /// @par Answers
 /// A request answers `application/json`, or `text/event-stream` when the client accepts it and
 /// the call produces a message before its result (progress for a progress token, a log message,
 /// a request to the client): then a priming event (`id` + empty data + `retry:`), the messages,
 /// the result last, and the end of the body. Calls carrying a progress token are admitted before
-/// dispatch (reference §9.2); a call that upgrades later and is refused sends its messages to the
-/// session's GET stream instead. `notifications/cancelled` ends the cancelled request's stream
-/// promptly, without a result. GET opens the session's stream (resume with `Last-Event-ID`;
-/// a gap terminates the session, 404 -32007). DELETE ends the session (200) or 404.
+/// dispatch (docs/sessions.md#streamed-post-admission); a call that upgrades later and is refused
+/// sends its messages to the session's GET stream instead. `notifications/cancelled` ends the
+/// cancelled request's stream promptly, without a result. GET opens the session's stream (resume
+/// with `Last-Event-ID`; a gap terminates the session, 404 -32007). DELETE ends the session (200)
+/// or 404.
 ///
 /// @par Executor
 /// An endpoint dispatches on at most one executor, owned by whoever bound it (`bind_executor`):
@@ -261,8 +270,8 @@ class http_endpoint {
   /// The maintenance tick (call every `session.stream.tick`-ish interval, default 3 s): idle
   /// session collection and the bridge's sweep; no-throw, failures are counted.
   MCPCORE_DECL void tick() noexcept;
-  /// Graceful shutdown (reference §12): `initialize` answers -32015 / 503 from now on, every live
-  /// stream closes `session_terminated`, the bridge stops admitting. Idempotent.
+  /// Graceful shutdown (docs/sessions.md#shutdown): `initialize` answers -32015 / 503 from now on,
+  /// every live stream closes `session_terminated`, the bridge stops admitting. Idempotent.
   MCPCORE_DECL void begin_shutdown() noexcept;
 
   /// The endpoint's sessions (for diagnostics and tests). Sessions the endpoint mints carry its

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The stdio transport: newline-delimited JSON-RPC on a pair of file descriptors (spec §7).
+// The stdio transport: newline-delimited JSON-RPC on a pair of file descriptors
+// (docs/design.md#the-stdio-transport).
 #ifndef MCPCORE_STDIO_HPP
 #define MCPCORE_STDIO_HPP
 
@@ -14,7 +15,8 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Default cap on one message (one line), in bytes; the HTTP body cap of reference §1.1.
+/// Default cap on one message (one line), in bytes; the HTTP body cap of
+/// docs/http.md#processing-order-on-the-mcp-path.
 inline constexpr std::size_t default_stdio_max_message_bytes = std::size_t{4} << 20;
 /// Default number of threads running calls (so that a slow tool never blocks cancellation,
 /// client responses or other calls).

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The bearer-token authenticator: principals from a token file of SHA-256 digests (spec §2 `authenticator`).
+// The bearer-token authenticator: principals from a token file of SHA-256 digests (docs/plugins.md
+// `authenticator`).
 #ifndef MCPCORE_TRANSPORT_TOKEN_AUTHENTICATOR_HPP
 #define MCPCORE_TRANSPORT_TOKEN_AUTHENTICATOR_HPP
 
@@ -60,7 +61,8 @@ struct token_file_warning {
 /// "line N: message" (or the message alone when `line` is 0).
 [[nodiscard]] std::string to_string(const token_file_warning& w);
 
-/// Bearer tokens from a token file (spec §2 `authenticator`, shipped model; docs/authentication.md).
+/// Bearer tokens from a token file (docs/plugins.md `authenticator`, shipped model;
+/// docs/authentication.md).
 ///
 /// The file holds one entry per line; blank lines and lines whose first non-blank character is
 /// `#` are ignored; fields are separated by spaces or tabs:

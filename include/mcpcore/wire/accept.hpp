@@ -9,7 +9,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Whether an `Accept` header value explicitly lists `media_type` (reference §7.1 step 8).
+/// Whether an `Accept` header value explicitly lists `media_type` (docs/http.md#get-sessions-on).
 ///
 /// The value is split at commas outside quoted strings (RFC 9110 §5.6.4, with `\` escapes);
 /// each element's parameters after `;` are dropped, q-values included; surrounding whitespace

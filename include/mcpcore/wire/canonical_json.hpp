@@ -24,7 +24,8 @@ MCPCORE_BEGIN_NAMESPACE
 /// keys keep their source order.
 ///
 /// Numbers are not normalized: `1`, `1.0` and `1e0` stay distinct, as the approval machine
-/// requires (reference §5.2: the arguments the human approved are the arguments that run).
+/// requires (docs/design.md#canonical-json: the arguments the human approved are the arguments that
+/// run).
 ///
 /// @par Thread safety
 /// Reads `v` only; concurrent calls on one document are safe.

@@ -13,7 +13,7 @@
 MCPCORE_BEGIN_NAMESPACE
 
 /// A correlation id, held inline (no allocation): `req-<hex ms>-<hex seq>`, lowercase hex without
-/// leading zeros, e.g. `req-18f3c2a1b07-2a` (reference §1.6).
+/// leading zeros, e.g. `req-18f3c2a1b07-2a` (docs/errors.md#the-errordata-envelope).
 ///
 /// It is a handle a client can quote when reporting a failure, and the token the one-cid pattern
 /// stamps into both the error body and the audit row. It is unique within a process and

@@ -16,7 +16,7 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Every error code mcpcore puts on the wire (reference §1.5, spec §3).
+/// Every error code mcpcore puts on the wire (docs/errors.md#error-codes).
 ///
 /// The enumerator values are the JSON-RPC `error.code` numbers. The HTTP status each travels
 /// with is `default_http_status`; the table is mirrored in `docs/errors.md`.
@@ -30,7 +30,7 @@ enum class errc : std::int32_t {
   internal_error = -32603,    ///< store unavailable, handler exception, post-dispatch failure
   // MCP
   resource_not_found = -32002,  ///< `resources/read` of an unknown URI (MCP 2025-11-25)
-  // Yuzu's server range (reference §1.5)
+  // Yuzu's server range (docs/errors.md#error-codes)
   permission_denied = -32003,        ///< RBAC denial; approval ticket refused
   tier_denied = -32004,              ///< tier policy, read-only mode, degraded approval path
   mcp_disabled = -32005,             ///< kill switch; the one error without `error.data`
@@ -43,7 +43,7 @@ enum class errc : std::int32_t {
   stream_cap = -32012,               ///< stream budget, handover pending, streamed-POST admission
   stream_poisoned = -32013,          ///< the session's terminal delivery failed twice
   terminal_unavailable = -32014,     ///< a parked result expired before a terminal existed
-  shutting_down = -32015,            ///< `initialize` while the server drains (spec §3)
+  shutting_down = -32015,            ///< `initialize` while the server drains (docs/errors.md#error-codes)
 };
 
 /// The category of `errc`; its name is "mcpcore.jsonrpc" and `message()` is the default text.
@@ -57,13 +57,14 @@ enum class errc : std::int32_t {
 /// The default `error.message` of a code (the category's `message()` without an allocation).
 [[nodiscard]] MCPCORE_DECL std::string_view default_message(errc e) noexcept;
 
-/// The HTTP status an error travels with when nothing more specific applies (reference §1.5).
+/// The HTTP status an error travels with when nothing more specific applies
+/// (docs/errors.md#error-codes).
 ///
 /// JSON-RPC-level errors ride on 200. Codes with several statuses return their most common one:
 /// `invalid_request` is 200 here, while the transport answers 400 for a missing session header
 /// and 409 for a duplicate in-flight id; `internal_error` is 200 here and 500 only after a
-/// streamed POST was dispatched (reference §9.6); `terminal_unavailable` never has a status of
-/// its own (it travels as an SSE frame) and returns 200.
+/// streamed POST was dispatched (docs/sessions.md#streamed-post-admission); `terminal_unavailable`
+/// never has a status of its own (it travels as an SSE frame) and returns 200.
 [[nodiscard]] constexpr int default_http_status(errc e) noexcept {
   switch (e) {
     case errc::unknown_session: return 404;
@@ -78,11 +79,12 @@ enum class errc : std::int32_t {
   }
 }
 
-/// Whether errors of this code carry `error.data`: all but `mcp_disabled` (spec §3; reference
-/// §1.4 keeps the kill switch's answer deliberately bare).
+/// Whether errors of this code carry `error.data`: all but `mcp_disabled`
+/// (docs/errors.md#the-errordata-envelope, docs/http.md#processing-order-on-the-mcp-path keeps the
+/// kill switch's answer deliberately bare).
 [[nodiscard]] constexpr bool carries_error_data(errc e) noexcept { return e != errc::mcp_disabled; }
 
-/// The members of the `error.data` envelope (reference §1.6, spec §3).
+/// The members of the `error.data` envelope (docs/errors.md#the-errordata-envelope).
 ///
 /// `correlation_id`, `retry_after_ms` and `remediation` are always written; an empty optional
 /// writes JSON `null` (`retry_after_ms: null` means "do not retry as is", `remediation: null`

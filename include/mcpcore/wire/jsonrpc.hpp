@@ -161,7 +161,7 @@ struct message_error {
   std::optional<request_id_view> id;
 };
 
-/// Interprets a parsed JSON value as one JSON-RPC 2.0 message (reference §1.2, spec §3).
+/// Interprets a parsed JSON value as one JSON-RPC 2.0 message (docs/design.md#json-rpc).
 ///
 /// Rules:
 ///  - the value must be an object (an array is a batch, which MCP removed in 2025-06-18:

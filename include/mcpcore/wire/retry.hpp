@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The named retry floors of reference §2: every retry_after_ms mcpcore emits is one of these.
+// The named retry floors of docs/errors.md#retry-floors-retryhpp: every retry_after_ms mcpcore
+// emits is one of these.
 #ifndef MCPCORE_RETRY_HPP
 #define MCPCORE_RETRY_HPP
 
@@ -10,7 +11,8 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-/// Retry floors: how long a client should wait before retrying as is (reference §2).
+/// Retry floors: how long a client should wait before retrying as is
+/// (docs/errors.md#retry-floors-retryhpp).
 ///
 /// Each floor is "honest": a retry sooner cannot succeed. They are separate symbols even where
 /// the values coincide, because each derives from a different mechanism and may be tuned alone.
@@ -62,7 +64,7 @@ inline constexpr milliseconds approval_store_transient{5000};
 inline constexpr milliseconds dispatch_queue_full{1000};
 
 /// The `Retry-After` header value (whole seconds, rounded up) for a `retry_after_ms` floor; a 429
-/// carries both (reference §1.6).
+/// carries both (docs/errors.md#the-errordata-envelope).
 [[nodiscard]] constexpr std::int64_t header_seconds(milliseconds floor) noexcept {
   const auto ms = floor.count();
   return ms <= 0 ? 0 : (ms + 999) / 1000;

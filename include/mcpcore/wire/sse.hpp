@@ -15,7 +15,8 @@
 MCPCORE_BEGIN_NAMESPACE
 namespace sse {
 
-/// Longest `event:` type written; longer types are cut (at a UTF-8 boundary) (reference §7.3).
+/// Longest `event:` type written; longer types are cut (at a UTF-8 boundary)
+/// (docs/sessions.md#sse-frames).
 inline constexpr std::size_t max_event_type_bytes = 64;
 
 /// One event of a `text/event-stream` (WHATWG HTML, "Server-sent events").
@@ -42,7 +43,7 @@ MCPCORE_DECL void write_event(std::string& out, const event& e);
 /// lines.
 MCPCORE_DECL void write_comment(std::string& out, std::string_view text);
 
-/// Reads a `Last-Event-ID` header value (reference §7.1 step 9).
+/// Reads a `Last-Event-ID` header value (docs/http.md#get-sessions-on).
 ///
 /// Strict unsigned decimal: one or more ASCII digits and nothing else, within 64 bits. Anything
 /// else (empty, signed, spaced, overflowing, junk-suffixed) reads as 0, "no cursor": a typo must

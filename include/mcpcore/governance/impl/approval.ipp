@@ -295,7 +295,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   const approval_time cutoff = detail::lifetime_cutoff(now, lifetime);
 
   if (!aid.exists()) {
-    // First call: mint, deduplicated (reference §5.3).
+    // First call: mint, deduplicated (docs/approvals.md#what-the-machine-checks-in-order).
     auto id = make_approval_id();
     if (!id) return detail::store_failure(id.error(), {}, true, false);  // no entropy: nothing was stored
     const approval_mint_request m{*id,  definition, approval_origin_mcp, caller.id,
@@ -312,7 +312,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
     return detail::store_failure(make_error_code(approval_store_errc::internal), {}, true, false);
   }
 
-  // Recall (reference §5.4); the id's shape was checked above.
+  // Recall (docs/approvals.md#what-the-machine-checks-in-order); the id's shape was checked above.
   std::string id{aid.as_string()};
   // 1. The error-distinguishing read; its failure leaves origin and submitter unverified.
   auto read = detail::guarded_store_call([&] { return store_->get(id); });

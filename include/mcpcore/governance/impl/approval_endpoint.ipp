@@ -347,7 +347,8 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
   h::review_row row;
   http_response resp = h::handle_review(*service_, *authz_, options_, r, req.body, *caller, row);
   if (audit_ != nullptr) {
-    // One row per review request; a sink that refuses or throws changes no answer (reference §3.5).
+    // One row per review request; a sink that refuses or throws changes no answer
+    // (docs/security.md#audit-and-the-one-cid-pattern).
     try {
       std::string detail = "approval_id=" + sanitize_audit_value(r.id);
       detail.append(" ").append(row.detail).append(" via=http");
@@ -360,7 +361,7 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
       a.detail = detail;
       a.time = service_->now();
       (void)audit_->record(a);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (reference §3.5)
+    } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (docs/security.md#audit-and-the-one-cid-pattern)
     }
   }
   return resp;

@@ -9,8 +9,9 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-// reference §3.1 (tier_allows) then §3.2 (requires_approval, evaluated only when allowed).
-// The table in prose: docs/security.md#principals-and-tiers.
+// docs/security.md#principals-and-tiers (tier_allows) then docs/security.md#principals-and-tiers
+// (requires_approval, evaluated only when allowed). The table in prose:
+// docs/security.md#principals-and-tiers.
 MCPCORE_DECL tier_decision yuzu_tier_policy::decide(std::string_view tier, std::string_view securable,
                                                     operation op) const noexcept {
   if (tier.empty()) return tier_decision::allow;  // not an MCP token: RBAC decides, never approval

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The progress bridge: records keyed by (session, exact id) under the bridge lock, each with its own
-// lock and projection claim; frames projected on the reporting thread (reference §8-§10, §12, §14.1).
+// lock and projection claim; frames projected on the reporting thread
+// (docs/sessions.md#pinned-finals, #streamed-post, #progress-records, #shutdown, #lock-discipline).
 #ifndef MCPCORE_IMPL_PROGRESS_BRIDGE_IPP
 #define MCPCORE_IMPL_PROGRESS_BRIDGE_IPP
 
@@ -32,7 +33,7 @@ namespace detail {
 /// or a projection in flight); one more is dropped and counted `frames_dropped`.
 inline constexpr std::size_t bridge_pending_messages = 64;
 
-/// Text of the fallback final (reference §10.4).
+/// Text of the fallback final (docs/sessions.md#projection-and-finals).
 inline constexpr std::string_view bridge_fallback_text =
     "The work finished but its result is unavailable here; fetch it by execution id.";
 inline constexpr std::string_view bridge_fallback_detail =
@@ -43,7 +44,7 @@ inline constexpr std::string_view bridge_unavailable_remediation =
 
 struct bridge_core;
 
-/// The latest progress snapshot of a record (reference §10.2: latest wins).
+/// The latest progress snapshot of a record (docs/sessions.md#progress-records: latest wins).
 struct bridge_snapshot {
   double progress = 0;
   std::optional<double> total;
@@ -61,8 +62,8 @@ enum class bridge_terminal : std::uint8_t {
 
 // The record. Immutable members are set at reserve; the rest is guarded by `mutex`. A charge, the
 // teardown flag and the bridge's maps are only changed with the bridge lock held too (bridge lock,
-// then record lock: reference §14.1). It is the `operation_link` every `operation_handle` of a
-// detached call shares (`progress_call::detach`).
+// then record lock: docs/sessions.md#lock-discipline). It is the `operation_link` every
+// `operation_handle` of a detached call shares (`progress_call::detach`).
 struct progress_call::state final : operation_link {
   state(std::weak_ptr<detail::bridge_core> c, std::shared_ptr<const session_metrics> m, std::shared_ptr<session> s,
         request_id i, request_id t, bool str, std::chrono::steady_clock::time_point now)
@@ -126,7 +127,7 @@ struct bridge_string_hash {
 
 struct bridge_session_entry {
   std::unordered_map<request_id, std::shared_ptr<progress_call::state>> calls;
-  std::size_t charges = 0;  // streamed charges outstanding (reference §8)
+  std::size_t charges = 0;  // streamed charges outstanding (docs/sessions.md#pinned-finals)
 };
 
 struct bridge_core {
@@ -148,7 +149,7 @@ struct bridge_core {
   std::unordered_map<std::string, bridge_session_entry, bridge_string_hash, std::equal_to<>> sessions;
 
   // One bridge row; a row the sink did not persist (false, a throw, or no memory to build it) is
-  // counted in `audit_failures` (reference §3.5).
+  // counted in `audit_failures` (docs/security.md#audit-and-the-one-cid-pattern).
   void write_audit(std::string_view action, std::string_view target_type, std::string_view target_id,
                    std::string_view principal, std::string_view detail_text) const noexcept {
     if (!audit) return;
@@ -200,8 +201,8 @@ inline void bridge_erase_locked(bridge_core& core, progress_call::state& r) noex
   if (it->second.charges == 0 && it->second.calls.empty()) core.sessions.erase(it);
 }
 
-// Teardown (reference §10.5): later reports are no-ops, the entry goes, the charge is released once.
-// Requires the bridge lock and the record lock.
+// Teardown (docs/sessions.md#the-sweep): later reports are no-ops, the entry goes, the charge is
+// released once. Requires the bridge lock and the record lock.
 inline void bridge_teardown_locked(bridge_core& core, progress_call::state& r) noexcept {
   r.torn_down = true;
   if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
@@ -255,9 +256,10 @@ inline std::string bridge_unavailable_final(const request_id& id, std::string_vi
   return out;
 }
 
-// The final of deferred work (reference §10.4): `base` (a JSON-RPC success) with `status`,
-// `execution_id` (unless present) and the members of `extras` (a JSON object; anything else is
-// ignored) added to its result object. Without a usable base, a minimal success for `id`.
+// The final of deferred work (docs/sessions.md#projection-and-finals): `base` (a JSON-RPC success)
+// with `status`, `execution_id` (unless present) and the members of `extras` (a JSON object;
+// anything else is ignored) added to its result object. Without a usable base, a minimal success
+// for `id`.
 inline std::string bridge_finish_final(const std::optional<std::string>& base, const request_id& id,
                                        std::string_view status, std::string_view extras,
                                        std::string_view execution_id) {
@@ -328,9 +330,10 @@ struct bridge_projection {
   bool poke = false;          // frames went to the outbox: wake the pump
 };
 
-// The projection loop (reference §10.3, §14.1). Requires the record lock held through `lk` and
-// the claim free; returns with the lock held and the claim released. Stream calls happen with no
-// lock held; the final's settlement relocks bridge then record (charge release).
+// The projection loop (docs/sessions.md#projection-and-finals, #lock-discipline). Requires the
+// record lock held through `lk` and the claim free; returns with the lock held and the claim
+// released. Stream calls happen with no lock held; the final's settlement relocks bridge then
+// record (charge release).
 inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>& lk,
                            const std::shared_ptr<bridge_core>& core, bridge_projection& out) noexcept {
   enum class item : std::uint8_t { message, progress, final };
@@ -390,7 +393,7 @@ inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>
     if (what != item::final) {
       id = mode == bridge_record_state::get_only ? stream.publish(text) : stream.publish_ring_only(text, channel);
     } else if (mode != bridge_record_state::get_only) {
-      // The ladder (reference §10.4): real final, fallback final, poison.
+      // The ladder (docs/sessions.md#projection-and-finals): real final, fallback final, poison.
       id = stream.publish_final(text, channel);
       if (id == 0) {
         m.terminal_publish_failures.inc();
@@ -501,7 +504,8 @@ MCPCORE_DECL arm_outcome progress_call::arm(bridge_delivery delivery, stream_cha
   }
   arm_outcome outcome = arm_outcome::get_only;
   if (r.cancel_intent) {
-    // reference §9.8: a cancel consumed by arm degrades a streamed intent to a plain answer.
+    // docs/sessions.md#cancellation: a cancel consumed by arm degrades a streamed intent to a plain
+    // answer.
     r.st = bridge_record_state::get_only;
     detail::bridge_release_charge_locked(core.get(), r);
     outcome = arm_outcome::cancelled;
@@ -568,7 +572,8 @@ namespace detail {
 inline bool bridge_report_progress(progress_call::state& r, double progress, std::optional<double> total,
                                    std::string_view message) {
   const session_metrics& m = *r.metrics;
-  // reference §10.3: no meaningful denominator (strict clients reject total 0) or no number at all.
+  // docs/sessions.md#projection-and-finals: no meaningful denominator (strict clients reject total
+  // 0) or no number at all.
   if (!std::isfinite(progress) || (total && (!std::isfinite(*total) || *total <= 0))) {
     m.progress_suppressed.inc();
     return false;
@@ -678,7 +683,8 @@ inline bool bridge_report_finish(progress_call::state& r, std::string_view statu
     if (r.detached && !r.base) {
       // The call has not returned yet: its result is the base of this final. Accept the terminal
       // now (later progress is dropped) and build the final when `defer` brings the base. The
-      // members are copied first: a bad_alloc accepts nothing (reference §14.2).
+      // members are copied first: a bad_alloc accepts nothing
+      // (docs/sessions.md#exception-boundaries).
       r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
       r.terminal_accepted = true;
       r.terminal = detail::bridge_terminal::finish;
@@ -729,9 +735,10 @@ MCPCORE_DECL bool progress_call::complete_without_response() noexcept {
   }
   // In-call work ends without a response only when it was cancelled: a streamed POST then ends
   // `cancelled` with its close frame, whichever of the dispatch core and the bridge heard the
-  // cancel first (a close is never indistinguishable from completion, reference §14.4). The sink
-  // is closed before the record turns done: a pump pass that found it done with no reason
-  // recorded would end the POST `completed`, with neither a result nor a close frame.
+  // cancel first (a close is never indistinguishable from completion,
+  // docs/errors.md#honest-answers). The sink is closed before the record turns done: a pump pass
+  // that found it done with no reason recorded would end the POST `completed`, with neither a
+  // result nor a close frame.
   if (r.wake) r.wake->close(close_reason::cancelled);
   stream_channel channel = get_channel;
   {
@@ -764,7 +771,7 @@ MCPCORE_DECL void progress_call::take(post_batch& out, bool cap_expired) {
     return;
   }
   if (cap_expired) {
-    // reference §9.4: a terminal latched in the same instant wins over the cap.
+    // docs/sessions.md#streamed-post: a terminal latched in the same instant wins over the cap.
     const bool terminal_wins =
         r.final_in_outbox || r.final_pending.has_value() ||
         (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response && !r.final_settled);
@@ -797,7 +804,7 @@ MCPCORE_DECL void progress_call::on_final_written() noexcept {
   r.final_written = true;
   if (r.st != bridge_record_state::aborted) r.st = bridge_record_state::done;
   detail::bridge_release_charge_locked(core.get(), r);
-  // Route (a) (reference §8); lock order bridge → record → stream.
+  // Route (a) (docs/sessions.md#pinned-finals); lock order bridge → record → stream.
   if (r.final_id != 0) (void)r.sess->stream()->unpin(r.final_id);
 }
 
@@ -812,7 +819,8 @@ MCPCORE_DECL void progress_call::on_post_closed() noexcept {
   if (r.terminal == detail::bridge_terminal::no_response &&
       (r.st == bridge_record_state::arming || r.st == bridge_record_state::streaming)) {
     // The work ended without a response (it was cancelled) before anything could park: nothing will
-    // ever be published for it, so it settles now instead of holding a pin slot (reference §8).
+    // ever be published for it, so it settles now instead of holding a pin slot
+    // (docs/sessions.md#pinned-finals).
     r.st = bridge_record_state::done;
     r.slot.reset();
     r.messages.clear();
@@ -822,8 +830,9 @@ MCPCORE_DECL void progress_call::on_post_closed() noexcept {
     return;
   }
   if (r.st == bridge_record_state::streaming || (r.st == bridge_record_state::arming && r.streamed)) {
-    // reference §9.4 releaser / §9.6: park ring-only for a GET resume; a final already committed stays
-    // pinned, a later one is published pinned.
+    // docs/sessions.md#streamed-post releaser / docs/sessions.md#streamed-post-admission: park
+    // ring-only for a GET resume; a final already committed stays pinned, a later one is published
+    // pinned.
     r.st = bridge_record_state::ring_only;
     r.park_order = ++core->park_counter;
     r.outbox.clear();

@@ -108,7 +108,7 @@ struct session_registry::impl {
 
   // One audit row; whether it was persisted. A throwing sink (or a failed allocation) is
   // contained and reported as not persisted: audit never fails the operation, and the gap is
-  // counted (`audit_failures`, reference §3.5).
+  // counted (`audit_failures`, docs/security.md#audit-and-the-one-cid-pattern).
   bool write_row(std::string_view action, audit_result result, std::string_view id, std::string_view principal,
                  std::string_view reason, std::string_view correlation_id) const noexcept {
     if (!audit) return true;
@@ -183,8 +183,8 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
   for (int draw = 0; draw < session_id_attempts && !refused && !minted && !failure; ++draw) {
     try {
       // The id and the session (with its stream state) exist before any registry state changes:
-      // a bad_alloc here is a clean "nothing happened" (reference §14.2). Declared before the
-      // lock, a discarded candidate is destroyed after the lock is released.
+      // a bad_alloc here is a clean "nothing happened" (docs/sessions.md#exception-boundaries).
+      // Declared before the lock, a discarded candidate is destroyed after the lock is released.
       auto id = detail::random_hex(session_id_length / 2);
       if (!id) {
         refused = session_reject::id_generation;
@@ -196,7 +196,8 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
 
       const std::lock_guard lock{m.mutex};
       const auto now = m.clock->steady_now();
-      // reference §6.5 order: idle GC, then shutdown, the global cap, the per-principal cap.
+      // docs/sessions.md#the-session-registry order: idle GC, then shutdown, the global cap, the
+      // per-principal cap.
       m.sweep_locked(now, reaped);
       if (m.shutdown.load(std::memory_order_acquire)) {
         refused = session_reject::shutdown;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One session's stream state: the replay ring, the pinned finals, the live and draining sinks, and
-// the sink queue a pump drains (reference §7.4, §7.5, §7.9, §8, §14.1).
+// the sink queue a pump drains (docs/sessions.md#get-attach-replay-resume, #takeover,
+// #the-replay-ring, #pinned-finals, #lock-discipline).
 #ifndef MCPCORE_IMPL_SESSION_STREAM_IPP
 #define MCPCORE_IMPL_SESSION_STREAM_IPP
 
@@ -23,8 +24,8 @@ MCPCORE_BEGIN_NAMESPACE
 // ---- stream_sink -----------------------------------------------------------------------------
 
 struct stream_sink::impl {
-  // Not noexcept: an empty std::deque allocates (reference §14.2: a sink that cannot be made is a
-  // bad_alloc before anything changed, never std::terminate).
+  // Not noexcept: an empty std::deque allocates (docs/sessions.md#exception-boundaries: a sink that
+  // cannot be made is a bad_alloc before anything changed, never std::terminate).
   explicit impl(std::size_t queue_frames) : capacity(queue_frames == 0 ? 1 : queue_frames) {}
 
   // Whether the consumer has anything to do; called with `mutex` held.
@@ -127,14 +128,14 @@ MCPCORE_DECL std::uint64_t stream_sink::dropped_total() const noexcept {
   return impl_->dropped_total;
 }
 
-// A closed sink queues nothing: its consumer finishes without writing frames (reference §7.6), and a
-// frame it never gets stays replayable from the ring.
+// A closed sink queues nothing: its consumer finishes without writing frames
+// (docs/sessions.md#the-get-pump), and a frame it never gets stays replayable from the ring.
 MCPCORE_DECL bool stream_sink::push(const stream_frame& frame) noexcept {
   const std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->closed) return false;
   try {
     if (impl_->queue.size() >= impl_->capacity) {
-      impl_->queue.pop_front();  // drop-oldest (reference §7.4 step 6)
+      impl_->queue.pop_front();  // drop-oldest (docs/sessions.md#get-attach-replay-resume)
       ++impl_->dropped;
       ++impl_->dropped_total;
     }
@@ -182,8 +183,9 @@ inline session_stream_options normalise_session_stream_options(session_stream_op
   return o;
 }
 
-// The notice replacing a frame of `bytes` bytes that exceeds the ring's byte cap (reference §7.9):
-// a JSON-RPC notification, so that a conformant client can still parse the stream.
+// The notice replacing a frame of `bytes` bytes that exceeds the ring's byte cap
+// (docs/sessions.md#the-replay-ring): a JSON-RPC notification, so that a conformant client can
+// still parse the stream.
 inline void append_frame_too_large_notice(std::string& out, std::string_view method, std::size_t bytes) {
   out.append(R"({"jsonrpc":"2.0","method":)");
   json::append_escaped(out, method);
@@ -229,7 +231,7 @@ struct session_stream::impl {
   }
 
   // Pins `id` (just committed, so larger than every pinned id): a free slot, else the smallest
-  // pinned id yields (reference §8, route (c)).
+  // pinned id yields (docs/sessions.md#pinned-finals, route (c)).
   void pin_locked(std::uint64_t id) noexcept {
     auto slot = std::find(pins.begin(), pins.end(), std::uint64_t{0});
     if (slot == pins.end()) {
@@ -239,7 +241,8 @@ struct session_stream::impl {
     *slot = id;
   }
 
-  // While over either bound, the oldest unpinned frame that is not the newest goes (reference §7.9).
+  // While over either bound, the oldest unpinned frame that is not the newest goes
+  // (docs/sessions.md#the-replay-ring).
   void evict_locked() noexcept {
     while (ring.size() > options.ring_frames || bytes > options.ring_bytes) {
       auto victim = ring.end();
@@ -313,11 +316,11 @@ struct session_stream::impl {
       const std::lock_guard<std::mutex> lock(mutex);
       frame.id = next_id;
       ring.push_back(std::move(frame));  // the last step that can throw; the ring is unchanged if it does
-      // Committed: no-throw from here (reference §7.9).
+      // Committed: no-throw from here (docs/sessions.md#the-replay-ring).
       id = next_id++;
       bytes += weight(ring.back());
       if (too_large) metrics.frames_too_large.inc();
-      if (t == target::final) pin_locked(id);  // after the commit: no ghost pins (reference §8)
+      if (t == target::final) pin_locked(id);  // after the commit: no ghost pins (docs/sessions.md#pinned-finals)
       // The live copy before eviction: the newest frame is never evicted anyway.
       if (t == target::ring_and_live) {
         if (live && push_counted(*live, ring.back())) to_wake = live;
@@ -335,8 +338,8 @@ struct session_stream::impl {
         return 0;
       }
     }
-    // Outside the stream lock (reference §14.1). Closing after the push: the consumer writes the
-    // final, then ends.
+    // Outside the stream lock (docs/sessions.md#lock-discipline). Closing after the push: the
+    // consumer writes the final, then ends.
     if (to_wake) to_wake->wake();
     if (to_complete) to_complete->close(close_reason::completed);
     return id;
@@ -434,8 +437,8 @@ MCPCORE_DECL opened_channel session_stream::open_channel() noexcept {
       marker.channel = out.channel;
       marker.id = s.next_id;
       s.ring.push_back(std::move(marker));  // the last step that can throw
-      // Committed: no-throw from here. Only a channel that opens makes room (reference §14.2: a
-      // failed open ends nobody's stream).
+      // Committed: no-throw from here. Only a channel that opens makes room
+      // (docs/sessions.md#exception-boundaries: a failed open ends nobody's stream).
       if (s.open_channels_locked() >= s.options.open_channels) {
         // One exists: at least `open_channels` (1 or more) channels are open here.
         const auto oldest = std::find_if(s.channels.begin(), s.channels.end(),
@@ -507,7 +510,7 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
     }
     const bool on_get = channel == get_channel;
     const auto open = on_get ? s.channels.end() : s.find_channel_locked(channel);
-    // 5. Admission: at most one draining sink per session (reference §7.5).
+    // 5. Admission: at most one draining sink per session (docs/sessions.md#takeover).
     if (on_get && s.live && s.draining) {
       out.status = attach_status::handover_pending;
       return out;
@@ -619,7 +622,7 @@ MCPCORE_DECL bool session_stream::detach(const stream_sink& sink) noexcept {
     }
   }
   if (!found) return false;
-  found->lease().release();  // exactly this sink's lease (reference §7.5)
+  found->lease().release();  // exactly this sink's lease (docs/sessions.md#takeover)
   return true;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GET attach and its refusals, the streamed-POST opt-in and admission, the post-dispatch 500s
-// (reference §7.1, §7.4, §9, §14.3-§14.4), and the one table of the HTTP surface's error answers.
+// (docs/http.md#get-sessions-on, docs/sessions.md#get-attach-replay-resume, #streamed-post,
+// #ordering-guarantees, docs/errors.md#honest-answers), and the one table of the HTTP surface's
+// error answers.
 #ifndef MCPCORE_IMPL_STREAM_ADMISSION_IPP
 #define MCPCORE_IMPL_STREAM_ADMISSION_IPP
 
@@ -197,7 +199,8 @@ inline stream_refusal stream_refusal_for(stream_reject r) noexcept {
   return stream_refusal_for(static_cast<refusal>(r), r);
 }
 
-/// Audit `reason=` of the session a resume gap terminates (reference §7.4 step 3).
+/// Audit `reason=` of the session a resume gap terminates
+/// (docs/sessions.md#get-attach-replay-resume).
 inline constexpr std::string_view gap_terminate_reason = "replay_window_exceeded";
 
 inline void count_stream_reject(const session_metrics& m, stream_reject r) noexcept {
@@ -259,12 +262,14 @@ MCPCORE_DECL get_attach attach_get(session_registry& registry, const std::shared
                                    std::string_view correlation_id, const session_metrics& metrics) {
   get_attach out;
   if (!s || !s->stream()) {
-    // Not validated after all: the same answer as an unknown session (reference §7.1 step 7).
+    // Not validated after all: the same answer as an unknown session
+    // (docs/http.md#get-sessions-on).
     out.refusal = detail::stream_refusal_for(stream_reject::unknown_session);
     detail::count_stream_reject(metrics, stream_reject::unknown_session);
     return out;
   }
-  // reference §7.1 step 9: strict; anything malformed is "no cursor", never a termination.
+  // docs/design.md#other-wire-pieces: strict; anything malformed is "no cursor", never a
+  // termination.
   const std::uint64_t cursor = sse::parse_last_event_id(last_event_id);
   attach_result a = s->stream()->attach_and_replay(cursor, budget, s->principal_id());
   if (a.status == attach_status::attached) {
@@ -272,7 +277,8 @@ MCPCORE_DECL get_attach attach_get(session_registry& registry, const std::shared
     return out;
   }
   if (a.status == attach_status::gap) {
-    // reference §7.4 step 3: one coherent signal, the session ends and the next POST 404s too.
+    // docs/sessions.md#get-attach-replay-resume: one coherent signal, the session ends and the next
+    // POST 404s too.
     (void)registry.terminate(s->id(), s->principal_id(), detail::gap_terminate_reason, correlation_id);
   }
   out.refusal = get_refusal(a.status);
@@ -367,7 +373,8 @@ MCPCORE_DECL post_admission admit_post(post_mode mode, stream_budget& budget, pr
     out.call.emplace(std::move(*reserved));
     out.mode = mode;
   } catch (...) {
-    // 3. A throw is not a refusal (reference §9.2 step 3): never 429 into an OOM.
+    // 3. A throw is not a refusal (docs/sessions.md#streamed-post-admission): never 429 into an
+    // OOM.
     if (out.call) out.call->abandon();
     degrade(bridge_degrade::reserve_threw);
   }

@@ -18,13 +18,13 @@ MCPCORE_BEGIN_NAMESPACE
 
 namespace detail {
 
-/// SSE event type of the heartbeat (reference §7.3).
+/// SSE event type of the heartbeat (docs/sessions.md#sse-frames).
 inline constexpr std::string_view heartbeat_event_type = "heartbeat";
-/// SSE event type of the drop synthetic (reference §7.3).
+/// SSE event type of the drop synthetic (docs/sessions.md#sse-frames).
 inline constexpr std::string_view events_dropped_event_type = "events-dropped";
 /// The `reason` of the drop synthetic.
 inline constexpr std::string_view events_dropped_reason = "slow_consumer";
-/// The `remediation` of the drop synthetic (reference §7.3).
+/// The `remediation` of the drop synthetic (docs/sessions.md#sse-frames).
 inline constexpr std::string_view events_dropped_remediation =
     "reconnect with Last-Event-ID to replay what was missed; if the replay window has passed you "
     "will get 404 and must re-initialize";
@@ -56,9 +56,9 @@ inline std::chrono::steady_clock::time_point pump_sub(std::chrono::steady_clock:
 }
 
 
-// The wait of a pump (get_pump and post_pump, reference §7.6, §9.4): until the next tick, the
-// credential deadline or `extra` (the streamed-POST response cap), whichever is first, rounded up
-// to whole milliseconds; 0 when one is due.
+// The wait of a pump (get_pump and post_pump, docs/sessions.md#the-get-pump, #streamed-post): until
+// the next tick, the credential deadline or `extra` (the streamed-POST response cap), whichever is
+// first, rounded up to whole milliseconds; 0 when one is due.
 inline std::chrono::milliseconds pump_wait_time(std::chrono::steady_clock::time_point last_tick,
                                                 std::chrono::milliseconds tick, const revalidation_grace& grace,
                                                 std::optional<std::chrono::steady_clock::time_point> extra,
@@ -255,7 +255,8 @@ MCPCORE_DECL void get_pump::pass(std::string& out) noexcept {
       return;
     }
     if (!stream_->current(generation_)) {
-      // Superseded: the new stream replays these frames from the ring; write nothing (reference §7.5).
+      // Superseded: the new stream replays these frames from the ring; write nothing
+      // (docs/sessions.md#takeover).
       reason_ = close_reason::superseded;
       finished_ = true;
       return;
@@ -388,7 +389,7 @@ MCPCORE_DECL void post_pump::pass(std::chrono::steady_clock::time_point now, std
   if (finished_ || final_in_flight_) return;
   const std::size_t mark = out.size();
   // Finishes with `r`, appending the close notification (with the execution id and
-  // `"partial":true`) when the reason has a frame (reference §9.5).
+  // `"partial":true`) when the reason has a frame (docs/sessions.md#close-reasons).
   const auto finish = [&](close_reason r) {
     reason_ = r;
     finished_ = true;
@@ -421,7 +422,7 @@ MCPCORE_DECL void post_pump::pass(std::chrono::steady_clock::time_point now, std
       return;
     }
     if (batch_.cap_settled) {
-      // reference §9.4: the one drain pass is done; the work continues.
+      // docs/sessions.md#streamed-post: the one drain pass is done; the work continues.
       finish(close_reason::cap_expired);
       return;
     }
@@ -497,7 +498,7 @@ MCPCORE_DECL void post_pump::release() noexcept {
     finished_ = true;
   }
   final_in_flight_ = false;
-  call_.on_post_closed();  // without a written final the record parks ring-only (reference §9.4)
+  call_.on_post_closed();  // without a written final the record parks ring-only (docs/sessions.md#streamed-post)
   lease_.release();
   metrics_.post_streams_active.add(-1);
   const auto i = static_cast<std::size_t>(reason());

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // MCP Streamable HTTP, sans-I/O: the endpoint's core. Routing, the processing order, sessions and
-// their peers, the executor binding, DELETE and the operational routes (reference §1, §6-§9, §12;
-// spec §6). The POST route is in http_post_stream.ipp, the GET route in http_get_stream.ipp, what
-// their streams share in http_pumped_stream.ipp. docs/http.md describes the behaviour;
-// docs/sessions.md the layer below.
+// their peers, the executor binding, DELETE and the operational routes
+// (docs/http.md#processing-order-on-the-mcp-path, docs/sessions.md#the-session-registry,
+// #get-attach-replay-resume, #pinned-finals, #streamed-post, #shutdown; docs/sessions.md). The POST
+// route is in http_post_stream.ipp, the GET route in http_get_stream.ipp, what their streams share
+// in http_pumped_stream.ipp. docs/http.md describes the behaviour; docs/sessions.md the layer
+// below.
 #ifndef MCPCORE_IMPL_HTTP_ENDPOINT_IPP
 #define MCPCORE_IMPL_HTTP_ENDPOINT_IPP
 
@@ -288,7 +290,8 @@ struct http_endpoint::impl {
   }
 
   /// One `mcp.session.reject` row (no row without a sink; a failing sink is contained and
-  /// counted in `audit_failures`: audit never fails the request, reference §3.5).
+  /// counted in `audit_failures`: audit never fails the request,
+  /// docs/security.md#audit-and-the-one-cid-pattern).
   void reject_row(std::string_view reason, std::string_view session_id, std::string_view principal_id,
                   std::string_view cid, bool post_surface = false) const noexcept {
     if (!audit) return;
@@ -447,7 +450,8 @@ inline http_reply http_refusal(const stream_refusal& s, const std::optional<requ
   return r;
 }
 
-/// The headers of every SSE answer (reference §7.2, §9.3).
+/// The headers of every SSE answer (docs/http.md#get-sessions-on,
+/// docs/sessions.md#streamed-post-admission).
 inline void http_sse_head(http_reply& r, std::string_view cid) {
   r.head.status = 200;
   http_add(r, "Content-Type", http_event_stream);
@@ -494,7 +498,8 @@ inline bool http_endpoint::impl::loopback_same_origin(const http_request_view& r
 
 inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_completion& done) {
   const correlation_id cid = mint_cid();
-  // 1. The kill switch (reference §1.4 step 1): before anything else, deliberately bare.
+  // 1. The kill switch (docs/http.md#processing-order-on-the-mcp-path): before anything else,
+  // deliberately bare.
   if (srv.switches().disabled()) {
     std::string body;
     const detail::refusal_row& row = detail::refusal_row_of(detail::refusal::disabled);
@@ -502,7 +507,8 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
     detail::http_deliver(done, detail::http_json_body(200, std::move(body)));
     return;
   }
-  // 2. Methods (reference §6.1, §6.7): GET and DELETE exist only with sessions.
+  // 2. Methods (docs/http.md#processing-order-on-the-mcp-path, #delete-sessions-on): GET and DELETE
+  // exist only with sessions.
   const bool is_post = req.method == "POST";
   const bool is_get = req.method == "GET";
   const bool is_delete = req.method == "DELETE";
@@ -512,14 +518,14 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
     detail::http_deliver(done, std::move(r));
     return;
   }
-  // 3. Host (DNS rebinding, spec §6).
+  // 3. Host (DNS rebinding, docs/security.md#dns-rebinding-host-and-origin).
   if (!host_allowed(req)) {
     reject_row("host", {}, {}, cid.view());
     detail::http_deliver(done, detail::http_error(detail::refusal::host, std::nullopt, cid.view()));
     return;
   }
   if (options.sessions) {
-    // 4. Origin (reference §6.4): before authentication.
+    // 4. Origin (docs/security.md#dns-rebinding-host-and-origin): before authentication.
     if (const auto origin = req.header("Origin")) {
       bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
       for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
@@ -530,7 +536,8 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
         return;
       }
     }
-    // 5. MCP-Protocol-Version (reference §6.3): absent is accepted; present must be supported.
+    // 5. MCP-Protocol-Version (docs/http.md#processing-order-on-the-mcp-path): absent is accepted;
+    // present must be supported.
     if (const auto v = req.header("MCP-Protocol-Version")) {
       if (!is_supported_protocol_version(detail::http_trim(*v))) {
         if (is_get) count_reject(stream_reject::protocol_version);
@@ -540,7 +547,8 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
       }
     }
   }
-  // 6. Authentication: every request, a session is never a credential (reference §6.5).
+  // 6. Authentication: every request, a session is never a credential
+  // (docs/sessions.md#the-session-registry).
   const std::optional<principal> who = authenticate(req);
   if (!who) {
     detail::http_deliver(done, detail::http_unauthenticated(cid.view(), options.resource_metadata_url));
@@ -558,7 +566,7 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
 inline void http_endpoint::impl::handle_delete(const http_request_view& req, const principal& who,
                                                const correlation_id& cid, http_completion& done) {
   using detail::http_deliver;
-  // reference §6.7.
+  // docs/http.md#delete-sessions-on.
   const auto sid = req.header(detail::http_session_header);
   if (!sid) {
     reject_row(to_string(stream_reject::missing_session_header), {}, who.id, cid.view());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GET route of the HTTP endpoint: the session's stream, a pumped stream over a `get_pump`
-// (reference §7.1-§7.8). docs/http.md describes the behaviour.
+// (docs/http.md#get-sessions-on, docs/sessions.md#sse-frames, #get-attach-replay-resume, #takeover,
+// #the-get-pump, #credential-re-validation, #close-reasons). docs/http.md describes the behaviour.
 #ifndef MCPCORE_IMPL_HTTP_GET_STREAM_IPP
 #define MCPCORE_IMPL_HTTP_GET_STREAM_IPP
 
@@ -51,7 +52,7 @@ using http_get_stream = http_pumped_stream<http_get_source>;
 inline void http_endpoint::impl::handle_get(const http_request_view& req, const principal& who,
                                             const correlation_id& cid, http_completion& done) {
   using detail::http_deliver;
-  // reference §7.1 steps 6-8.
+  // docs/http.md#get-sessions-on.
   const auto refuse = [&](stream_reject reason, std::string_view sid) {
     count_reject(reason);
     reject_row(to_string(reason), sid, who.id, cid.view());
@@ -72,7 +73,8 @@ inline void http_endpoint::impl::handle_get(const http_request_view& req, const 
     refuse(stream_reject::not_acceptable, *sid);
     return;
   }
-  // reference §7.1 steps 9-10: strict cursor, attach with the gap rule (a gap ends the session).
+  // docs/design.md#other-wire-pieces: strict cursor, attach with the gap rule (a gap ends the
+  // session).
   const std::string_view last = detail::http_trim(req.header("Last-Event-ID").value_or(std::string_view{}));
   get_attach a = attach_get(*registry, s, last, budget, cid.view(), m);
   if (a.refusal) {

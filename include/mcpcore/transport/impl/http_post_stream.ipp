@@ -2,8 +2,8 @@
 // The POST route of the HTTP endpoint: one exchange per JSON-RPC request with its state machine,
 // the one admit-and-arm path (before dispatch for a call with a progress token, or on the upgrade
 // of its first in-call message), the dispatch task, the SSE stream of a streamed answer (a pumped
-// stream over a `post_pump`) and `initialize` (reference §1.4, §6.2, §9). docs/http.md describes
-// the behaviour.
+// stream over a `post_pump`) and `initialize` (docs/http.md#processing-order-on-the-mcp-path,
+// #post, docs/sessions.md#streamed-post). docs/http.md describes the behaviour.
 #ifndef MCPCORE_IMPL_HTTP_POST_STREAM_IPP
 #define MCPCORE_IMPL_HTTP_POST_STREAM_IPP
 
@@ -95,7 +95,7 @@ struct post_upgrade {
 /// record and its one reply. Shared by the request path, the dispatch task and the SSE stream.
 struct http_post_exchange {
   // Not noexcept: the document allocates (a bad_alloc here is handle's "allocation failure
-  // before done was called", never std::terminate; reference §14.2).
+  // before done was called", never std::terminate; docs/sessions.md#exception-boundaries).
   explicit http_post_exchange(http_endpoint::impl& e) : ep(e) {}
   // A request path that left by an exception (allocation failure before the dispatch) gives its
   // request id back too; otherwise the session would refuse the id (409) for the rest of its life.
@@ -129,12 +129,13 @@ struct http_post_exchange {
   std::optional<progress_call> call;         // set in `record`, `streaming` and `quiet`
   std::chrono::milliseconds quiet_retry{0};  // `quiet`: the reconnection time close_stream asked for
 
-  /// The one admit-and-arm path (reference §9.2 admission, §9.3 arm), under `mutex`, `undecided`:
-  /// reserves the record (`streamed`: and a stream-budget slot), opens the POST's own channel in the
-  /// session's ring (`streamed`: before the arm, so that its priming marker precedes every frame of
-  /// the call; the arm ends it again if the record does not stream), arms the record and moves to
-  /// `streaming` (the lease comes back for the SSE stream) or `record` (the lease goes back).
-  /// Refused or degraded: still `undecided`, and the caller decides.
+  /// The one admit-and-arm path (docs/sessions.md#streamed-post-admission admission,
+  /// docs/sessions.md#streamed-post-admission arm), under `mutex`, `undecided`: reserves the record
+  /// (`streamed`: and a stream-budget slot), opens the POST's own channel in the session's ring
+  /// (`streamed`: before the arm, so that its priming marker precedes every frame of the call; the
+  /// arm ends it again if the record does not stream), arms the record and moves to `streaming`
+  /// (the lease comes back for the SSE stream) or `record` (the lease goes back). Refused or
+  /// degraded: still `undecided`, and the caller decides.
   post_arming admit_and_arm_locked(post_mode mode, const request_id& key);
   /// Under `mutex`: when `undecided`, the upgrade on an in-call message (admit-and-arm, streamed).
   post_upgrade upgrade_locked();
@@ -268,7 +269,8 @@ inline post_upgrade http_post_exchange::upgrade_locked() {
   if (!self) return u;
   post_arming armed = admit_and_arm_locked(post_mode::streamed, token.value_or(id));
   if (state == post_state::undecided) {
-    // reference §9.2 refusal (audited after unlocking) or a degrade: the messages go to the GET stream.
+    // docs/sessions.md#streamed-post-admission refusal (audited after unlocking) or a degrade: the
+    // messages go to the GET stream.
     if (armed.refusal) u.refused = armed.refusal->reason;
     state = post_state::to_get;
     return u;
@@ -277,9 +279,9 @@ inline post_upgrade http_post_exchange::upgrade_locked() {
   try {
     u.reply.emplace(http_post_sse_reply(self, *call, std::move(armed.lease), armed.channel));
   } catch (...) {
-    // reference §9.6: the stream could not be installed. Nothing was sent yet, so the call is
-    // still answered plain; the record ends here (no frame of it was written) and later messages
-    // go to the GET stream.
+    // docs/sessions.md#streamed-post-admission: the stream could not be installed. Nothing was sent
+    // yet, so the call is still answered plain; the record ends here (no frame of it was written)
+    // and later messages go to the GET stream.
     ep.m.bridge_degrades[static_cast<std::size_t>(bridge_degrade::stream_install_failed)].inc();
     (void)call->complete_without_response();
     call.reset();
@@ -369,7 +371,8 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     if (c) execution_id = c->execution_id();
   } catch (...) {  // NOLINT(bugprone-empty-catch): the failure reply then says null
   }
-  // The record's terminal first: a streamed answer ends with its final (reference §9.4).
+  // The record's terminal first: a streamed answer ends with its final
+  // (docs/sessions.md#streamed-post).
   if (c) {
     try {
       if (threw) {
@@ -402,7 +405,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     }
   } catch (...) {
     // No memory for the answer: a bare 500 (no header, no body: nothing to allocate), so that the
-    // request is still answered exactly once (reference §14.2).
+    // request is still answered exactly once (docs/sessions.md#exception-boundaries).
     r = http_reply{};
     r.head.status = 500;
   }
@@ -451,9 +454,9 @@ inline bool http_post_preflight(http_endpoint::impl& ep, const http_request_view
   return true;
 }
 
-/// The session (reference §1.4 step 5): before the notification branch, so a notification on a
-/// dead session is 404, never 202. `initialize` ignores any header (no fixation). False when
-/// answered.
+/// The session (docs/http.md#processing-order-on-the-mcp-path): before the notification branch, so
+/// a notification on a dead session is 404, never 202. `initialize` ignores any header (no
+/// fixation). False when answered.
 inline bool http_post_session(http_endpoint::impl& ep, const http_request_view& req, http_post_exchange& ex,
                               bool is_init, const std::optional<request_id_view>& echo, http_completion& done) {
   if (!ep.options.sessions || is_init) return true;
@@ -474,12 +477,13 @@ inline bool http_post_session(http_endpoint::impl& ep, const http_request_view& 
   return true;
 }
 
-/// Notifications and client responses: dispatched, answered 202 with no body (reference §1.4 step 6).
+/// Notifications and client responses: dispatched, answered 202 with no body
+/// (docs/http.md#processing-order-on-the-mcp-path).
 inline void http_post_notification(http_endpoint::impl& ep, const http_post_exchange& ex, http_completion& done) {
   const message& msg = ex.msg;
   if (msg.kind == message_kind::notification && msg.method == "notifications/cancelled" && ex.sess) {
-    // reference §9.8: the bridge withdraws the streamed response, the dispatch core stops the
-    // handler; both, in this order, whatever either finds.
+    // docs/sessions.md#cancellation: the bridge withdraws the streamed response, the dispatch core
+    // stops the handler; both, in this order, whatever either finds.
     if (const auto rid = http_id_of(msg.params["requestId"])) (void)ep.bridge->cancel(ex.sess->id(), *rid);
   }
   const dispatch_context ctx{ex.who, ex.attached != nullptr ? &ex.attached->client : nullptr, nullptr, {}, nullptr};
@@ -491,7 +495,8 @@ inline void http_post_notification(http_endpoint::impl& ep, const http_post_exch
   http_deliver(done, http_empty(202));
 }
 
-/// A reused in-flight id on the session is refused 409 (reference §9.2); false when answered.
+/// A reused in-flight id on the session is refused 409 (docs/sessions.md#streamed-post-admission);
+/// false when answered.
 inline bool http_claim_request_id(http_endpoint::impl& ep, http_post_exchange& ex,
                                   const std::optional<request_id_view>& echo, http_completion& done) {
   if (ex.attached == nullptr) return true;
@@ -512,8 +517,9 @@ inline bool http_claim_request_id(http_endpoint::impl& ep, http_post_exchange& e
   return false;
 }
 
-/// A `tools/call` with a progress token is admitted before dispatch (reference §9.1-§9.3) on the
-/// one admit-and-arm path; a refusal is answered here and nothing is dispatched (false).
+/// A `tools/call` with a progress token is admitted before dispatch
+/// (docs/sessions.md#streamed-post-admission) on the one admit-and-arm path; a refusal is answered
+/// here and nothing is dispatched (false).
 inline bool http_admit_before_dispatch(http_endpoint::impl& ep, http_post_exchange& ex, json::value token_value,
                                        bool accepts_sse, const std::optional<request_id_view>& echo,
                                        post_arming& armed, http_completion& done) {
@@ -538,7 +544,8 @@ inline bool http_admit_before_dispatch(http_endpoint::impl& ep, http_post_exchan
 }
 
 /// The SSE answer of a call admitted streaming before dispatch, sent once the task was taken
-/// (reference §9.3: frames the task produced meanwhile are in the record).
+/// (docs/sessions.md#streamed-post-admission: frames the task produced meanwhile are in the
+/// record).
 inline void http_reply_streamed(http_endpoint::impl& ep, const std::shared_ptr<http_post_exchange>& ex,
                                 progress_call& streamed, post_arming armed) {
   http_completion reply_to;
@@ -555,8 +562,8 @@ inline void http_reply_streamed(http_endpoint::impl& ep, const std::shared_ptr<h
     http_deliver(reply_to, std::move(*sse));
     return;
   }
-  // reference §9.6: dispatched, but the stream could not be installed. The record parks (its
-  // final stays resumable on GET) and the answer says the work is running.
+  // docs/sessions.md#streamed-post-admission: dispatched, but the stream could not be installed.
+  // The record parks (its final stays resumable on GET) and the answer says the work is running.
   ep.m.bridge_degrades[static_cast<std::size_t>(bridge_degrade::stream_install_failed)].inc();
   streamed.on_post_closed();
   http_reply failed = http_empty(500);
@@ -596,7 +603,8 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
   } catch (...) {
     // No memory for the task itself: nothing ran. The admission is undone (the record ends
     // without a response, releasing its charge; the lease and the id go back as this unwinds)
-    // and the allocation failure propagates before `done` was called (reference §14.2).
+    // and the allocation failure propagates before `done` was called
+    // (docs/sessions.md#exception-boundaries).
     if (std::optional<progress_call>& c = ex->call) (void)c->complete_without_response();
     ex->release_id();
     throw;
@@ -671,7 +679,7 @@ inline void http_endpoint::impl::handle_initialize(const std::shared_ptr<detail:
   using detail::refusal;
   const std::string_view cid = ex->cid.view();
   const std::optional<request_id_view> echo = ex->msg.id;
-  // reference §6.2: every initialize mints a fresh session bound to the caller.
+  // docs/http.md#post: every initialize mints a fresh session bound to the caller.
   auto state = std::make_shared<detail::http_session_state>();
   auto minted = registry->mint(ex->who.id, cid, state);
   if (!minted) {
@@ -722,7 +730,8 @@ inline void http_endpoint::impl::handle_initialize(const std::shared_ptr<detail:
     detail::http_add(r, detail::http_session_header, s->id());
   } catch (...) {
     // No memory for the answer: the client would never learn the session's id, so the session
-    // does not survive (reference §14.2); the allocation failure propagates before `done`.
+    // does not survive (docs/sessions.md#exception-boundaries); the allocation failure propagates
+    // before `done`.
     (void)registry->terminate(s->id(), s->principal_id(), detail::http_initialize_failed_reason, cid);
     throw;
   }

@@ -14,8 +14,9 @@ MCPCORE_BEGIN_NAMESPACE
 namespace detail {
 
 // The one piece of process-wide mutable state the wire layer has, required by the id format
-// (reference §1.6: "a process-global atomic starting at 0"). A function-local static is a single
-// object in both compile modes, since an inline function's statics are shared by every TU.
+// (docs/errors.md#the-errordata-envelope: "a process-global atomic starting at 0"). A
+// function-local static is a single object in both compile modes, since an inline function's
+// statics are shared by every TU.
 MCPCORE_DECL std::atomic<std::uint64_t>& correlation_sequence() noexcept {
   static std::atomic<std::uint64_t> sequence{0};
   return sequence;
