@@ -13,6 +13,7 @@
 // Prints "mcpcore conformance server listening on http://127.0.0.1:<port>/mcp" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
 #include "../common/atomic_file.hpp"
+#include "../common/stop_signals.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -35,7 +36,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX pthread_sigmask, sigwait
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, sigwait
 
 namespace {
 
@@ -489,14 +489,8 @@ int run(int argc, char** argv) {
   }
   for (const auto& w : server->warnings()) std::fprintf(stderr, "mcpcore-conformance-server: warning: %s\n", w.c_str());
 
-  // Block the stop signals in every thread (the server's threads inherit the mask); the main
-  // thread takes them with sigwait below. A peer that closes while we write must not kill us.
-  std::signal(SIGPIPE, SIG_IGN);  // NOLINT(misc-include-cleaner): <csignal> declares SIGPIPE on POSIX
-  sigset_t stop_signals;  // NOLINT(misc-include-cleaner): <signal.h> declares it on POSIX
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // The main thread takes the stop signals with sigwait below.
+  const sigset_t stop_signals = mcpcore_examples::block_stop_signals();
 
   // The endpoint admits its own loopback origin (allow_loopback_same_origin), whatever port the
   // bind picks; the Asio server drives it, ticks it and shuts it down.

@@ -8,6 +8,7 @@
 // audit in SQLite under the data directory. `mcpcore-host --help` lists every flag;
 // docs/host-server.md explains them.
 #include "../common/atomic_file.hpp"
+#include "../common/stop_signals.hpp"
 #include "command_runner.hpp"
 #include "data_dir.hpp"
 #include "host_tools.hpp"
@@ -38,7 +39,6 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -56,7 +56,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX pthread_sigmask, sigwait
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, sigwait
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -313,19 +313,6 @@ std::string local_user() {
   return std::to_string(::getuid());
 }
 
-/// Blocks SIGINT and SIGTERM in every thread (the server's threads inherit the mask); the main
-/// thread takes them with sigwait.
-// NOLINTNEXTLINE(misc-include-cleaner): <signal.h> declares sigset_t on POSIX
-sigset_t block_stop_signals() {
-  std::signal(SIGPIPE, SIG_IGN);  // NOLINT(misc-include-cleaner): <csignal> declares SIGPIPE on POSIX
-  sigset_t stop_signals;          // NOLINT(misc-include-cleaner): <signal.h> declares it on POSIX
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  return stop_signals;
-}
-
 /// The host's stores and services, opened from the data directory.
 struct host_services {
   mcpcore_host::data_paths paths;
@@ -405,7 +392,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   if (!tokens) return 1;
   mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
   approval_routes.set_audit(s.audit);  // reviews over HTTP are audited like mcpcore-admin's
-  const sigset_t stop_signals = block_stop_signals();
+  const sigset_t stop_signals = mcpcore_examples::block_stop_signals();
 
   auto http_options = c.http;
   http_options.address = c.address;

@@ -126,7 +126,7 @@ TEST_CASE("response writer: a complete head is status line, fields, Date, nosnif
             "\r\n");
 }
 
-TEST_CASE("response writer: a status outside 100-999 is written as 500; an unknown one keeps its code") {
+TEST_CASE("response writer: a status outside 100-999 is written as 500, an unknown one keeps its code") {
   for (const int s : {0, 99, 1000, -200}) {
     const std::string h = head_of(text(s, ""), body_framing::content_length, 0, true);
     CHECK(h.starts_with("HTTP/1.1 500 Internal Server Error\r\n"));
@@ -148,7 +148,7 @@ TEST_CASE("response writer: 1xx, 204 and 304 carry no Content-Length") {
   }
 }
 
-TEST_CASE("response writer: the server owns framing and Connection; unsafe fields are dropped") {
+TEST_CASE("response writer: the server owns framing and Connection, unsafe fields are dropped") {
   http_response r;
   r.status = 200;
   r.headers = {{"content-length", "999"},   {"Transfer-Encoding", "gzip"},
@@ -219,7 +219,7 @@ TEST_CASE("response writer: chunks are lower-case hex sizes of at most max_chunk
   CHECK(continue_response == "HTTP/1.1 100 Continue\r\n\r\n");
 }
 
-TEST_CASE("response writer: a complete reply: head and body; keep-alive as the request allows") {
+TEST_CASE("response writer: a complete reply: head and body, keep-alive as the request allows") {
   const replied a = reply_of(http11, text(200, "hello"), false);
   CHECK_FALSE(a.streamed);
   CHECK(a.keep_alive);

@@ -1417,7 +1417,7 @@ TEST_CASE("retry dispatch_queue_full: a full executor answers 503 -32603 with Re
   CHECK(f.send(post(fx::call_tool(1, "echo"), sid)).head.status == 200);  // the id was given back
 }
 
-TEST_CASE("executor ownership: one binder at a time; a second bind throws and changes nothing") {
+TEST_CASE("executor ownership: one binder at a time, a second bind throws and changes nothing") {
   fixture f;  // binds f.exec for the fixture's lifetime
   REQUIRE(f.exec_binding.bound());
   std::atomic<int> intruder{0};

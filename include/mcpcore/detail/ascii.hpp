@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ASCII text helpers shared by every layer: case-insensitive comparison (HTTP field names and
-// tokens, MCP enum values), hex digits and percent-decoding. Locale-free and constexpr; one copy
-// for the whole library (docs/architecture.md, "One copy of each helper").
+// tokens, MCP enum values), hex digits and percent-decoding. Locale-free; one copy for the whole
+// library, the examples and the transport.
 #ifndef MCPCORE_DETAIL_ASCII_HPP
 #define MCPCORE_DETAIL_ASCII_HPP
 

@@ -463,6 +463,21 @@ inline std::size_t bridge_project_and_release(progress_call::state& r, std::uniq
   return p.committed;
 }
 
+// Latches `text` as the call's final (the first terminal wins; a torn-down or aborted record
+// takes none) and projects it now, unless a projection in progress or the arming picks it up
+// when it ends. False when no terminal could be latched.
+inline bool bridge_latch_final(progress_call::state& r, bridge_terminal terminal, std::string text) {
+  const auto core = r.core.lock();  // before the record lock, as every projection path takes it
+  std::unique_lock<std::mutex> lk(r.mutex);
+  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+  r.terminal_accepted = true;
+  r.terminal = terminal;
+  r.final_pending = std::move(text);
+  if (r.projecting || r.st == bridge_record_state::arming) return true;
+  (void)bridge_project_and_release(r, lk, core);
+  return true;
+}
+
 }  // namespace detail
 
 MCPCORE_DECL std::string_view to_string(bridge_record_state s) noexcept {
@@ -630,16 +645,7 @@ MCPCORE_DECL bool progress_call::message(std::string_view jsonrpc_message) {
 
 MCPCORE_DECL bool progress_call::complete(std::string response) {
   if (!s_) return false;
-  state& r = *s_;
-  const auto core = r.core.lock();
-  std::unique_lock<std::mutex> lk(r.mutex);
-  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
-  r.terminal_accepted = true;
-  r.terminal = detail::bridge_terminal::response;
-  r.final_pending = std::move(response);
-  if (r.projecting || r.st == bridge_record_state::arming) return true;
-  (void)detail::bridge_project_and_release(r, lk, core);
-  return true;
+  return detail::bridge_latch_final(*s_, detail::bridge_terminal::response, std::move(response));
 }
 
 MCPCORE_DECL void progress_call::defer(std::string base_response) {
@@ -695,15 +701,7 @@ inline bool bridge_report_finish(progress_call::state& r, std::string_view statu
   }
   // Built before anything is latched: a throw leaves the record as it was.
   std::string text = detail::bridge_finish_final(base, r.id, status, extra_members, execution_id);
-  const auto core = r.core.lock();
-  std::unique_lock<std::mutex> lk(r.mutex);
-  if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
-  r.terminal_accepted = true;
-  r.terminal = detail::bridge_terminal::finish;
-  r.final_pending = std::move(text);
-  if (r.projecting || r.st == bridge_record_state::arming) return true;
-  (void)detail::bridge_project_and_release(r, lk, core);
-  return true;
+  return bridge_latch_final(r, bridge_terminal::finish, std::move(text));
 }
 
 }  // namespace detail
