@@ -490,7 +490,7 @@ int run(int argc, char** argv) {
   for (const auto& w : server->warnings()) std::fprintf(stderr, "mcpcore-conformance-server: warning: %s\n", w.c_str());
 
   // The main thread takes the stop signals with sigwait below.
-  const sigset_t stop_signals = mcpcore_examples::block_stop_signals();
+  const auto stop_signals = mcpcore_examples::block_stop_signals();
 
   // The endpoint admits its own loopback origin (allow_loopback_same_origin), whatever port the
   // bind picks; the Asio server drives it, ticks it and shuts it down.

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <iterator>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -278,10 +277,10 @@ int cmd_audit(const options& o) {
       if (!first) out += ',';
       mcpcore::append_audit_json(out, r);
     } else {
-      fmt::format_to(std::back_inserter(out), "{}  {}  {}  principal={}  {}/{}", mcpcore::to_rfc3339(e.time), e.action,
+      out += fmt::format("{}  {}  {}  principal={}  {}/{}", mcpcore::to_rfc3339(e.time), e.action,
                      to_string(e.result), e.principal_id.empty() ? "-" : e.principal_id, e.target_type, e.target_id);
-      if (!e.detail.empty()) fmt::format_to(std::back_inserter(out), "  {}", e.detail);
-      if (!e.correlation_id.empty()) fmt::format_to(std::back_inserter(out), "  cid={}", e.correlation_id);
+      if (!e.detail.empty()) out += fmt::format("  {}", e.detail);
+      if (!e.correlation_id.empty()) out += fmt::format("  cid={}", e.correlation_id);
       out += '\n';
     }
     first = false;
@@ -356,7 +355,7 @@ int cmd_token_list(const options& o) {
     out += '\n';
   } else {
     for (const auto& e : *entries) {
-      fmt::format_to(std::back_inserter(out), "sha256:{}...  {}  {}  {}{}{}\n", e.digest_prefix, e.principal_id, e.tier,
+      out += fmt::format("sha256:{}...  {}  {}  {}{}{}\n", e.digest_prefix, e.principal_id, e.tier,
                      e.kind, e.options.empty() ? "" : "  ", e.options);
     }
   }

@@ -392,7 +392,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   if (!tokens) return 1;
   mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
   approval_routes.set_audit(s.audit);  // reviews over HTTP are audited like mcpcore-admin's
-  const sigset_t stop_signals = mcpcore_examples::block_stop_signals();
+  const auto stop_signals = mcpcore_examples::block_stop_signals();
 
   auto http_options = c.http;
   http_options.address = c.address;
