@@ -14,6 +14,7 @@
 // accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
 #include "../common/atomic_file.hpp"
 #include "../common/stop_signals.hpp"
+#include "per_request_fixtures.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -481,6 +482,8 @@ int run(int argc, char** argv) {
   declare_gated_tool(b);
   declare_resources(b);
   declare_prompts(b);
+  conformance::declare_per_request_tools(b);
+  conformance::declare_per_request_prompts(b);
   b.policy(fixture_tier_policy{}).approvals(approvals);
   auto server = b.build();
   if (!server) {

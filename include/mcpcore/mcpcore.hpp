@@ -30,12 +30,15 @@
 #include <mcpcore/version.hpp>
 #include <mcpcore/wire/accept.hpp>
 #include <mcpcore/wire/canonical_json.hpp>
+#include <mcpcore/wire/client_capability.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
+#include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/http.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
+#include <mcpcore/wire/log_level.hpp>
 #include <mcpcore/wire/retry.hpp>
 #include <mcpcore/wire/sse.hpp>
 

@@ -1116,7 +1116,8 @@ TEST_CASE("http.md/processing-order-on-the-mcp-path: an unsupported MCP-Protocol
   auto r = f.send(req);
   CHECK(r.head.status == 400);
   CHECK(code_of(r) == -32009);
-  CHECK(body_of(r).root["id"].kind() == json::kind::null);
+  // A POST's header is read with its body (eras.md#classification), so the answer echoes the id.
+  CHECK(body_of(r).root["id"].to_int64() == 1);
   for (const auto v : supported_protocol_versions) {
     req.set("MCP-Protocol-Version", std::string{v});
     CHECK(f.send(req).head.status == 200);
@@ -1470,8 +1471,11 @@ TEST_CASE("http.md/processing-order-on-the-mcp-path: with sessions off GET and D
   CHECK(f.send(del("x")).head.status == 405);
   CHECK(f.send(post(fx::notification("notifications/initialized"))).head.status == 202);
   auto req = post(fx::request(2, "ping"));
-  req.set("Origin", "http://elsewhere.example");  // no Origin check without sessions
   CHECK(f.send(req).head.status == 200);
+  req.set("Origin", "http://elsewhere.example");  // the Origin check holds on every path (eras.md)
+  auto refused = f.send(req);
+  CHECK(refused.head.status == 403);
+  CHECK(code_of(refused) == -32008);
 }
 
 TEST_CASE("without an executor, dispatch runs inline and every reply comes before handle returns") {

@@ -13,6 +13,7 @@
 #include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
 #include <atomic>
@@ -64,6 +65,27 @@ inline constexpr std::size_t default_max_subscriptions_per_peer = 1024;
 /// names are cut (at a UTF-8 boundary) and marked with "...".
 inline constexpr std::size_t max_echoed_name_bytes = 128;
 
+/// Who may reuse a cached per-request-era result (`cacheScope`, docs/eras.md#caching).
+enum class cache_scope : std::uint8_t {
+  per_caller,  ///< "private": only the client that asked (the default)
+  shared,      ///< "public": any client, whatever its credentials
+};
+
+/// How long a client may reuse a list or read result of the per-request era (`ttlMs`) and who
+/// may (`cacheScope`). The default, 0 and `per_caller`, says "do not reuse".
+struct cache_hint {
+  std::chrono::milliseconds ttl{0};
+  cache_scope scope = cache_scope::per_caller;
+};
+
+/// How long a signed `requestState` stays valid (docs/eras.md#request-state).
+inline constexpr std::chrono::seconds default_request_state_lifetime{600};
+/// Shortest `server_options::request_state_key` accepted, in bytes.
+inline constexpr std::size_t min_request_state_key_bytes = 32;
+/// Rounds of input one handshake-era call may ask for before it fails
+/// (docs/eras.md#the-handler-contract).
+inline constexpr std::size_t default_max_input_rounds = 8;
+
 /// Behaviour switches of the dispatch core; every default is documented in docs/configuration.md.
 struct server_options {
   /// Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
@@ -82,6 +104,20 @@ struct server_options {
   /// (docs/design.md#registration-validation). The default is Yuzu's tier set, matching the default
   /// policy.
   std::vector<std::string> policy_tiers{"", "readonly", "operator", "supervised"};
+  /// `ttlMs`/`cacheScope` of the per-request era's `tools/list`, `prompts/list`,
+  /// `resources/list`, `resources/templates/list` and `server/discover` results.
+  cache_hint list_cache{};
+  /// `ttlMs`/`cacheScope` of `resources/read` results, unless the resource declares its own.
+  cache_hint read_cache{};
+  /// The HMAC-SHA-256 key that signs `requestState` (docs/eras.md#request-state): at least
+  /// `min_request_state_key_bytes` bytes, shared by every server a client may reach. Empty: a
+  /// random key per server (states do not survive a restart or cross servers).
+  std::string request_state_key{};
+  /// How long a `requestState` stays valid.
+  std::chrono::seconds request_state_lifetime = default_request_state_lifetime;
+  /// Rounds of input a handshake-era call may ask for (each round's requests go to the client on
+  /// the session); the next one fails the call.
+  std::size_t max_input_rounds = default_max_input_rounds;
 };
 
 /// Live kill switches (docs/security.md#kill-switches-and-read-only-mode), read on every request;
@@ -171,6 +207,13 @@ class peer {
   impl* impl_;
 };
 
+/// What the dispatch core tells the transport about the answer it wrote (the per-request era's
+/// HTTP status depends on the error code: docs/eras.md#errors).
+struct dispatch_report {
+  /// The code of the error response written; empty for a result.
+  std::optional<errc> error;
+};
+
 /// Where a message came from and where in-call messages go.
 struct dispatch_context {
   /// The authenticated caller.
@@ -187,6 +230,12 @@ struct dispatch_context {
   /// bridge's record of a request carrying a progress token); lets a tool `detach` work beyond
   /// the call. Null: no record.
   call_link* progress = nullptr;
+  /// The per-request era's envelope (docs/eras.md): non-null serves the message in that era
+  /// (its methods, its result fields, the client capabilities and log level it declares); null
+  /// serves it in the handshake era.
+  const request_envelope* envelope = nullptr;
+  /// Filled in after a request was answered; null: not wanted.
+  dispatch_report* report = nullptr;
 };
 
 /// Name/value pairs matched out of a resource template (percent-decoded).
@@ -292,6 +341,7 @@ struct tool_def {
 struct resource_def {
   std::string uri, name, title, description, mime_type;
   bool is_template = false;
+  std::optional<cache_hint> cache;
   resource_handler handler;
   std::vector<std::pair<std::string, completer>> completers;
 };
@@ -394,6 +444,9 @@ class resource_builder {
   resource_builder& title(std::string t) { d_->title = std::move(t); return *this; }
   resource_builder& description(std::string t) { d_->description = std::move(t); return *this; }
   resource_builder& mime_type(std::string m) { d_->mime_type = std::move(m); return *this; }
+  /// `ttlMs`/`cacheScope` of this resource's reads in the per-request era (default:
+  /// `server_options::read_cache`).
+  resource_builder& cache(cache_hint hint) { d_->cache = hint; return *this; }
   template <resource_handler_callable H>
   resource_builder& handler(H h) {
     d_->handler = resource_handler{std::move(h)};

@@ -6,9 +6,11 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
+#include <mcpcore/wire/client_capability.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
+#include <mcpcore/wire/log_level.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -29,14 +31,6 @@ class call_link;
 /// The arguments of a call: the `params.arguments` object (absent when the client sent none;
 /// lookups on an absent value return absent values, so `args["x"]` never needs a check).
 using arguments = json::value;
-
-/// RFC 5424 severities, as MCP's `logging/setLevel` and `notifications/message` name them.
-enum class log_level : std::uint8_t { debug, info, notice, warning, error, critical, alert, emergency };
-
-/// The wire name of a level ("debug" ... "emergency").
-[[nodiscard]] MCPCORE_DECL std::string_view to_string(log_level level) noexcept;
-/// The level of a wire name; nullopt for anything else (the server answers -32602).
-[[nodiscard]] MCPCORE_DECL std::optional<log_level> parse_log_level(std::string_view name) noexcept;
 
 /// One content item (MCP 2025-11-25 `ContentBlock`): text, image, audio, resource link or
 /// embedded resource. Build them with the static functions; data of images, audio and blobs is
@@ -87,6 +81,66 @@ class content_block {
       : kind_(k), a_(std::move(a)), b_(std::move(b)), c_(std::move(c)), d_(std::move(d)) {}
   kind kind_;
   std::string a_, b_, c_, d_;
+};
+
+/// One request for input from the client (docs/eras.md#input-requests), the same in both eras:
+/// an `inputRequests` entry of an `input_required` result in the per-request era, a
+/// server-to-client request on the session in the handshake era.
+class input_request {
+ public:
+  /// `elicitation/create` in form mode: a message and the JSON Schema object of the fields.
+  [[nodiscard]] MCPCORE_DECL static input_request elicit(std::string_view message, std::string_view requested_schema_json);
+  /// `elicitation/create` in URL mode: the user completes it on `url`.
+  [[nodiscard]] MCPCORE_DECL static input_request elicit_url(std::string_view message, std::string_view url);
+  /// `sampling/createMessage` with its params object (JSON text: messages, maxTokens, ...).
+  [[nodiscard]] MCPCORE_DECL static input_request create_message(std::string params_json);
+  /// `roots/list`.
+  [[nodiscard]] MCPCORE_DECL static input_request list_roots();
+
+  [[nodiscard]] std::string_view method() const noexcept { return method_; }
+  /// The params object (JSON text), or empty for none.
+  [[nodiscard]] const std::string& params_json() const noexcept { return params_; }
+  /// The client capabilities it needs, as a bitwise or of `client_capability`.
+  [[nodiscard]] unsigned required_capabilities() const noexcept { return caps_; }
+
+ private:
+  input_request(std::string_view method, std::string params, unsigned caps)
+      : method_(method), params_(std::move(params)), caps_(caps) {}
+  std::string_view method_;  // one of the static method names
+  std::string params_;
+  unsigned caps_ = 0;
+};
+
+/// A handler's answer "the client must answer these first" (docs/eras.md#the-handler-contract):
+/// the requests, keyed by names the handler chooses, and the state it wants back in the next
+/// round. The handler runs again with the answers (`call_context::input`) and the state
+/// (`call_context::round_state`); everything it did before returning this runs again too.
+class input_required {
+ public:
+  /// Asks for `r` under `key` (a later `ask` with the same key replaces it).
+  input_required& ask(std::string key, input_request r) {
+    for (auto& [k, v] : requests_) {
+      if (k == key) {
+        v = std::move(r);
+        return *this;
+      }
+    }
+    requests_.emplace_back(std::move(key), std::move(r));
+    return *this;
+  }
+  /// State for the next round (signed by the server, readable by the client; keep secrets out).
+  input_required& state(std::string s) {
+    state_ = std::move(s);
+    return *this;
+  }
+  [[nodiscard]] const std::vector<std::pair<std::string, input_request>>& requests() const noexcept {
+    return requests_;
+  }
+  [[nodiscard]] const std::string& round_state() const noexcept { return state_; }
+
+ private:
+  std::vector<std::pair<std::string, input_request>> requests_;
+  std::string state_;
 };
 
 /// The outcome of a tool handler (MCP `CallToolResult`).
@@ -141,6 +195,14 @@ class tool_result {
     structured_ = std::move(json_object);
     return *this;
   }
+  /// No result yet: the client must answer `r` first (docs/eras.md#the-handler-contract).
+  [[nodiscard]] static tool_result need_input(input_required r) {
+    tool_result t;
+    t.input_.emplace(std::move(r));
+    return t;
+  }
+  /// The input this result waits for; null for a result.
+  [[nodiscard]] const input_required* input() const noexcept { return input_ ? &*input_ : nullptr; }
 
   [[nodiscard]] const std::vector<content_block>& content() const noexcept { return content_; }
   /// The structured payload's JSON text; empty when the result has none.
@@ -151,6 +213,7 @@ class tool_result {
   std::vector<content_block> content_;
   std::string structured_;
   bool is_error_ = false;
+  std::optional<input_required> input_;
 };
 
 /// The contents of a `resources/read` (MCP `ReadResourceResult`).
@@ -188,10 +251,19 @@ class prompt_result {
   [[nodiscard]] const std::vector<std::pair<role, content_block>>& messages() const noexcept {
     return messages_;
   }
+  /// No prompt yet: the client must answer `r` first (docs/eras.md#the-handler-contract).
+  [[nodiscard]] static prompt_result need_input(input_required r) {
+    prompt_result p;
+    p.input_.emplace(std::move(r));
+    return p;
+  }
+  /// The input this result waits for; null for a prompt.
+  [[nodiscard]] const input_required* input() const noexcept { return input_ ? &*input_ : nullptr; }
 
  private:
   std::string description_;
   std::vector<std::pair<role, content_block>> messages_;
+  std::optional<input_required> input_;
 };
 
 /// Appends a caller-supplied prompt argument as inert data (docs/design.md#other-methods): a
@@ -253,6 +325,13 @@ class call_state {
   /// Ends the call's SSE response early (see `call_context::close_stream`); false when the
   /// transport cannot.
   virtual bool close_stream(std::chrono::milliseconds /*retry*/) noexcept { return false; }
+  /// The client's answer to the input asked for under `key` in the previous round; absent when
+  /// there is none.
+  virtual json::value input(std::string_view /*key*/) const noexcept { return {}; }
+  /// The state the handler returned with its last `input_required`; empty on the first round.
+  virtual std::string_view round_state() const noexcept { return {}; }
+  /// Whether the client declared capability `c` (for this request, or at `initialize`).
+  virtual bool client_declares(client_capability /*c*/) const noexcept { return false; }
 
  protected:
   ~call_state() = default;
@@ -313,6 +392,18 @@ class call_context {
                                              std::chrono::milliseconds timeout = default_client_request_timeout) {
     return state_->request(method, params_json, timeout);
   }
+  /// The client's answer to the input this call asked for under `key` in its previous round
+  /// (`tool_result::need_input`): the bare result of the request (for an elicitation
+  /// `{"action":..,"content":..}`), or an absent value on the first round and for a key the
+  /// client did not answer (ask again). Answers the handler did not ask for are ignored; the
+  /// content is the client's, unvalidated (docs/eras.md#the-handler-contract).
+  [[nodiscard]] json::value input(std::string_view key) const noexcept { return state_->input(key); }
+  /// The state the handler returned with its previous `input_required` (verified by the server
+  /// as its own, unexpired, for this caller and method); empty on the first round.
+  [[nodiscard]] std::string_view round_state() const noexcept { return state_->round_state(); }
+  /// Whether the client declared `c`: in the per-request era, in this request's envelope; in the
+  /// handshake era, at `initialize`. A handler asks only for input the client can give.
+  [[nodiscard]] bool client_declares(client_capability c) const noexcept { return state_->client_declares(c); }
 
  private:
   detail::call_state* state_;

@@ -47,6 +47,7 @@
 #include <mcpcore/wire/impl/accept.ipp>
 #include <mcpcore/wire/impl/canonical_json.ipp>
 #include <mcpcore/wire/impl/correlation_id.ipp>
+#include <mcpcore/wire/impl/era.ipp>
 #include <mcpcore/wire/impl/error.ipp>
 #include <mcpcore/wire/impl/http.ipp>
 #include <mcpcore/wire/impl/json.ipp>

@@ -14,6 +14,7 @@
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/session/stream_types.hpp>
+#include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/http.hpp>
 
 #include <chrono>
@@ -36,6 +37,20 @@ inline constexpr std::size_t default_max_request_body = std::size_t{4} << 20U;
 /// The `retry:` field of the priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699).
 inline constexpr std::chrono::milliseconds default_sse_retry{1000};
 
+/// Interval of the `: keepalive` comment on an idle per-request-era stream.
+inline constexpr std::chrono::milliseconds default_per_request_keepalive{15000};
+/// Per-request-era SSE streams one principal may hold open at once.
+inline constexpr std::size_t default_per_request_streams_per_principal = 32;
+
+/// The streams of the per-request era (docs/eras.md#streams).
+struct per_request_stream_options {
+  /// How long a stream may stay silent before a `: keepalive` comment (0: never).
+  std::chrono::milliseconds keepalive = default_per_request_keepalive;
+  /// Streams one principal may hold open (0: unlimited); past it a call answers JSON and its
+  /// in-call messages are dropped. Every stream also counts against the endpoint's stream budget.
+  std::size_t streams_per_principal = default_per_request_streams_per_principal;
+};
+
 /// What the endpoint serves and how.
 struct http_endpoint_options {
   /// The MCP path (docs/http.md#processing-order-on-the-mcp-path). Compared byte for byte with the
@@ -46,6 +61,12 @@ struct http_endpoint_options {
   std::vector<std::string> aliases = {"/mcp"};
   /// Largest body on the MCP paths (413 beyond, checked before parsing).
   std::size_t max_body_bytes = default_max_request_body;
+  /// The protocol eras served (docs/eras.md#choosing-the-eras): both (the default), the
+  /// handshake era only (2025-11-25 and before), or the per-request era only (2026-07-28). A
+  /// request of an era not served answers 400 -32022 listing the revisions that are.
+  served_eras eras = served_eras::both;
+  /// The per-request era's streams.
+  per_request_stream_options per_request{};
   /// Sessions and streaming (docs/http.md#processing-order-on-the-mcp-path). Off: no
   /// `Mcp-Session-Id`, no Origin, protocol or session checks on POST, GET and DELETE answer 405,
   /// notifications still 202.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -44,6 +45,10 @@ enum class errc : std::int32_t {
   stream_poisoned = -32013,          ///< the session's terminal delivery failed twice
   terminal_unavailable = -32014,     ///< a parked result expired before a terminal existed
   shutting_down = -32015,            ///< `initialize` while the server drains (docs/errors.md#error-codes)
+  // MCP 2026-07-28, the per-request era (docs/eras.md#errors)
+  header_mismatch = -32020,            ///< an HTTP header disagrees with the body, or is missing
+  missing_client_capability = -32021,  ///< the request needs a capability the client did not declare
+  unsupported_revision = -32022,       ///< the per-request revision is not served
 };
 
 /// The category of `errc`; its name is "mcpcore.jsonrpc" and `message()` is the default text.
@@ -75,6 +80,9 @@ enum class errc : std::int32_t {
     case errc::stream_cap: return 429;
     case errc::stream_poisoned: return 410;
     case errc::shutting_down: return 503;
+    case errc::header_mismatch: return 400;
+    case errc::missing_client_capability: return 400;
+    case errc::unsupported_revision: return 400;
     default: return 200;
   }
 }
@@ -83,6 +91,12 @@ enum class errc : std::int32_t {
 /// (docs/errors.md#the-errordata-envelope, docs/http.md#processing-order-on-the-mcp-path keeps the
 /// kill switch's answer deliberately bare).
 [[nodiscard]] constexpr bool carries_error_data(errc e) noexcept { return e != errc::mcp_disabled; }
+
+/// One further member of `error.data`: a name and the library's own JSON text for its value.
+struct error_data_member {
+  std::string_view name;
+  std::string_view json;
+};
 
 /// The members of the `error.data` envelope (docs/errors.md#the-errordata-envelope).
 ///
@@ -108,6 +122,9 @@ struct error_data {
   std::optional<std::string_view> reason{};
   /// Written as `false` when the refusal's own audit row could not be persisted.
   std::optional<bool> audit_persisted{};
+  /// Members a particular error defines (the per-request era's `supported`, `requested`,
+  /// `mismatch`, `envelope`, `requiredCapabilities`, `uri`), written last.
+  std::span<const error_data_member> members{};
 };
 
 /// Writes `d` as a JSON object value.

@@ -22,10 +22,34 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
 namespace detail {
+
+/// What a call's round brings from the previous one (docs/eras.md#the-handler-contract): the
+/// client's answers and the handler's verified state.
+struct input_round {
+  /// Per-request era: the request's `params.inputResponses` (an object), or absent.
+  json::value responses;
+  /// Handshake era: the answers to the server-to-client requests of the previous round.
+  std::vector<std::pair<std::string, client_reply>> replies;
+  /// The handler's state, verified.
+  std::string state;
+
+  /// The answer under `key`: an object that is a bare result (an entry carrying `method` or
+  /// `result` is a wrapped request or response, not an answer, and is ignored).
+  [[nodiscard]] json::value find(std::string_view key) const noexcept {
+    for (const auto& [k, r] : replies) {
+      if (k == key) return r.is_error() ? json::value{} : r.value();
+    }
+    const json::value v = responses[key];
+    if (!v.is_object() || v["method"].exists() || v["result"].exists()) return {};
+    return v;
+  }
+};
 
 // The state of one call, behind call_context.
 class call_state_impl final : public call_state {
@@ -42,6 +66,27 @@ class call_state_impl final : public call_state {
   bool close_stream(std::chrono::milliseconds retry) noexcept override {
     return ctx_.sink != nullptr && ctx_.sink->close_stream(retry);
   }
+  json::value input(std::string_view key) const noexcept override {
+    return round != nullptr ? round->find(key) : json::value{};
+  }
+  std::string_view round_state() const noexcept override {
+    return round != nullptr ? std::string_view{round->state} : std::string_view{};
+  }
+  bool client_declares(client_capability c) const noexcept override {
+    if (ctx_.envelope != nullptr) return declares(ctx_.envelope->client_capabilities, c);
+    if (ctx_.client == nullptr) return false;
+    const client_capabilities caps = ctx_.client->capabilities();
+    switch (c) {
+      case client_capability::sampling:
+      case client_capability::sampling_tools: return caps.sampling;
+      case client_capability::elicitation_form:
+      case client_capability::elicitation_url: return caps.elicitation;
+      case client_capability::roots: return caps.roots;
+    }
+    return false;
+  }
+  /// The round this call runs in; null on a first round without answers.
+  const input_round* round = nullptr;
 
   bool progress(double p, std::optional<double> total, std::string_view message) override {
     if (!token_.exists() || ctx_.sink == nullptr || !std::isfinite(p)) return false;
@@ -65,7 +110,12 @@ class call_state_impl final : public call_state {
   bool log(log_level level, std::string_view data, std::string_view logger) override {
     if (ctx_.sink == nullptr) return false;
     log_level threshold = s_.options.default_log_level;
-    if (ctx_.client != nullptr) {
+    if (ctx_.envelope != nullptr) {
+      // The per-request era: only a request that named a level gets log messages
+      // (docs/eras.md#logging).
+      if (!ctx_.envelope->level) return false;
+      threshold = *ctx_.envelope->level;
+    } else if (ctx_.client != nullptr) {
       if (auto l = ctx_.client->level()) threshold = *l;
     }
     if (level < threshold) return false;
@@ -204,6 +254,12 @@ struct request_env {
   request_id_view id;
   const message& msg;
   std::string& out;
+  /// The code of the error response written, if one was (the per-request era's HTTP status).
+  std::optional<errc> error{};
+  /// The answers and state this request carries (a later round of an input-required call).
+  input_round round{};
+  /// The result written is `input_required` (the encoder stamps no `complete`).
+  bool input_required = false;
 };
 
 inline void write_error(request_env& e, errc code, std::string_view message, std::string_view cid,
@@ -216,6 +272,7 @@ inline void write_error(request_env& e, errc code, std::string_view message, std
   d.remediation = remediation;
   if (!audit_persisted) d.audit_persisted = false;
   write_error_response(e.out, e.id, code, message, d);
+  e.error = code;
 }
 
 // An invalid-params answer for malformed params (no audit: not a tool decision).

@@ -10,6 +10,7 @@
 
 #include <mcpcore/dispatch/impl/call_state.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
+#include <mcpcore/dispatch/impl/per_request.ipp>
 #include <mcpcore/dispatch/impl/server_builder.ipp>
 #include <mcpcore/dispatch/impl/server_methods.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
@@ -51,6 +52,7 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
     return false;
   }
   MCPCORE_ASSERT(msg.id.has_value());
+  if (ctx.envelope != nullptr) return handle_per_request(s, msg, ctx, out);
   const auto method = classify_method(msg.method);
   s.requests[static_cast<std::size_t>(method)].inc();
   if (s.switches.disabled()) {
@@ -82,6 +84,8 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
     case method_id::prompts_get: return handle_prompts_get(e);
     case method_id::completion_complete: return handle_completion(e);
     case method_id::logging_set_level: return handle_set_level(e);
+    case method_id::server_discover:       // the per-request era's own methods
+    case method_id::subscriptions_listen:  // (docs/eras.md#methods)
     case method_id::other:
     case method_id::count: break;
   }

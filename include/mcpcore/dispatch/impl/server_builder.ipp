@@ -6,6 +6,7 @@
 
 #include <mcpcore/dispatch/server.hpp>
 
+#include <mcpcore/detail/random.hpp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/dispatch/schema.hpp>
 
@@ -178,6 +179,12 @@ inline void validate_settings(const builder_state& st, offence_list& out) {
   if (st.info.name.empty()) out.emplace_back("server_info.name is empty");
   if (st.info.version.empty()) out.emplace_back("server_info.version is empty");
   if (st.options.page_size == 0) out.emplace_back("server_options.page_size is 0");
+  if (!st.options.request_state_key.empty() && st.options.request_state_key.size() < min_request_state_key_bytes) {
+    out.emplace_back("server_options.request_state_key is shorter than 32 bytes");
+  }
+  if (st.options.request_state_lifetime.count() <= 0) {
+    out.emplace_back("server_options.request_state_lifetime is not positive");
+  }
 }
 
 // A tool's name, description, handler and security row.
@@ -432,6 +439,24 @@ inline void render_capabilities(server::impl& impl) {
   w.key("logging").begin_object().end_object();
   if (impl.has_completions) w.key("completions").begin_object().end_object();
   w.end_object();
+  // The per-request era has no resources/subscribe: resource updates reach a client through
+  // subscriptions/listen (docs/eras.md#server-discover).
+  json::writer p{impl.per_request_capabilities_json};
+  p.begin_object();
+  if (!impl.tools.empty()) p.key("tools").begin_object().member("listChanged", false).end_object();
+  if (!impl.resources.empty() || !impl.templates.empty()) {
+    p.key("resources").begin_object().member("listChanged", false).end_object();
+  }
+  if (!impl.prompts.empty()) p.key("prompts").begin_object().member("listChanged", false).end_object();
+  p.key("logging").begin_object().end_object();
+  if (impl.has_completions) p.key("completions").begin_object().end_object();
+  p.end_object();
+  impl.server_info_meta = ",\"_meta\":";
+  json::writer m{impl.server_info_meta};
+  m.begin_object().key(meta_key::server_info).begin_object();
+  m.member("name", impl.info.name).member("version", impl.info.version);
+  if (!impl.info.title.empty()) m.member("title", impl.info.title);
+  m.end_object().end_object();
 }
 
 }  // namespace detail
@@ -466,13 +491,21 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
     bind_server_metrics(*impl, *st.metrics);
     for (auto& t : impl->tools) bind_tool_metrics(t, *st.metrics);
   }
+  impl->info = st.info;  // the builder keeps its info and options
   render_capabilities(*impl);
   [[maybe_unused]] const bool parsed_empty = impl->empty_object.parse("{}").has_value();
   MCPCORE_ASSERT(parsed_empty);
   std::random_device rd;
   impl->cursor_salt = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  impl->info = st.info;  // the builder keeps its info and options
   impl->options = st.options;
+  if (impl->options.request_state_key.empty()) {
+    // docs/eras.md#request-state: a key of this server's own.
+    impl->options.request_state_key.assign(min_request_state_key_bytes, '\0');
+    if (!fill_random(impl->options.request_state_key.data(), impl->options.request_state_key.size())) {
+      err.offences.emplace_back("no random source for the request-state key: set server_options.request_state_key");
+      return std::unexpected(std::move(err));
+    }
+  }
   impl->policy = std::move(st.policy);
   impl->authz = std::move(st.authz);
   impl->approvals = std::exchange(st.approvals, nullptr);

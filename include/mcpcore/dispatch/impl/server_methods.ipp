@@ -9,6 +9,7 @@
 
 #include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/wire/error.hpp>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <array>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -165,8 +167,23 @@ inline std::optional<resource_match> find_resource(const server::impl& s, std::s
 
 inline bool resource_not_found(request_env& e, std::string_view uri) {
   const auto cid = e.s.mint_cid();
-  write_error(e, errc::resource_not_found, "Resource not found: " + echo_name(uri), cid.view(),
-              "Call resources/list and resources/templates/list for the resources this server offers.");
+  const std::string message = "Resource not found: " + echo_name(uri);
+  constexpr std::string_view hint =
+      "Call resources/list and resources/templates/list for the resources this server offers.";
+  if (e.ctx.envelope == nullptr) {
+    write_error(e, errc::resource_not_found, message, cid.view(), hint);
+    return true;
+  }
+  // The per-request era: -32602 naming the URI in `data.uri` (docs/eras.md#errors).
+  std::string uri_json;
+  json::writer{uri_json}.value(echo_name(uri));
+  const std::array members{error_data_member{"uri", uri_json}};
+  error_data d;
+  d.correlation_id = cid.view();
+  d.remediation = hint;
+  d.members = members;
+  write_error_response(e.out, e.id, errc::invalid_params, message, d);
+  e.error = errc::invalid_params;
   return true;
 }
 
@@ -284,15 +301,26 @@ inline bool handle_prompts_get(request_env& e) {
   }
   call_scope scope{e.ctx, e.id};
   scope.link(e.ctx.stop);
-  call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
-  call_context cc{state};
   std::optional<prompt_result> r;
-  try {
-    r.emplace(p.def.handler(cc, args));
-  } catch (...) {
-    return internal_fault(e, "The prompt could not be produced");
+  // docs/eras.md#the-handler-contract: the handler runs again for each round of input.
+  for (std::size_t rounds = 0;;) {
+    call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
+    state.round = &e.round;
+    call_context cc{state};
+    r.reset();
+    try {
+      r.emplace(p.def.handler(cc, args));
+    } catch (...) {
+      return internal_fault(e, "The prompt could not be produced");
+    }
+    if (scope.cancelled()) return false;
+    const input_required* ir = r->input();
+    if (ir == nullptr) break;
+    if (e.ctx.envelope != nullptr) return write_input_required(e, *ir);
+    if (const std::string why = gather_input(e, state, *ir, rounds); !why.empty()) {
+      return internal_fault(e, "The prompt needs input the client did not give: " + why);
+    }
   }
-  if (scope.cancelled()) return false;
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object();
     if (!r->description().empty()) w.member("description", r->description());

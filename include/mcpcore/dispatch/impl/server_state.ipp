@@ -93,13 +93,13 @@ struct compiled_prompt {
 enum class method_id : std::uint8_t {
   initialize, ping, tools_list, tools_call, resources_list, resources_templates_list, resources_read,
   resources_subscribe, resources_unsubscribe, prompts_list, prompts_get, completion_complete,
-  logging_set_level, other, count
+  logging_set_level, server_discover, subscriptions_listen, other, count
 };
 inline constexpr std::string_view method_names[] = {
     "initialize",       "ping",           "tools/list",         "tools/call",
     "resources/list",   "resources/templates/list",             "resources/read",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
-    "completion/complete", "logging/setLevel", "other"};
+    "completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen", "other"};
 
 inline method_id classify_method(std::string_view m) noexcept {
   for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(method_id::count); ++i) {
@@ -263,6 +263,11 @@ struct server::impl {
   std::uint64_t cursor_salt = 0;
   bool has_completions = false;
   std::string capabilities_json;
+  /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}`, the tail of every per-request-era
+  /// result (docs/eras.md#results).
+  std::string server_info_meta;
+  /// The capabilities `server/discover` lists (docs/eras.md#server-discover).
+  std::string per_request_capabilities_json;
   json::document empty_object;  // `{}`, validated for calls without arguments
 
   // metrics (inert when no sink was given)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Content blocks, log levels, untrusted prompt arguments, client-request errors.
+// Content blocks, untrusted prompt arguments, client-request errors.
 #ifndef MCPCORE_IMPL_TOOL_IPP
 #define MCPCORE_IMPL_TOOL_IPP
 
@@ -7,21 +7,33 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-namespace detail {
-inline constexpr std::string_view log_level_names[] = {"debug",    "info",  "notice", "warning",
-                                                       "error",    "critical", "alert", "emergency"};
-}  // namespace detail
-
-MCPCORE_DECL std::string_view to_string(log_level level) noexcept {
-  const auto i = static_cast<std::size_t>(level);
-  return i < std::size(detail::log_level_names) ? detail::log_level_names[i] : std::string_view{"emergency"};
+MCPCORE_DECL input_request input_request::elicit(std::string_view message, std::string_view requested_schema_json) {
+  std::string p;
+  json::writer w{p};
+  w.begin_object().member("mode", "form").member("message", message).raw_member("requestedSchema", requested_schema_json);
+  w.end_object();
+  return input_request{"elicitation/create", std::move(p), static_cast<unsigned>(client_capability::elicitation_form)};
 }
 
-MCPCORE_DECL std::optional<log_level> parse_log_level(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < std::size(detail::log_level_names); ++i) {
-    if (detail::log_level_names[i] == name) return static_cast<log_level>(i);
+MCPCORE_DECL input_request input_request::elicit_url(std::string_view message, std::string_view url) {
+  std::string p;
+  json::writer w{p};
+  w.begin_object().member("mode", "url").member("message", message).member("url", url).end_object();
+  return input_request{"elicitation/create", std::move(p), static_cast<unsigned>(client_capability::elicitation_url)};
+}
+
+MCPCORE_DECL input_request input_request::create_message(std::string params_json) {
+  // Sampling with tools needs the client's sampling.tools capability (MCP 2025-11-25 sampling).
+  json::document doc;
+  unsigned caps = static_cast<unsigned>(client_capability::sampling);
+  if (auto root = doc.parse(params_json); root && ((*root)["tools"].exists() || (*root)["toolChoice"].exists())) {
+    caps |= static_cast<unsigned>(client_capability::sampling_tools);
   }
-  return std::nullopt;
+  return input_request{"sampling/createMessage", std::move(params_json), caps};
+}
+
+MCPCORE_DECL input_request input_request::list_roots() {
+  return input_request{"roots/list", {}, static_cast<unsigned>(client_capability::roots)};
 }
 
 MCPCORE_DECL void content_block::write(json::writer& w) const {

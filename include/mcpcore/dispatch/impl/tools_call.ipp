@@ -8,6 +8,7 @@
 #include <mcpcore/dispatch/server.hpp>
 
 #include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/error.hpp>
@@ -129,6 +130,7 @@ inline bool answer(request_env& e, compiled_tool& t, const pipeline_answer& a) {
   }
   if (!persisted) d.audit_persisted = false;
   write_error_response(e.out, e.id, a.code, a.message, d);
+  e.error = a.code;
   return true;
 }
 
@@ -527,17 +529,26 @@ inline bool run_tool(tool_call& c, call_scope& scope) {
   if (t.def.builtin != builtin_tool::none) return review_step(c.e, t, c.args);
   // The connection closed (or the transport stopped) before the handler started: nothing runs.
   if (scope.cancelled()) return cancelled_call(c, false);
-  call_state_impl state{c.e.s, c.e.ctx, c.e.id, c.e.msg.params["_meta"]["progressToken"], scope.token()};
-  call_context cc{state};
-  std::optional<tool_result> r;
-  try {
-    r.emplace(t.def.handler(cc, c.args));
-  } catch (...) {
-    r.reset();
+  // docs/eras.md#the-handler-contract: the handler runs again for each round of input.
+  for (std::size_t rounds = 0;;) {
+    call_state_impl state{c.e.s, c.e.ctx, c.e.id, c.e.msg.params["_meta"]["progressToken"], scope.token()};
+    state.round = &c.e.round;
+    call_context cc{state};
+    std::optional<tool_result> r;
+    try {
+      r.emplace(t.def.handler(cc, c.args));
+    } catch (...) {
+      r.reset();
+    }
+    if (scope.cancelled()) return cancelled_call(c, true);
+    if (!r) return handler_threw(c);
+    const input_required* ir = r->input();
+    if (ir == nullptr) return write_outcome(c, *r);
+    if (c.e.ctx.envelope != nullptr) return write_input_required(c.e, *ir);
+    if (const std::string why = gather_input(c.e, state, *ir, rounds); !why.empty()) {
+      return write_outcome(c, tool_result::error("The tool needs input the client did not give: " + why));
+    }
   }
-  if (scope.cancelled()) return cancelled_call(c, true);
-  if (!r) return handler_threw(c);
-  return write_outcome(c, *r);
 }
 
 #if defined(__GNUC__)

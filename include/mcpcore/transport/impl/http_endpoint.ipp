@@ -202,6 +202,9 @@ struct http_executor_slot {
 };
 
 struct http_post_exchange;
+struct per_request_channel;
+/// Closes every live per-request stream (shutdown); defined in http_per_request.ipp.
+void close_per_request_streams(http_endpoint::impl& ep) noexcept;
 
 }  // namespace detail
 
@@ -243,6 +246,8 @@ struct http_endpoint::impl {
   std::unordered_map<std::uint64_t, post_entry> post_sinks;  // guarded by posts_mutex
   std::uint64_t next_post = 0;                                                // guarded by posts_mutex
   std::atomic<bool> shut{false};  // begin_shutdown runs once
+  // The live streams of the per-request era (begin_shutdown closes them).
+  std::unordered_map<std::uint64_t, std::weak_ptr<detail::per_request_channel>> per_request_streams;  // posts_mutex
 
   /// (Re)creates the registry and the bridge with the current metrics and audit sink.
   void rebuild() {
@@ -358,12 +363,23 @@ struct http_endpoint::impl {
     const std::lock_guard<std::mutex> lock(posts_mutex);
     post_sinks.erase(key);
   }
+  void register_per_request(std::uint64_t& key, const std::shared_ptr<detail::per_request_channel>& ch) {
+    const std::lock_guard<std::mutex> lock(posts_mutex);
+    key = ++next_post;
+    per_request_streams.emplace(key, ch);
+  }
+  void unregister_per_request(std::uint64_t key) noexcept {
+    const std::lock_guard<std::mutex> lock(posts_mutex);
+    per_request_streams.erase(key);
+  }
 
   // Routes (definitions below).
   void handle_mcp(const http_request_view& req, http_completion& done);
   void handle_post(const http_request_view& req, const principal& who, const correlation_id& cid,
                    http_completion& done);
   void handle_initialize(const std::shared_ptr<detail::http_post_exchange>& ex, http_completion& done);
+  void handle_post_per_request(const http_request_view& req, const std::shared_ptr<detail::http_post_exchange>& ex,
+                               bool accepts_sse, http_completion& done);
   void handle_get(const http_request_view& req, const principal& who, const correlation_id& cid,
                   http_completion& done);
   void handle_delete(const http_request_view& req, const principal& who, const correlation_id& cid,
@@ -512,9 +528,10 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
   const bool is_post = req.method == "POST";
   const bool is_get = req.method == "GET";
   const bool is_delete = req.method == "DELETE";
-  if (!is_post && (!options.sessions || (!is_get && !is_delete))) {
+  const bool sessions_served = options.sessions && serves(options.eras, protocol_era::handshake);
+  if (!is_post && (!sessions_served || (!is_get && !is_delete))) {
     http_reply r = detail::http_empty(405);
-    detail::http_add(r, "Allow", options.sessions ? detail::http_allow_mcp : detail::http_allow_stateless);
+    detail::http_add(r, "Allow", sessions_served ? detail::http_allow_mcp : detail::http_allow_stateless);
     detail::http_deliver(done, std::move(r));
     return;
   }
@@ -524,20 +541,22 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
     detail::http_deliver(done, detail::http_error(detail::refusal::host, std::nullopt, cid.view()));
     return;
   }
-  if (options.sessions) {
-    // 4. Origin (docs/security.md#dns-rebinding-host-and-origin): before authentication.
-    if (const auto origin = req.header("Origin")) {
-      bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
-      for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
-      if (!ok) {
-        if (is_get) count_reject(stream_reject::origin);
-        reject_row(to_string(stream_reject::origin), {}, {}, cid.view());
-        detail::http_deliver(done, detail::http_error(detail::refusal::origin, std::nullopt, cid.view()));
-        return;
-      }
+  // 4. Origin (docs/security.md#dns-rebinding-host-and-origin): every path and era, before
+  // authentication.
+  if (const auto origin = req.header("Origin")) {
+    bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
+    for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
+    if (!ok) {
+      if (is_get) count_reject(stream_reject::origin);
+      reject_row(to_string(stream_reject::origin), {}, {}, cid.view());
+      detail::http_deliver(done, detail::http_error(detail::refusal::origin, std::nullopt, cid.view()));
+      return;
     }
-    // 5. MCP-Protocol-Version (docs/http.md#processing-order-on-the-mcp-path): absent is accepted;
-    // present must be supported.
+  }
+  if (options.sessions && !is_post) {
+    // 5. MCP-Protocol-Version of a GET or DELETE (docs/http.md#processing-order-on-the-mcp-path):
+    // absent is accepted; present must be supported. A POST's is read with its body, which says
+    // the era (docs/eras.md#classification).
     if (const auto v = req.header("MCP-Protocol-Version")) {
       if (!is_supported_protocol_version(detail::http_trim(*v))) {
         if (is_get) count_reject(stream_reject::protocol_version);
@@ -763,6 +782,7 @@ MCPCORE_DECL void http_endpoint::begin_shutdown() noexcept {
     }
   }
   for (const auto& s : posts) (void)s->close(close_reason::session_terminated);
+  detail::close_per_request_streams(e);
   (void)e.registry->terminate_all();  // GET streams close `session_terminated`
   e.bridge->shutdown();
 }
@@ -777,5 +797,6 @@ MCPCORE_END_NAMESPACE
 // The routes with a stream: they need the endpoint's state above (and include this file first).
 #include <mcpcore/transport/impl/http_get_stream.ipp>
 #include <mcpcore/transport/impl/http_post_stream.ipp>
+#include <mcpcore/transport/impl/http_per_request.ipp>
 
 #endif  // MCPCORE_IMPL_HTTP_ENDPOINT_IPP

@@ -454,6 +454,54 @@ inline bool http_post_preflight(http_endpoint::impl& ep, const http_request_view
   return true;
 }
 
+/// The era of a POST, decided once from its body (docs/eras.md#classification): a message whose
+/// `params._meta` claims the per-request era goes to that era's route; a header naming a
+/// per-request revision without the claim is refused; an unsupported handshake revision is
+/// refused; the handshake era's route goes on (true) unless the endpoint serves only the other.
+inline bool http_post_era(http_endpoint::impl& ep, const http_request_view& req,
+                          const std::shared_ptr<http_post_exchange>& ex, const std::optional<std::string>& accept,
+                          const std::optional<request_id_view>& echo, http_completion& done) {
+  const message& msg = ex->msg;
+  if (claims_per_request_era(msg)) {
+    ep.handle_post_per_request(req, ex, accept && accept_wants_sse(*accept), done);
+    return false;
+  }
+  const bool is_request = msg.kind == message_kind::request;
+  const std::optional<std::string_view> header = req.header("MCP-Protocol-Version");
+  const std::string_view version = header ? http_trim(*header) : std::string_view{};
+  if (header && !is_supported_protocol_version(version)) {
+    if (names_per_request_era(version)) {
+      if (!is_request) {
+        http_deliver(done, http_empty(202));  // a per-request notification changes nothing
+        return false;
+      }
+      std::string body;
+      write_missing_envelope(body, echo, version, msg.params["_meta"].exists(), ex->cid.view());
+      http_deliver(done, http_json_body(400, std::move(body)));
+      return false;
+    }
+    if (ep.options.sessions) {
+      ep.reject_row(to_string(stream_reject::protocol_version), {}, ex->who.id, ex->cid.view());
+      http_deliver(done, http_error(refusal::protocol_version, echo, ex->cid.view()));
+      return false;
+    }
+  }
+  if (serves(ep.options.eras, protocol_era::handshake)) return true;
+  if (!is_request) {
+    http_deliver(done, http_empty(202));
+    return false;
+  }
+  // docs/eras.md#choosing-the-eras: only the per-request era is served.
+  std::string_view requested = version;
+  if (msg.method == "initialize" && msg.params["protocolVersion"].is_string()) {
+    requested = msg.params["protocolVersion"].as_string();
+  }
+  std::string body;
+  write_unsupported_revision(body, echo, per_request_protocol_versions, requested, ex->cid.view());
+  http_deliver(done, http_json_body(400, std::move(body)));
+  return false;
+}
+
 /// The session (docs/http.md#processing-order-on-the-mcp-path): before the notification branch, so
 /// a notification on a dead session is 404, never 202. `initialize` ignores any header (no
 /// fixation). False when answered.
@@ -653,6 +701,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   const bool is_init = msg.kind == message_kind::request && msg.method == "initialize";
   const std::optional<request_id_view> echo =
       msg.kind == message_kind::request ? msg.id : std::optional<request_id_view>{};
+  if (!detail::http_post_era(*this, req, ex, accept, echo, done)) return;
   if (!detail::http_post_session(*this, req, *ex, is_init, echo, done)) return;
   if (msg.kind != message_kind::request || !msg.id) {  // (a request always has an id)
     detail::http_post_notification(*this, *ex, done);

@@ -42,6 +42,9 @@ MCPCORE_DECL std::string_view default_message(errc e) noexcept {
     case errc::stream_poisoned: return "Stream terminated; final response undeliverable";
     case errc::terminal_unavailable: return "Final response unavailable";
     case errc::shutting_down: return "server is shutting down";
+    case errc::header_mismatch: return "Bad Request: the request headers and body disagree";
+    case errc::missing_client_capability: return "Missing required client capability";
+    case errc::unsupported_revision: return "Unsupported protocol version";
   }
   return "Unknown error";
 }
@@ -61,6 +64,7 @@ MCPCORE_DECL void write_error_data(json::writer& w, const error_data& d) {
   if (d.execution_id) w.member("execution_id", *d.execution_id);
   if (d.reason) w.member("reason", *d.reason);
   if (d.audit_persisted) w.member("audit_persisted", *d.audit_persisted);
+  for (const error_data_member& m : d.members) w.raw_member(m.name, m.json);
   w.end_object();
 }
 

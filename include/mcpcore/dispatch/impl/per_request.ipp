@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// The per-request era in the dispatch core (docs/eras.md): its method table (`server/discover`
+// added; `initialize`, `ping`, `logging/setLevel` and the subscription methods unknown), the
+// capability families a server without them answers -32601, and the one encoder that stamps
+// every result with `resultType`, the cache fields where they belong, and the server's identity.
+#ifndef MCPCORE_IMPL_PER_REQUEST_IPP
+#define MCPCORE_IMPL_PER_REQUEST_IPP
+
+#include <mcpcore/dispatch/server.hpp>
+
+#include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/input_required.ipp>
+#include <mcpcore/dispatch/impl/server_methods.ipp>
+#include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/tools_call.ipp>
+#include <mcpcore/wire/era.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+MCPCORE_BEGIN_NAMESPACE
+namespace detail {
+
+/// Whether the server has the family `m` belongs to: a method of a family the server does not
+/// advertise is unknown in the per-request era (its `server/discover` does not list it).
+inline bool per_request_family_served(const server::impl& s, method_id m) noexcept {
+  switch (m) {
+    case method_id::tools_list:
+    case method_id::tools_call: return !s.tools.empty();
+    case method_id::resources_list:
+    case method_id::resources_templates_list:
+    case method_id::resources_read: return !s.resources.empty() || !s.templates.empty();
+    case method_id::prompts_list:
+    case method_id::prompts_get: return !s.prompts.empty();
+    case method_id::completion_complete: return s.has_completions;
+    case method_id::server_discover: return true;
+    default: return false;  // handshake-era methods and unknown ones
+  }
+}
+
+/// `server/discover`: the revisions served, the capabilities, the instructions
+/// (docs/eras.md#server-discover). The server's identity goes into `_meta` with every result.
+inline bool handle_discover(request_env& e) {
+  write_result_response(e.out, e.id, [&](json::writer& w) {
+    w.begin_object().key("supportedVersions").begin_array();
+    for (const std::string_view v : per_request_protocol_versions) w.value(v);
+    w.end_array().raw_member("capabilities", e.s.per_request_capabilities_json);
+    if (!e.s.info.instructions.empty()) w.member("instructions", e.s.info.instructions);
+    w.end_object();
+  });
+  return true;
+}
+
+/// Appends the per-request era's result fields to the result object that ends `out`
+/// (`{"jsonrpc":"2.0","id":..,"result":{..}}`, written compactly by the library): `resultType`,
+/// then `ttlMs`/`cacheScope` when `cache` is set, then the server's `_meta`. No result the
+/// library writes carries a `_meta` of its own.
+inline void stamp_per_request_result(std::string& out, std::size_t start, const server::impl& s,
+                                     const cache_hint* cache) {
+  MCPCORE_ASSERT(out.size() >= start + 4 && out.back() == '}' && out[out.size() - 2] == '}');
+  std::string tail;
+  tail.reserve(64 + s.server_info_meta.size());
+  if (out[out.size() - 3] != '{') tail += ',';
+  tail += R"("resultType":"complete")";
+  if (cache != nullptr) {
+    tail += R"(,"ttlMs":)";
+    tail += std::to_string(cache->ttl.count() < 0 ? 0 : cache->ttl.count());
+    tail += cache->scope == cache_scope::shared ? R"(,"cacheScope":"public")" : R"(,"cacheScope":"private")";
+  }
+  tail += s.server_info_meta;
+  out.insert(out.size() - 2, tail);
+}
+
+/// The cache hint of a `resources/read` of `uri`: the resource's own, else the server's.
+inline const cache_hint* read_cache_of(const server::impl& s, std::string_view uri) {
+  if (auto m = find_resource(s, uri); m && m->r->def.cache) return &*m->r->def.cache;
+  return &s.options.read_cache;
+}
+
+/// One request of the per-request era (`ctx.envelope` set).
+inline bool handle_per_request(server::impl& s, const message& msg, const dispatch_context& ctx, std::string& out) {
+  const auto method = classify_method(msg.method);
+  s.requests[static_cast<std::size_t>(method)].inc();
+  request_env e{s, ctx, *msg.id, msg, out};
+  if (s.switches.disabled()) {
+    write_error_response(out, msg.id, errc::mcp_disabled, "MCP is disabled on this server", error_data{});
+    e.error = errc::mcp_disabled;
+  } else if (!per_request_family_served(s, method)) {
+    // docs/eras.md#methods: removed methods, unknown ones and unadvertised families alike.
+    const auto cid = s.mint_cid();
+    write_error(e, errc::method_not_found, "Method not found: " + echo_name(msg.method), cid.view(),
+                "Call server/discover for the capabilities this server offers in this protocol revision.");
+  } else {
+    const std::size_t start = out.size();
+    const cache_hint* cache = nullptr;
+    bool answered = true;
+    switch (method) {
+      case method_id::tools_call: answered = !read_input_round(e) || handle_tools_call(e); break;
+      case method_id::tools_list:
+        cache = &s.options.list_cache;
+        answered = write_page(e, "tools", s.tools, 1,
+                              [](const compiled_tool& t) -> const std::string& { return t.listing; });
+        break;
+      case method_id::resources_list:
+        cache = &s.options.list_cache;
+        answered = write_page(e, "resources", s.resources, 2,
+                              [](const compiled_resource& r) -> const std::string& { return r.listing; });
+        break;
+      case method_id::resources_templates_list:
+        cache = &s.options.list_cache;
+        answered = write_page(e, "resourceTemplates", s.templates, 3,
+                              [](const compiled_resource& r) -> const std::string& { return r.listing; });
+        break;
+      case method_id::prompts_list:
+        cache = &s.options.list_cache;
+        answered = write_page(e, "prompts", s.prompts, 4,
+                              [](const compiled_prompt& p) -> const std::string& { return p.listing; });
+        break;
+      case method_id::resources_read:
+        if (const json::value uri = msg.params["uri"]; uri.is_string()) cache = read_cache_of(s, uri.as_string());
+        answered = !read_input_round(e) || handle_resources_read(e);
+        break;
+      case method_id::prompts_get: answered = !read_input_round(e) || handle_prompts_get(e); break;
+      case method_id::completion_complete: answered = handle_completion(e); break;
+      case method_id::server_discover:
+        cache = &s.options.list_cache;
+        answered = handle_discover(e);
+        break;
+      default: MCPCORE_ASSERT(false); break;
+    }
+    if (!answered) return false;
+    if (e.input_required) {
+      out.insert(out.size() - 2, s.server_info_meta);  // no resultType "complete", no cache fields
+    } else if (!e.error) {
+      stamp_per_request_result(out, start, s, cache);
+    }
+  }
+  if (ctx.report != nullptr) ctx.report->error = e.error;
+  return true;
+}
+
+}  // namespace detail
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_PER_REQUEST_IPP

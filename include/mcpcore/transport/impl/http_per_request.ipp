@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: Apache-2.0
+// The per-request era on the HTTP endpoint (docs/eras.md): the checks of a POST that claims it
+// (envelope, headers, revision), its dispatch without a session, and its answer: JSON, or an SSE
+// stream that opens on the call's first in-call message and carries the messages, then the
+// result. No priming event, no event ids, no resumption: closing the stream cancels the call.
+#ifndef MCPCORE_IMPL_HTTP_PER_REQUEST_IPP
+#define MCPCORE_IMPL_HTTP_PER_REQUEST_IPP
+
+#include <mcpcore/transport/impl/http_post_stream.ipp>
+
+#include <mcpcore/detail/ascii.hpp>
+#include <mcpcore/detail/base64.hpp>
+#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/wire/accept.hpp>
+#include <mcpcore/wire/era.hpp>
+#include <mcpcore/wire/sse.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+MCPCORE_BEGIN_NAMESPACE
+
+namespace detail {
+
+/// The budget surface of the per-request era's streams.
+inline constexpr std::string_view per_request_surface = "per_request";
+
+/// What one per-request call and its SSE stream share (guarded by `mutex`, a leaf).
+struct per_request_channel {
+  std::mutex mutex;
+  /// Frames not yet pulled by the transport.
+  std::string pending;
+  /// The final frame (the result or error) is in `pending` or was pulled: the stream ends once it
+  /// is written.
+  bool final_queued = false;
+  /// The stream ended before the final (the client left, shutdown): nothing more is queued.
+  bool closed = false;
+  /// The transport's waker, once the stream is delivered.
+  std::shared_ptr<const std::function<void()>> waker;
+  /// Requested when the stream closes before its final: the handler's stop token fires
+  /// (docs/eras.md#streams: closing the stream is cancellation).
+  std::stop_source stop;
+
+  /// Appends one frame; false when the stream is closed. Wakes the transport.
+  bool push(std::string_view json, bool final) {
+    std::shared_ptr<const std::function<void()>> w;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (closed || final_queued) return false;
+      sse::write_event(pending, sse::event{0, "message", json, std::nullopt});
+      final_queued = final;
+      w = waker;
+    }
+    if (w && *w) (*w)();
+    return true;
+  }
+  /// Ends the stream without its final and cancels the call.
+  void close() noexcept {
+    std::shared_ptr<const std::function<void()>> w;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (closed) return;
+      closed = true;
+      w = waker;
+    }
+    stop.request_stop();
+    if (w && *w) {
+      try {
+        (*w)();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): the pull bounded by wait_time finds it closed
+      }
+    }
+  }
+};
+
+/// The SSE answer of a per-request call.
+class http_per_request_stream final : public http_stream {
+ public:
+  http_per_request_stream(std::shared_ptr<per_request_channel> channel, stream_lease lease,
+                          std::chrono::milliseconds keepalive, std::function<void()> on_end)
+      : ch_(std::move(channel)), lease_(std::move(lease)), keepalive_(keepalive), on_end_(std::move(on_end)),
+        last_(std::chrono::steady_clock::now()) {}
+  ~http_per_request_stream() override {
+    if (!finished_) ch_->close();  // the client left, or the transport gave up: cancel the call
+    if (on_end_) on_end_();
+  }
+  http_per_request_stream(const http_per_request_stream&) = delete;
+  http_per_request_stream& operator=(const http_per_request_stream&) = delete;
+
+  void on_ready(std::function<void()> waker) override {
+    auto w = std::make_shared<const std::function<void()>>(std::move(waker));
+    const std::lock_guard<std::mutex> lock(ch_->mutex);
+    ch_->waker = std::move(w);
+  }
+  void pull(std::chrono::steady_clock::time_point now, std::string& out) noexcept override {
+    if (finished_) return;
+    const std::lock_guard<std::mutex> lock(ch_->mutex);
+    if (ch_->closed) {
+      finished_ = true;
+      return;
+    }
+    if (!ch_->pending.empty()) {
+      out += ch_->pending;
+      ch_->pending.clear();
+      last_ = now;
+    } else if (!ch_->final_queued && now - last_ >= keepalive_ && keepalive_.count() > 0) {
+      sse::write_comment(out, "keepalive");
+      last_ = now;
+    }
+    final_in_flight_ = ch_->final_queued;
+  }
+  [[nodiscard]] std::chrono::milliseconds wait_time(std::chrono::steady_clock::time_point now) const noexcept override {
+    const std::lock_guard<std::mutex> lock(ch_->mutex);
+    if (finished_ || ch_->closed || !ch_->pending.empty() || (ch_->final_queued && !final_in_flight_)) {
+      return std::chrono::milliseconds{0};
+    }
+    if (keepalive_.count() <= 0) return std::chrono::hours{1};
+    const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(last_ + keepalive_ - now);
+    return due.count() > 0 ? due : std::chrono::milliseconds{0};
+  }
+  void written() noexcept override {
+    if (final_in_flight_) finished_ = true;
+  }
+  void write_failed() noexcept override {
+    ch_->close();
+    finished_ = true;
+  }
+  [[nodiscard]] bool finished() const noexcept override { return finished_; }
+  void close(close_reason /*reason*/) noexcept override { ch_->close(); }
+
+ private:
+  std::shared_ptr<per_request_channel> ch_;
+  stream_lease lease_;
+  std::chrono::milliseconds keepalive_;
+  std::function<void()> on_end_;
+  std::chrono::steady_clock::time_point last_;
+  bool final_in_flight_ = false;  // the last pull took the final frame
+  bool finished_ = false;         // the transport's thread only
+};
+
+/// One POST of the per-request era: the parsed request (kept alive by `base`), its envelope,
+/// and its one answer.
+struct per_request_call;
+
+/// The call's in-call messages: the first one turns the answer into an SSE stream.
+struct per_request_sink final : message_sink {
+  explicit per_request_sink(per_request_call& c) noexcept : call(c) {}
+  bool send(std::string_view message) noexcept override;
+  per_request_call& call;
+};
+
+struct per_request_call {
+  per_request_call(http_endpoint::impl& e, std::shared_ptr<http_post_exchange> b, request_envelope env, bool sse)
+      : ep(e), base(std::move(b)), envelope(env), accepts_sse(sse), channel(std::make_shared<per_request_channel>()) {}
+
+  http_endpoint::impl& ep;
+  std::shared_ptr<http_post_exchange> base;  // the document the message and envelope view
+  request_envelope envelope;
+  const bool accepts_sse;
+  const std::shared_ptr<per_request_channel> channel;
+  per_request_sink sink{*this};
+  std::mutex mutex;         // a leaf; guards `done` and `streaming`
+  http_completion done;     // until the answer (JSON or the stream) was delivered
+  bool streaming = false;   // the stream was delivered: the final goes onto it
+
+  /// Opens the stream (under no lock); the reply to deliver, or nothing when it cannot.
+  std::optional<http_reply> open_stream();
+  void run() noexcept;
+};
+
+
+// ---- the call --------------------------------------------------------------------------------------
+
+inline std::optional<http_reply> per_request_call::open_stream() {
+  const principal& who = base->who;
+  auto lease = ep.budget.try_acquire(per_request_surface, who.id, ep.options.per_request.streams_per_principal);
+  if (!lease) return std::nullopt;  // over budget: the answer stays JSON, in-call messages are dropped
+  std::uint64_t key = 0;
+  ep.register_per_request(key, channel);
+  http_endpoint::impl* e = &ep;
+  http_reply r;
+  http_sse_head(r, base->cid.view());
+  r.stream = std::make_unique<http_per_request_stream>(channel, std::move(*lease), ep.options.per_request.keepalive,
+                                                       [e, key] { e->unregister_per_request(key); });
+  return r;
+}
+
+inline bool per_request_sink::send(std::string_view message) noexcept {
+  per_request_call& c = call;
+  try {
+    std::optional<http_reply> opened;
+    http_completion d;
+    {
+      const std::lock_guard<std::mutex> lock(c.mutex);
+      if (!c.streaming) {
+        if (!c.accepts_sse || !c.done) return false;
+        opened = c.open_stream();
+        if (!opened) return false;
+        c.streaming = true;
+        d = std::exchange(c.done, nullptr);
+      }
+    }
+    const bool queued = c.channel->push(message, false);
+    if (d) http_deliver(d, std::move(*opened));
+    return queued;
+  } catch (...) {
+    return false;  // no memory for the stream or the frame: the message is lost, the call goes on
+  }
+}
+
+/// The HTTP status of a per-request answer that is an error (docs/eras.md#errors).
+[[nodiscard]] constexpr int per_request_status(std::optional<errc> e) noexcept {
+  if (!e) return 200;
+  switch (*e) {
+    case errc::method_not_found: return 404;
+    case errc::missing_client_capability:
+    case errc::header_mismatch:
+    case errc::unsupported_revision: return 400;
+    default: return 200;
+  }
+}
+
+inline void per_request_call::run() noexcept {
+  dispatch_report report;
+  const dispatch_context ctx{base->who, nullptr, &sink, channel->stop.get_token(), nullptr, &envelope, &report};
+  std::string out;
+  bool answered = false;
+  try {
+    answered = ep.srv.handle(base->msg, ctx, out);
+  } catch (...) {
+    answered = false;
+    out.clear();
+  }
+  if (!answered && out.empty()) {
+    // Cancelled (the stream closed) or the dispatch threw: a stream just ends; a JSON answer says why.
+    try {
+      write_post_dispatch_failure(out, base->id, post_dispatch_failure::dispatch_threw, base->cid.view(), {});
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the bare 500 below
+    }
+    report.error = errc::internal_error;
+  }
+  http_completion d;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!streaming) d = std::exchange(done, nullptr);
+  }
+  if (!d) {
+    try {
+      (void)channel->push(out, true);
+    } catch (...) {
+      channel->close();  // no memory for the final frame: the stream ends without it
+    }
+    return;
+  }
+  const int status = answered ? per_request_status(report.error) : 500;
+  if (out.empty()) {
+    http_deliver(d, http_empty(500));
+    return;
+  }
+  try {
+    http_deliver(d, http_json_body(status, std::move(out)));
+  } catch (...) {
+    http_deliver(d, http_empty(500));
+  }
+}
+
+/// Closes every live per-request stream, cancelling its call (shutdown).
+inline void close_per_request_streams(http_endpoint::impl& ep) noexcept {
+  std::vector<std::shared_ptr<per_request_channel>> live;
+  {
+    const std::lock_guard<std::mutex> lock(ep.posts_mutex);
+    try {
+      live.reserve(ep.per_request_streams.size());
+      for (const auto& [key, weak] : ep.per_request_streams) {
+        if (auto ch = weak.lock()) live.push_back(std::move(ch));
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort; their calls still end
+    }
+  }
+  for (const auto& ch : live) ch->close();
+}
+
+// ---- the checks ------------------------------------------------------------------------------------
+
+/// The body value `Mcp-Name` must carry for `msg` (the tool or prompt name, the resource URI), if
+/// the method has one and the body carries it as a string.
+inline std::optional<std::string_view> per_request_name_of(const message& msg) noexcept {
+  json::value v;
+  if (msg.method == "tools/call" || msg.method == "prompts/get") v = msg.params["name"];
+  if (msg.method == "resources/read") v = msg.params["uri"];
+  if (!v.is_string()) return std::nullopt;
+  return v.as_string();
+}
+
+/// A header value in the `=?base64?<standard base64>?=` form decoded; any other value as it is.
+/// Nothing when the form is present but its base64 or UTF-8 is invalid.
+inline std::optional<std::string> per_request_header_value(std::string_view v) {
+  constexpr std::string_view open = "=?base64?";
+  constexpr std::string_view close = "?=";
+  if (v.size() < open.size() + close.size() || !ascii_iequals(v.substr(0, open.size()), open) ||
+      v.substr(v.size() - close.size()) != close) {
+    return std::string{v};
+  }
+  auto bytes = base64_decode(v.substr(open.size(), v.size() - open.size() - close.size()), base64_alphabet::standard);
+  if (!bytes || !json::is_valid_utf8(*bytes)) return std::nullopt;
+  return bytes;
+}
+
+/// The envelope, the headers and the revision of a per-request POST (docs/eras.md#the-checks);
+/// false when answered.
+inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view& req, const message& msg,
+                               request_envelope& env, const std::optional<request_id_view>& echo,
+                               std::string_view cid, http_completion& done) {
+  const auto refuse = [&](std::string body) { http_deliver(done, http_json_body(400, std::move(body))); };
+  std::string body;
+  auto read = read_envelope(msg);
+  if (!read) {
+    write_envelope_error(body, echo, read.error(), cid);
+    refuse(std::move(body));
+    return false;
+  }
+  env = *read;
+  const std::optional<std::string_view> version_header = req.header("MCP-Protocol-Version");
+  const std::optional<std::string_view> method_header = req.header("Mcp-Method");
+  if (version_header && http_trim(*version_header) != env.protocol_version) {
+    write_header_mismatch(body, echo, http_trim(*version_header),
+                          "the body envelope names protocol version " + std::string{env.protocol_version} +
+                              " but the MCP-Protocol-Version header names " + std::string{http_trim(*version_header)},
+                          cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (method_header && msg.kind == message_kind::request && http_trim(*method_header) != msg.method) {
+    write_header_mismatch(body, echo, http_trim(*method_header),
+                          "the body names method " + std::string{msg.method} + " but the Mcp-Method header names " +
+                              std::string{http_trim(*method_header)},
+                          cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (!serves(ep.options.eras, protocol_era::per_request)) {
+    write_unsupported_revision(body, echo, supported_protocol_versions, env.protocol_version, cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (!is_per_request_protocol_version(env.protocol_version)) {
+    write_unsupported_revision(body, echo, per_request_protocol_versions, env.protocol_version, cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (msg.kind != message_kind::request) return true;  // notifications need no method headers
+  if (!version_header) {
+    write_header_mismatch(body, echo, "(missing)",
+                          "the body envelope names protocol version " + std::string{env.protocol_version} +
+                              " but the required MCP-Protocol-Version header is absent",
+                          cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (!method_header) {
+    write_header_mismatch(body, echo, "(missing)",
+                          "the body names method " + std::string{msg.method} +
+                              " but the required Mcp-Method header is absent",
+                          cid);
+    refuse(std::move(body));
+    return false;
+  }
+  if (const auto name = per_request_name_of(msg)) {
+    const std::optional<std::string_view> name_header = req.header("Mcp-Name");
+    if (!name_header) {
+      write_header_mismatch(body, echo, "(missing)",
+                            "the body carries " + std::string{*name} + " but the required Mcp-Name header is absent",
+                            cid);
+      refuse(std::move(body));
+      return false;
+    }
+    const std::optional<std::string> decoded = per_request_header_value(http_trim(*name_header));
+    if (!decoded) {
+      write_header_mismatch(body, echo, http_trim(*name_header),
+                            "the Mcp-Name header carries an invalid Base64 sentinel value", cid);
+      refuse(std::move(body));
+      return false;
+    }
+    if (*decoded != *name) {
+      write_header_mismatch(body, echo, http_trim(*name_header),
+                            "the body carries " + std::string{*name} + " but the Mcp-Name header names " + *decoded,
+                            cid);
+      refuse(std::move(body));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace detail
+
+// ---- the route -------------------------------------------------------------------------------------
+
+inline void http_endpoint::impl::handle_post_per_request(const http_request_view& req,
+                                                         const std::shared_ptr<detail::http_post_exchange>& ex,
+                                                         bool accepts_sse, http_completion& done) {
+  const message& msg = ex->msg;
+  const std::optional<request_id_view> echo =
+      msg.kind == message_kind::request ? msg.id : std::optional<request_id_view>{};
+  request_envelope env;
+  if (!detail::per_request_checks(*this, req, msg, env, echo, ex->cid.view(), done)) return;
+  if (msg.kind != message_kind::request || !msg.id) {
+    // Notifications and responses change nothing in the per-request era: closing a response
+    // stream is its cancellation, and no request was sent to the client (docs/eras.md#streams).
+    detail::http_deliver(done, detail::http_empty(202));
+    return;
+  }
+  ex->id = request_id{*msg.id};
+  auto call = std::make_shared<detail::per_request_call>(*this, ex, env, accepts_sse);
+  {
+    const std::lock_guard<std::mutex> lock(call->mutex);
+    call->done = std::move(done);
+  }
+  bool taken = false;
+  try {
+    taken = submit([call] { call->run(); });
+  } catch (...) {
+    taken = false;
+  }
+  if (!taken) {
+    http_completion d;
+    {
+      const std::lock_guard<std::mutex> lock(call->mutex);
+      d = std::exchange(call->done, nullptr);
+    }
+    detail::http_deliver(d, detail::http_error(detail::refusal::busy, echo, ex->cid.view()));
+  }
+}
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_HTTP_PER_REQUEST_IPP
