@@ -2,7 +2,16 @@
 // Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned in package.json)
 // against the mcpcore conformance fixture server over Streamable HTTP.
 //
-// Usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> [--keep-results <dir>]
+// Usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> [--requirements <revision>]
+//                                  [--keep-results <dir>]
+//
+// Without --requirements: the `latest` suite (package `@modelcontextprotocol/conformance`, 0.1.16),
+// `--suite all`, every scenario must pass. With --requirements <revision> (2025-11-25 or 2026-07-28):
+// the prerelease suite (package alias `conformance-next`, 0.2.0-alpha.12) runs exactly the scenarios
+// that revision's frozen requirements file lists, each at that revision's wire version; every scored
+// scenario (the file's `server:` list) must pass with no FAILURE check; the not-scored ones (the
+// tasks extension, pending scenarios) run and are reported but do not decide the verdict, as the
+// suite itself scores them (docs/conformance.md).
 //
 // Starts the server on an ephemeral 127.0.0.1 port (it writes the port to a port file), runs
 //   <node 22> node_modules/@modelcontextprotocol/conformance/dist/index.js server
@@ -42,17 +51,28 @@ const NO_WARNING_SCENARIO = 'server-sse-polling';
 const args = process.argv.slice(2);
 const serverBinary = args[0];
 let keepResults;
-if (args[1] === '--keep-results' && args[2]) keepResults = resolve(args[2]);
-if (!serverBinary || (args.length > 1 && keepResults === undefined) || args.length > 3) {
-  process.stderr.write('usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> [--keep-results <dir>]\n');
+let requirements;
+let badUsage = !serverBinary;
+for (let i = 1; i < args.length; i += 2) {
+  if (args[i] === '--keep-results' && args[i + 1]) keepResults = resolve(args[i + 1]);
+  else if (args[i] === '--requirements' && /^\d{4}-\d{2}-\d{2}$/.test(args[i + 1] ?? '')) requirements = args[i + 1];
+  else badUsage = true;
+}
+if (badUsage) {
+  process.stderr.write('usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> ' +
+    '[--requirements <revision>] [--keep-results <dir>]\n');
   process.exit(2);
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
 const node22 = join(here, 'node_modules', 'node', 'bin', 'node');
-const cli = join(here, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const packageDir = requirements
+  ? join(here, 'node_modules', 'conformance-next')
+  : join(here, 'node_modules', '@modelcontextprotocol', 'conformance');
+const cli = join(packageDir, 'dist', 'index.js');
+const requirementsFile = requirements ? join(packageDir, 'requirements', `${requirements}.yaml`) : undefined;
 for (const [what, path] of [['Node 22 (npm package node@22)', node22], ['the conformance CLI', cli],
-  ['the server binary', serverBinary]]) {
+  ['the server binary', serverBinary], ...(requirementsFile ? [['the requirements file', requirementsFile]] : [])]) {
   if (!existsSync(path)) {
     process.stderr.write(`run_conformance: ${what} is missing: ${path} (run \`npm ci\` in ${here})\n`);
     process.exit(2);
@@ -121,6 +141,25 @@ function fail(why) {
 
 // ---- the run ----------------------------------------------------------------------------------------------
 
+/**
+ * The server scenarios of a frozen requirements file: `scored` (its top-level `server:` list) and
+ * `unscored` (its `not_scored:` entries whose `leg` is `server`).
+ */
+function requiredScenarios() {
+  const text = readFileSync(requirementsFile, 'utf8');
+  const section = (key) => {
+    const m = new RegExp(`^${key}:\\n((?:[ \\t].*\\n|\\n)*)`, 'm').exec(text);
+    return m ? m[1] : '';
+  };
+  const scored = [...section('server').matchAll(/^\s+-\s+(\S+)\s*$/gm)].map((m) => m[1]);
+  const unscored = [];
+  for (const m of section('not_scored').matchAll(/-\s+scenario:\s+(\S+)\s*\n\s+leg:\s+(\S+)/g)) {
+    if (m[2] === 'server') unscored.push(m[1]);
+  }
+  if (scored.length === 0) throw new Error(`${requirementsFile} lists no server scenarios`);
+  return { scored, unscored };
+}
+
 /** The scenario names `--suite all` runs, from `conformance list --server` (the same list). */
 function expectedScenarios() {
   const r = spawnSync(node22, [cli, 'list', '--server'], { encoding: 'utf8', timeout: LIST_TIMEOUT_MS });
@@ -157,7 +196,8 @@ async function startServer() {
 /** Runs the CLI, echoing its output; resolves with {code, signal, stdout}. */
 function runSuite(url) {
   return new Promise((resolveRun, rejectRun) => {
-    const suite = track(spawn(node22, [cli, 'server', '--url', url, '--suite', 'all', '-o', resultsDir], {
+    const selection = requirements ? ['--requirements', requirements] : ['--suite', 'all'];
+    const suite = track(spawn(node22, [cli, 'server', '--url', url, ...selection, '-o', resultsDir], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env },
     }));
@@ -205,8 +245,13 @@ function readChecks(names) {
 }
 
 async function main() {
-  const names = expectedScenarios();
-  process.stdout.write(`run_conformance: ${names.length} server scenarios in --suite all\n`);
+  const required = requirements ? requiredScenarios() : undefined;
+  const names = required ? [...required.scored, ...required.unscored] : expectedScenarios();
+  const scored = required ? required.scored : names;
+  process.stdout.write(required
+    ? `run_conformance: requirements ${requirements}: ${required.scored.length} scored and ` +
+      `${required.unscored.length} not-scored server scenarios\n`
+    : `run_conformance: ${names.length} server scenarios in --suite all\n`);
   const { server, port } = await startServer();
   const url = `http://127.0.0.1:${port}/mcp`;
   process.stdout.write(`run_conformance: server pid ${server.pid} on ${url}\n`);
@@ -226,14 +271,18 @@ async function main() {
   const summary = parseSummary(run.stdout);
   if (!summary) return fail('the CLI printed no "=== SUMMARY ===" section') && false;
   if (!summary.total) ok = fail('the summary has no "Total: N passed, M failed" line');
-  else if (summary.total.failed !== 0) ok = fail(`the summary says ${summary.total.failed} failed`);
+  else if (!required && summary.total.failed !== 0) ok = fail(`the summary says ${summary.total.failed} failed`);
 
   const missing = names.filter((n) => !summary.scenarios.has(n));
   if (missing.length > 0) ok = fail(`scenarios missing from the summary: ${missing.join(', ')}`);
   const extra = [...summary.scenarios.keys()].filter((n) => !names.includes(n));
   if (extra.length > 0) ok = fail(`scenarios in the summary that \`list --server\` does not name: ${extra.join(', ')}`);
   for (const [name, s] of summary.scenarios) {
-    if (!s.ok || s.failed !== 0) ok = fail(`scenario ${name}: ${s.line}`);
+    if (scored.includes(name)) {
+      if (!s.ok || s.failed !== 0) ok = fail(`scenario ${name}: ${s.line}`);
+    } else if (!s.ok) {
+      process.stdout.write(`run_conformance: note: not scored for ${requirements}: ${s.line}\n`);
+    }
   }
 
   const checks = readChecks(names);
@@ -242,7 +291,7 @@ async function main() {
   for (const [name, list] of checks) {
     if (!Array.isArray(list) || list.length === 0) ok = fail(`scenario ${name}: checks.json holds no checks`);
   }
-  const polling = checks.get(NO_WARNING_SCENARIO);
+  const polling = scored.includes(NO_WARNING_SCENARIO) ? checks.get(NO_WARNING_SCENARIO) : undefined;
   if (polling) {
     const warnings = polling.filter((c) => c.status === 'WARNING');
     for (const w of warnings) {
@@ -251,7 +300,7 @@ async function main() {
     const scored = polling.filter((c) => c.status === 'SUCCESS' || c.status === 'FAILURE').map((c) => `${c.id}=${c.status}`);
     process.stdout.write(`run_conformance: ${NO_WARNING_SCENARIO} checks: ${scored.join(', ') || '(none scored)'}; ` +
       `${warnings.length} warnings\n`);
-  } else if (!noChecks.includes(NO_WARNING_SCENARIO)) {
+  } else if (!required && !noChecks.includes(NO_WARNING_SCENARIO)) {
     ok = fail(`${NO_WARNING_SCENARIO} is not among the scenarios`);
   }
   // Warnings elsewhere do not fail the run (they are SHOULDs the suite does not score), but are shown.
@@ -264,7 +313,10 @@ async function main() {
 
   process.stdout.write(`\n${summary.text}\n\n`);
   process.stdout.write(ok
-    ? `run_conformance: PASS: ${names.length} scenarios ran, ${summary.total.line}, ${NO_WARNING_SCENARIO} without warnings\n`
+    ? (required
+      ? `run_conformance: PASS: requirements ${requirements}: all ${scored.length} scored scenarios passed ` +
+        `(${names.length} ran), ${summary.total.line}\n`
+      : `run_conformance: PASS: ${names.length} scenarios ran, ${summary.total.line}, ${NO_WARNING_SCENARIO} without warnings\n`)
     : 'run_conformance: FAIL (see the lines above)\n');
   return ok;
 }
