@@ -172,6 +172,13 @@ inline void declare_per_request_tools(mcpcore::server_builder& b) {
         return tool_result::need_input(input_required{}.ask(
             "user_name", input_request::elicit("What is your name?", one_string_form("name"))));
       });
+  // SEP-2243: the region is mirrored in the Mcp-Param-Region header, which must agree with it.
+  fixture("test_custom_header_echo", "Echoes its region argument, which the client mirrors in Mcp-Param-Region.")
+      .input_schema(R"({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region",)"
+                    R"("description":"Where to run"}},"required":["region"],"additionalProperties":false})")
+      .handler([](call_context&, const mcpcore::arguments& args) {
+        return tool_result::text(std::string{args["region"].as_string()});
+      });
   // Logs three messages: sent only when the request named a log level.
   fixture("test_logging_tool", "Logs three messages at level info.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {

@@ -238,6 +238,17 @@ struct dispatch_context {
   dispatch_report* report = nullptr;
 };
 
+/// A tool argument the client mirrors in an `Mcp-Param-<name>` header: a property of the input
+/// schema annotated `"x-mcp-header": "<name>"` (docs/eras.md#headers).
+struct param_header {
+  enum class value_type : std::uint8_t { string, integer, boolean };
+  /// The header's name after `Mcp-Param-` (an RFC 9110 token; compared case-insensitively).
+  std::string name;
+  /// The property names from the arguments object down to the value.
+  std::vector<std::string> path;
+  value_type type = value_type::string;
+};
+
 /// Name/value pairs matched out of a resource template (percent-decoded).
 class uri_variables {
  public:
@@ -622,6 +633,8 @@ class server {
   [[nodiscard]] MCPCORE_DECL const server_info& info() const noexcept;
   /// Whether `uri` names a registered resource or matches a template.
   [[nodiscard]] MCPCORE_DECL bool has_resource(std::string_view uri) const;
+  /// The `Mcp-Param-*` headers of tool `name` (empty for an unknown tool or one without any).
+  [[nodiscard]] MCPCORE_DECL std::span<const param_header> param_headers(std::string_view name) const noexcept;
 
   struct impl;
 

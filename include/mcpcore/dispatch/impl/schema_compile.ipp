@@ -80,7 +80,7 @@ inline std::uint8_t type_bit(std::string_view s) noexcept {
 
 inline bool is_annotation(std::string_view k) noexcept {
   return k == "description" || k == "title" || k == "$comment" || k == "examples" ||
-         k == "default" || k == "format";
+         k == "default" || k == "format" || k == "x-mcp-header";
 }
 
 class compiler {
@@ -209,7 +209,7 @@ class compiler {
   }
 
   void check_annotation(std::string_view key, json::value v, const std::string& path) {
-    if ((key == "description" || key == "title" || key == "$comment" || key == "format") &&
+    if ((key == "description" || key == "title" || key == "$comment" || key == "format" || key == "x-mcp-header") &&
         !v.is_string()) {
       error(path, "'" + std::string{key} + "' must be a string");
     } else if (key == "examples" && !v.is_array()) {

@@ -95,6 +95,12 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
   return true;
 }
 
+MCPCORE_DECL std::span<const param_header> server::param_headers(std::string_view name) const noexcept {
+  const auto it = impl_->tool_index.find(name);
+  if (it == impl_->tool_index.end()) return {};
+  return impl_->tools[it->second].param_headers;
+}
+
 MCPCORE_DECL bool server::has_resource(std::string_view uri) const {
   return detail::find_resource(*impl_, uri).has_value();
 }

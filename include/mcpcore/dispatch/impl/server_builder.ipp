@@ -6,6 +6,7 @@
 
 #include <mcpcore/dispatch/server.hpp>
 
+#include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/random.hpp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/dispatch/schema.hpp>
@@ -254,6 +255,101 @@ inline bool check_tool_gating(const tool_def& d, const builder_state& st, const 
   return gated;
 }
 
+// ---- Mcp-Param-* headers (docs/eras.md#headers) ---------------------------------------------------
+
+/// Whether `s` is an RFC 9110 token (a header name).
+inline bool is_http_token(std::string_view s) noexcept {
+  constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+/// Collects the `x-mcp-header` properties of an input schema: a property reached from the root
+/// through `properties` alone, of type string, integer or boolean, with a token name unique
+/// ignoring case. An annotation anywhere else (under `items`, a combinator, `$defs`, the root
+/// itself) or of another type is an offence.
+class param_header_scan {
+ public:
+  param_header_scan(const std::string& subject, offence_list& out) : subject_(subject), out_(out) {}
+
+  std::vector<param_header> run(json::value root) {
+    walk(root, true, {});
+    return std::move(found_);
+  }
+
+ private:
+  void walk(json::value schema, bool reachable, const std::vector<std::string>& path) {
+    if (!schema.is_object()) return;
+    for (json::member m : schema.members()) {
+      const json::value v = m.value();
+      if (m.key == "x-mcp-header") {
+        declare(schema, v, reachable && !path.empty(), path);
+      } else if (m.key == "properties" && v.is_object()) {
+        for (json::member p : v.members()) {
+          std::vector<std::string> child = path;
+          child.emplace_back(p.key);
+          walk(p.value(), reachable, child);
+        }
+      } else if (v.is_object() || v.is_array()) {
+        walk_any(v);  // anything below another keyword is unreachable for a header
+      }
+    }
+  }
+  void walk_any(json::value v) {
+    if (v.is_array()) {
+      for (json::value e : v.elements()) walk_any(e);
+    } else if (v.is_object()) {
+      walk(v, false, {});
+    }
+  }
+  void declare(json::value schema, json::value name, bool reachable, const std::vector<std::string>& path) {
+    const std::string where = subject_ + ": x-mcp-header";
+    if (!reachable) {
+      out_.push_back(where + " is only allowed on a property reached through 'properties' from the root");
+      return;
+    }
+    if (!name.is_string() || !is_http_token(name.as_string())) {
+      out_.push_back(where + " of '" + echo_name(path.back()) + "' must be a header-name token");
+      return;
+    }
+    const json::value type = schema["type"];
+    param_header h;
+    h.name = std::string{name.as_string()};
+    h.path = path;
+    if (type.is_string() && type.as_string() == "string") {
+      h.type = param_header::value_type::string;
+    } else if (type.is_string() && type.as_string() == "integer") {
+      h.type = param_header::value_type::integer;
+    } else if (type.is_string() && type.as_string() == "boolean") {
+      h.type = param_header::value_type::boolean;
+    } else {
+      out_.push_back(where + " of '" + echo_name(path.back()) + "' needs type string, integer or boolean");
+      return;
+    }
+    for (const auto& f : found_) {
+      if (ascii_iequals(f.name, h.name)) {
+        out_.push_back(where + " '" + echo_name(h.name) + "' is declared twice");
+        return;
+      }
+    }
+    found_.push_back(std::move(h));
+  }
+
+  const std::string& subject_;
+  offence_list& out_;
+  std::vector<param_header> found_;
+};
+
+inline std::vector<param_header> scan_param_headers(const std::string& input_schema, const std::string& subject,
+                                                    offence_list& out) {
+  json::document doc;
+  const auto root = doc.parse(input_schema);
+  if (!root) return {};  // the schema compiler reports it
+  return param_header_scan{subject, out}.run(*root);
+}
+
 // A tool; compiled into the server while the build has no offence so far.
 inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::string, std::less<>>& names,
                           server::impl& impl, offence_list& out) {
@@ -264,9 +360,11 @@ inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::st
     impl.warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
   }
   const bool gated = check_tool_gating(d, st, compiled ? &*compiled : nullptr, subject, out);
+  std::vector<param_header> headers = scan_param_headers(d.input_schema, subject, out);
   // A build without offences has a compiled schema and an operation (the checks above say so).
   if (!out.empty() || !compiled || !d.op) return;
   auto& t = impl.tools.emplace_back();
+  t.param_headers = std::move(headers);
   t.input = std::move(*compiled);
   t.op = *d.op;
   t.listing = render_tool(d);

@@ -76,6 +76,7 @@ struct compiled_tool {
   counter args_invalid;
   bool gated = false;  // some tier of server_options::policy_tiers routes it through approval
   approval_counters approval;
+  std::vector<param_header> param_headers;  // x-mcp-header properties (docs/eras.md#headers)
 };
 
 struct compiled_resource {

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -315,6 +316,56 @@ inline std::optional<std::string> per_request_header_value(std::string_view v) {
   return bytes;
 }
 
+/// Whether `text` is a decimal number (`-?digits(.digits)?`), which a header may carry for an
+/// integer argument (`42.0` matches a body of `42`).
+inline bool per_request_decimal(std::string_view text) noexcept {
+  if (text.starts_with('-')) text.remove_prefix(1);
+  const std::size_t dot = text.find('.');
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && d.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return dot == std::string_view::npos ? digits(text) : digits(text.substr(0, dot)) && digits(text.substr(dot + 1));
+}
+
+/// Checks one `Mcp-Param-*` header of a `tools/call` against its argument
+/// (docs/eras.md#headers); on a disagreement fills `shown` (the header as the error names it) and
+/// `detail`, and returns false. An argument that is absent, null, an object or an array is not
+/// mirrored: its header, if sent, is ignored.
+inline bool per_request_param_ok(const http_request_view& req, const message& msg, const param_header& h,
+                                 std::string& shown, std::string& detail) {
+  json::value v = msg.params["arguments"];
+  for (const std::string& p : h.path) v = v[p];
+  if (!v.exists() || v.is_null() || v.is_object() || v.is_array()) return true;
+  std::string body;
+  if (v.is_string()) {
+    body = v.as_string();
+  } else {
+    json::writer{body}.value(v);
+  }
+  shown = "Mcp-Param-" + h.name;
+  const std::string& property = h.path.back();
+  const std::optional<std::string_view> raw = req.header(shown);
+  if (!raw) {
+    detail = "the body carries " + property + "=" + body + " but the " + shown + " header is absent";
+    return false;
+  }
+  const std::optional<std::string> decoded = per_request_header_value(http_trim(*raw));
+  if (!decoded) {
+    detail = "the " + shown + " header carries an invalid Base64 sentinel value";
+    return false;
+  }
+  bool same = *decoded == body;
+  if (!same && v.is_number() && h.type == param_header::value_type::integer && per_request_decimal(*decoded)) {
+    const auto n = v.to_double();
+    same = n && std::strtod(decoded->c_str(), nullptr) == *n;
+  }
+  if (!same) {
+    detail = "the " + shown + " header decodes to " + *decoded + " but the body carries " + property + "=" + body;
+    return false;
+  }
+  return true;
+}
+
 /// The envelope, the headers and the revision of a per-request POST (docs/eras.md#the-checks);
 /// false when answered.
 inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view& req, const message& msg,
@@ -394,6 +445,16 @@ inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view&
       write_header_mismatch(body, echo, http_trim(*name_header),
                             "the body carries " + std::string{*name} + " but the Mcp-Name header names " + *decoded,
                             cid);
+      refuse(std::move(body));
+      return false;
+    }
+  }
+  if (msg.method == "tools/call" && msg.params["name"].is_string()) {
+    std::string shown;
+    std::string detail;
+    for (const param_header& h : ep.srv.param_headers(msg.params["name"].as_string())) {
+      if (per_request_param_ok(req, msg, h, shown, detail)) continue;
+      write_header_mismatch(body, echo, shown, detail, cid);
       refuse(std::move(body));
       return false;
     }
