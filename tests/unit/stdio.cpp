@@ -515,3 +515,331 @@ TEST_CASE("design.md/the-stdio-transport stdio: run() returns 1 when reading fai
 }
 
 }  // TEST_SUITE
+
+// ---- the per-request era over stdio (docs/eras.md#stdio) -------------------------------------------
+
+namespace {
+
+/// `params._meta` of a per-request request: the envelope (revision `version`, capabilities
+/// `caps`), then `extra` members (each with a leading comma).
+std::string envelope(std::string_view extra = {}, std::string_view caps = "{}", std::string_view version = "2026-07-28") {
+  std::string m = R"({"io.modelcontextprotocol/protocolVersion":")";
+  m += version;
+  m += R"(","io.modelcontextprotocol/clientCapabilities":)";
+  m += caps;
+  m += extra;
+  m += '}';
+  return m;
+}
+
+/// A per-request request of `method` whose params are `members` (each with a trailing comma, or
+/// none) and `_meta` = `meta`.
+std::string pr_request(std::string_view id_json, std::string_view method, std::string_view members = {},
+                       const std::string& meta = envelope()) {
+  std::string p = "{";
+  p += members;
+  p += R"("_meta":)";
+  p += meta;
+  p += '}';
+  return request(id_json, method, p);
+}
+
+/// A per-request `tools/call`.
+std::string pr_call(std::string_view id_json, std::string_view name, std::string_view args_json = "{}",
+                    const std::string& meta = envelope()) {
+  return call_tool(id_json, name, args_json, meta);
+}
+
+void check_complete(const parsed& p) {
+  CHECK(str(p.root["result"]["resultType"]) == "complete");
+  CHECK(str(p.root["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]) == "stdio-test");
+}
+
+/// The answer is `code` with the id `id_json` (as JSON text).
+void check_error(const parsed& p, std::int64_t code, std::string_view id_json) {
+  CHECK(p.root["error"]["code"].to_int64() == code);
+  CHECK(to_json(p.root["id"]) == id_json);
+  CHECK(is_correlation_id(str(p.root["error"]["data"]["correlation_id"])));
+}
+
+/// A server with one tool, which asks the client for a name (docs/eras.md#input-requests).
+struct asking_server {
+  server asking;
+  asking_server() : asking(make_asking()) {}
+  static server make_asking() {
+    server_builder b{{.name = "stdio-test", .version = "1"}};
+    b.tool("greet").description("Greets the user by name.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([](call_context& ctx, const arguments&) {
+          const auto answer = ctx.input("name");
+          if (!answer["content"]["name"].is_string()) {
+            return tool_result::need_input(input_required{}.ask(
+                "name", input_request::elicit("What is your name?",
+                                              R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})")));
+          }
+          return tool_result::text("Hello, " + std::string{answer["content"]["name"].as_string()});
+        });
+    return build(b);
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("stdio") {
+
+TEST_CASE("eras.md/stdio: a per-request first request is answered in that era, no initialize needed") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_request("1", "tools/list"));
+  const auto list = h.next();
+  CHECK(list.root["id"].to_int64() == 1);
+  check_complete(list);
+  CHECK(list.root["result"]["tools"].is_array());
+  h.send(pr_call("2", "echo", R"({"text":"hi"})"));
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 2);
+  check_complete(r);
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == "hi");
+  // the era has no ping, and the connection's peer is never used
+  h.send(pr_request("3", "ping"));
+  check_error(h.next(), -32601, "3");
+  CHECK(h.transport().client().protocol_version().empty());
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/stdio: a per-request tools/call with a progressToken gets its progress, then its result, and no log without logLevel") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call("1", "chatty", "{}", envelope(R"(,"progressToken":"p")")));
+  std::vector<std::string> kinds;
+  for (;;) {
+    const auto m = h.next();
+    if (m.root["id"].exists()) {
+      check_complete(m);
+      CHECK(str(at(m.root["result"]["content"], 0)["text"]) == "done");
+      break;
+    }
+    kinds.push_back(str(m.root["method"]));
+    CHECK(str(m.root["params"]["progressToken"]) == "p");
+  }
+  CHECK(kinds == std::vector<std::string>{"notifications/progress", "notifications/progress"});
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/logging: over stdio a per-request call gets the log messages at or above its logLevel only") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call("1", "chatty", "{}", envelope(R"(,"io.modelcontextprotocol/logLevel":"error")")));
+  const auto log = h.next();
+  CHECK(str(log.root["method"]) == "notifications/message");
+  CHECK(str(log.root["params"]["level"]) == "error");
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 1);
+  check_complete(r);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/stdio: server/discover first does not pin the era, an initialize after it serves the handshake era") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_request("1", "server/discover"));
+  const auto d = h.next();
+  check_complete(d);
+  CHECK(str(at(d.root["result"]["supportedVersions"], 0)) == "2026-07-28");
+  h.send(initialize(2));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.send(notification("notifications/initialized"));
+  h.send(ping(3));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":3,"result":{}})");
+  CHECK(h.transport().client().initialized());
+  // now pinned: a second discover is of the other era
+  h.send(pr_request("4", "server/discover"));
+  const auto e = h.next();
+  check_error(e, -32022, "4");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2025-11-25","2025-06-18","2025-03-26"])");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/stdio: after initialize a per-request claim is -32022 listing the handshake revisions") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(initialize(1));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.send(pr_call("2", "echo", R"({"text":"hi"})"));
+  const auto e = h.next();
+  check_error(e, -32022, "2");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2025-11-25","2025-06-18","2025-03-26"])");
+  CHECK(str(e.root["error"]["data"]["requested"]) == "2026-07-28");
+  // the handshake era goes on
+  h.send(call_tool(3, "echo", R"({"text":"still"})"));
+  const auto r = h.next();
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == "still");
+  CHECK_FALSE(r.root["result"]["resultType"].exists());
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/stdio: after a per-request request initialize is -32022 listing 2026-07-28 and a request without envelope -32602") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call("1", "echo", R"({"text":"hi"})"));
+  check_complete(h.next());
+  h.send(initialize(2));
+  const auto e = h.next();
+  check_error(e, -32022, "2");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2026-07-28"])");
+  CHECK(str(e.root["error"]["data"]["requested"]) == "2025-11-25");
+  CHECK(h.transport().client().protocol_version().empty());
+  h.send(call_tool(3, "echo", R"({"text":"bare"})"));
+  const auto bare = h.next();
+  check_error(bare, -32602, "3");
+  CHECK(to_json(bare.root["error"]["data"]["envelope"]) ==
+        R"({"key":"io.modelcontextprotocol/protocolVersion","problem":"missing"})");
+  // notifications of the handshake era change nothing
+  h.send(notification("notifications/initialized"));
+  CHECK_FALSE(h.transport().client().initialized());
+  h.send(pr_call("4", "echo", R"({"text":"again"})"));
+  CHECK(str(at(h.next().root["result"]["content"], 0)["text"]) == "again");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/the-envelope: over stdio a refused envelope is -32602 with the id and does not pin the era") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call(R"("a")", "echo", R"({"text":"hi"})", R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"})"));
+  const auto e = h.next();
+  check_error(e, -32602, R"("a")");
+  CHECK(to_json(e.root["error"]["data"]["envelope"]) ==
+        R"({"key":"io.modelcontextprotocol/clientCapabilities","problem":"missing"})");
+  h.send(pr_call("2", "echo", R"({"text":"hi"})", envelope(R"(,"io.modelcontextprotocol/logLevel":"loud")")));
+  check_error(h.next(), -32602, "2");
+  h.send(initialize(3));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/errors: over stdio an unsupported per-request revision is -32022 with supported and requested") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call("1", "echo", R"({"text":"hi"})", envelope({}, "{}", "2027-01-01")));
+  const auto e = h.next();
+  check_error(e, -32022, "1");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2026-07-28"])");
+  CHECK(str(e.root["error"]["data"]["requested"]) == "2027-01-01");
+  // not pinned: the client may still choose its era
+  h.send(initialize(2));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/stdio: notifications/cancelled stops a running per-request call and no answer is written for it") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_call("5", "block"));
+  REQUIRE(ss.hold.wait_arrived());
+  h.send(cancel(R"("5")"));  // "5" is not 5
+  h.send(pr_call("6", "echo", R"({"text":"after"})"));
+  CHECK(h.next().root["id"].to_int64() == 6);
+  CHECK(ss.finished == 0);
+  h.send(cancel("5"));
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (ss.finished == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  CHECK(ss.finished == 1);  // stopped by the cancellation, not by the end of the input
+  h.send(pr_call("7", "echo", R"({"text":"last"})"));
+  CHECK(h.next().root["id"].to_int64() == 7);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());  // nothing for id 5
+}
+
+TEST_CASE("eras.md/stdio: a cancelled per-request request still in the queue never runs") {
+  stdio_server ss;
+  stdio_options o;
+  o.workers = 1;
+  harness h{ss.srv, o};
+  h.send(pr_call("1", "block"));
+  REQUIRE(ss.hold.wait_arrived());
+  h.send(pr_call("2", "echo", R"({"text":"cancelled"})"));
+  h.send(notification("notifications/cancelled", R"({"requestId":2,"_meta":)" + envelope() + "}"));
+  h.send("{not json");  // answered on the reader, after the cancellation
+  CHECK(h.next().root["error"]["code"].to_int64() == -32700);
+  ss.hold.open();
+  CHECK(h.next().root["id"].to_int64() == 1);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/input-requests: over stdio an input_required result is answered and the retry completes") {
+  asking_server as;
+  harness h{as.asking};
+  const std::string meta = envelope({}, R"({"elicitation":{}})");
+  h.send(pr_call("1", "greet", "{}", meta));
+  const auto asked = h.next();
+  CHECK(str(asked.root["result"]["resultType"]) == "input_required");
+  CHECK(str(asked.root["result"]["inputRequests"]["name"]["method"]) == "elicitation/create");
+  const std::string state = str(asked.root["result"]["requestState"]);
+  REQUIRE(state.starts_with("v1."));
+  h.send(pr_request("2", "tools/call",
+                    R"("name":"greet","arguments":{},"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}},"requestState":")" +
+                        state + R"(",)",
+                    meta));
+  const auto done = h.next();
+  check_complete(done);
+  CHECK(str(at(done.root["result"]["content"], 0)["text"]) == "Hello, Ada");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/choosing-the-eras: a handshake-only stdio connection refuses a per-request claim with -32022") {
+  stdio_server ss;
+  stdio_options o;
+  o.eras = served_eras::handshake_only;
+  harness h{ss.srv, o};
+  h.send(pr_request("1", "server/discover"));
+  const auto e = h.next();
+  check_error(e, -32022, "1");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2025-11-25","2025-06-18","2025-03-26"])");
+  CHECK(str(e.root["error"]["data"]["requested"]) == "2026-07-28");
+  h.send(initialize(2));  // the client falls back
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/choosing-the-eras: a per-request-only stdio connection refuses initialize with -32022") {
+  stdio_server ss;
+  stdio_options o;
+  o.eras = served_eras::per_request_only;
+  harness h{ss.srv, o};
+  h.send(initialize(1));
+  const auto e = h.next();
+  check_error(e, -32022, "1");
+  CHECK(to_json(e.root["error"]["data"]["supported"]) == R"(["2026-07-28"])");
+  CHECK(str(e.root["error"]["data"]["requested"]) == "2025-11-25");
+  h.send(ping(2));
+  const auto p = h.next();
+  check_error(p, -32022, "2");
+  CHECK_FALSE(p.root["error"]["data"]["requested"].exists());
+  h.send(pr_call("3", "echo", R"({"text":"hi"})"));
+  check_complete(h.next());
+  CHECK(h.transport().client().protocol_version().empty());
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+}  // TEST_SUITE

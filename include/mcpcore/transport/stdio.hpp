@@ -7,6 +7,7 @@
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/json.hpp>
 
 #include <chrono>
@@ -36,6 +37,9 @@ struct stdio_options {
   std::chrono::milliseconds drain_timeout = default_stdio_drain_timeout;
   /// Nesting limit of a message (the other JSON limits follow `max_message_bytes`).
   std::uint32_t max_depth = json::default_max_depth;
+  /// The eras the connection may be pinned to (docs/eras.md#stdio): a first request of an era not
+  /// served is answered -32022 listing the revisions that are.
+  served_eras eras = served_eras::both;
 };
 
 /// Serves one client over newline-delimited JSON-RPC (MCP's stdio transport, POSIX).
@@ -50,6 +54,15 @@ struct stdio_options {
 ///
 /// A `notifications/cancelled` for a request still waiting in the queue removes it: it never
 /// runs and is never answered.
+///
+/// Eras (docs/eras.md#stdio): the first request pins the connection's era. A request without a
+/// per-request claim (`initialize`, or any other) pins the handshake era, served with the one
+/// `peer` as before; a request whose `params._meta` claims the per-request era pins that era,
+/// except `server/discover`, which is answered in the per-request era without pinning (so that
+/// a client may still `initialize` afterwards). A pinned per-request connection dispatches each
+/// request with its own envelope and no peer, cancels a running call on
+/// `notifications/cancelled` (no answer is written for it), and answers `initialize` -32022; a
+/// pinned handshake connection answers a per-request claim -32022.
 ///
 /// Writing to a pipe whose reader has gone raises SIGPIPE, which terminates a process that does
 /// not handle it; a host serving stdio should ignore SIGPIPE (the example does), so that a write
@@ -74,7 +87,7 @@ class stdio_transport {
   /// Sends `notifications/resources/updated` if the client subscribed to `uri`. Thread-safe;
   /// valid while `run` executes.
   MCPCORE_DECL bool notify_resource_updated(std::string_view uri);
-  /// The connection's peer state.
+  /// The connection's peer state (the handshake era's; a per-request connection never uses it).
   [[nodiscard]] MCPCORE_DECL peer& client() noexcept;
 
   struct impl;

@@ -5,16 +5,19 @@
 
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
+#include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/retry.hpp>
 
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,12 +61,45 @@ class fd_line_sink final : public message_sink {
   bool broken_ = false;
 };
 
+// A per-request call's channel for its in-call messages (progress, log): written to the output
+// like every line, and dropped once the call is cancelled (its answer will not be written either).
+class stdio_call_sink final : public message_sink {
+ public:
+  stdio_call_sink(fd_line_sink& out, std::stop_token stop) noexcept : out_(out), stop_(std::move(stop)) {}
+  bool send(std::string_view message) noexcept override {
+    if (stop_.stop_requested()) return false;
+    return out_.send(message);
+  }
+
+ private:
+  fd_line_sink& out_;
+  std::stop_token stop_;
+};
+
+// The era a stdio connection is pinned to by its first request (docs/eras.md#stdio).
+enum class stdio_pin : std::uint8_t { none, handshake, per_request };
+
+// The id a `notifications/cancelled` names, when it is a valid request id.
+inline std::optional<request_id_view> stdio_cancelled_id(json::value rid) noexcept {
+  if (rid.is_string()) return request_id_view{rid.as_string()};
+  if (auto n = rid.is_integer() ? rid.to_int64() : std::nullopt) return request_id_view{*n};
+  return std::nullopt;
+}
+
 }  // namespace detail
 
 struct stdio_transport::impl {
   struct job {
     json::document doc;
     message msg;
+    /// Set: the request is served in the per-request era with this envelope (views into `doc`).
+    std::optional<request_envelope> envelope;
+  };
+  /// A per-request call a worker is running: its id (a view into the worker's job) and the
+  /// source of its stop token. At most `options.workers` entries: one per running worker.
+  struct running_call {
+    request_id_view id;
+    std::stop_source stop;
   };
 
   server& srv;
@@ -75,17 +111,19 @@ struct stdio_transport::impl {
   std::condition_variable work_cv;
   std::condition_variable idle_cv;
   std::deque<job> queue;
+  std::vector<running_call> running;  // guarded by `mu`
   std::size_t busy = 0;
   bool closing = false;
   std::stop_source stop;
   int wake[2] = {-1, -1};
+  detail::stdio_pin pinned = detail::stdio_pin::none;  // the reader's own (`run`'s thread)
 
   impl(server& s, principal p, stdio_options o) : srv(s), caller(std::move(p)), options(o) {}
 
   void worker() {
-    std::string out;
     for (;;) {
       std::optional<job> j;
+      std::stop_source call_stop;  // a per-request call's own: cancelled by the client or by `stop`
       {
         std::unique_lock lock{mu};
         work_cv.wait(lock, [&] { return closing || !queue.empty(); });
@@ -93,30 +131,60 @@ struct stdio_transport::impl {
         j.emplace(std::move(queue.front()));
         queue.pop_front();
         ++busy;
+        // Registered in the same step as the pop: a cancellation finds the call queued or running.
+        if (j->envelope && j->msg.id) running.push_back({*j->msg.id, call_stop});
       }
-      out.clear();
-      const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
-      bool reply = false;
+      if (j->envelope) {
+        run_per_request(*j, *j->envelope, call_stop);
+      } else {
+        run_handshake(*j);
+      }
+      {
+        std::lock_guard lock{mu};
+        if (j->envelope) {
+          std::erase_if(running, [&](const running_call& r) { return r.stop == call_stop; });
+        }
+        --busy;
+      }
+      j.reset();
+      idle_cv.notify_all();
+    }
+  }
+
+  // Dispatches one request; true when `out` holds its answer.
+  bool dispatch(const job& j, const dispatch_context& ctx, std::string& out) noexcept {
+    try {
+      return srv.handle(j.msg, ctx, out);
+    } catch (...) {
+      // server::handle contains handler faults; this catches allocation failure. Answer it.
       try {
-        reply = srv.handle(j->msg, ctx, out);
-      } catch (...) {
-        // server::handle contains handler faults; this catches allocation failure. Answer it.
         out.clear();
         const auto cid = next_correlation_id();
         error_data d;
         d.correlation_id = cid.view();
         d.remediation = "The server ran out of resources while handling the request; retry later.";
-        write_error_response(out, j->msg.id, errc::internal_error, {}, d);
-        reply = true;
+        write_error_response(out, j.msg.id, errc::internal_error, {}, d);
+        return true;
+      } catch (...) {
+        return false;
       }
-      if (reply) (void)sink->send(out);
-      j.reset();
-      {
-        std::lock_guard lock{mu};
-        --busy;
-      }
-      idle_cv.notify_all();
     }
+  }
+
+  void run_handshake(const job& j) {
+    std::string out;
+    const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
+    if (dispatch(j, ctx, out)) (void)sink->send(out);
+  }
+
+  // A per-request call: its envelope, no peer, its own stop token (docs/eras.md#stdio). A call
+  // cancelled before its answer is written answers nothing (MCP: no response after cancellation).
+  void run_per_request(const job& j, const request_envelope& env, std::stop_source& call_stop) {
+    const std::stop_callback on_stop{stop.get_token(), [&call_stop] { call_stop.request_stop(); }};
+    detail::stdio_call_sink call_sink{*sink, call_stop.get_token()};
+    const dispatch_context ctx{caller, nullptr, &call_sink, call_stop.get_token(), nullptr, &env, nullptr};
+    std::string out;
+    if (dispatch(j, ctx, out) && !call_stop.stop_requested()) (void)sink->send(out);
   }
 
   void answer_now(const std::string& text) { (void)sink->send(text); }
@@ -128,7 +196,7 @@ struct stdio_transport::impl {
     po.max_bytes = options.max_message_bytes;
     po.max_depth = options.max_depth;
     po.retain_bytes = 0;
-    job j{json::document{po}, {}};
+    job j{json::document{po}, {}, std::nullopt};
     auto parsed = parse_message(j.doc, line);
     std::string out;
     if (!parsed) {
@@ -140,11 +208,11 @@ struct stdio_transport::impl {
     j.msg = *parsed;
     if (j.msg.kind != message_kind::request) {
       // Responses and notifications (cancellation) are handled at once, never queued behind calls.
-      if (j.msg.kind == message_kind::notification && j.msg.method == "notifications/cancelled") {
-        drop_queued(j.msg.params["requestId"]);
-      }
-      const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
-      (void)srv.handle(j.msg, ctx, out);
+      handle_other(j.msg);
+      return;
+    }
+    if (!admit_era(j, out)) {
+      answer_now(out);
       return;
     }
     {
@@ -164,18 +232,76 @@ struct stdio_transport::impl {
     answer_now(out);
   }
 
-  // A cancelled request that no worker has started is dropped: it never runs and is never
-  // answered (MCP: the receiver of a cancellation sends no response).
-  void drop_queued(json::value rid) {
-    std::optional<request_id_view> id;
-    if (rid.is_string()) {
-      id.emplace(rid.as_string());
-    } else if (auto n = rid.is_integer() ? rid.to_int64() : std::nullopt) {
-      id.emplace(*n);
+  // A client response or a notification. Cancellation reaches the queue and the per-request calls
+  // whatever the era; the rest goes to the peer unless the connection is per-request (which keeps
+  // no peer and sends no requests to the client) or the message claims that era.
+  void handle_other(const message& msg) {
+    if (msg.kind == message_kind::notification && msg.method == "notifications/cancelled") {
+      cancel(msg.params["requestId"]);
     }
+    if (pinned == detail::stdio_pin::per_request || claims_per_request_era(msg) ||
+        !serves(options.eras, protocol_era::handshake)) {
+      return;
+    }
+    std::string out;
+    const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
+    (void)srv.handle(msg, ctx, out);
+  }
+
+  // Decides the era of a request and pins the connection's (docs/eras.md#stdio). False when
+  // refused: `out` holds the answer.
+  bool admit_era(job& j, std::string& out) {
+    const message& msg = j.msg;
+    const auto cid = [] { return next_correlation_id(); };  // minted for a refusal only
+    if (claims_per_request_era(msg)) {
+      auto env = read_envelope(msg);
+      if (!env) {
+        write_envelope_error(out, msg.id, env.error(), cid().view());
+        return false;
+      }
+      if (pinned == detail::stdio_pin::handshake || !serves(options.eras, protocol_era::per_request)) {
+        write_unsupported_revision(out, msg.id, supported_protocol_versions, env->protocol_version, cid().view());
+        return false;
+      }
+      if (!is_per_request_protocol_version(env->protocol_version)) {
+        write_unsupported_revision(out, msg.id, per_request_protocol_versions, env->protocol_version, cid().view());
+        return false;
+      }
+      // `server/discover` is how a client probes: it leaves the connection free to `initialize`.
+      if (pinned == detail::stdio_pin::none && msg.method != "server/discover") pinned = detail::stdio_pin::per_request;
+      j.envelope = *env;
+      return true;
+    }
+    if (pinned == detail::stdio_pin::handshake) return true;
+    if (pinned == detail::stdio_pin::per_request && msg.method != "initialize") {
+      // Every request of a per-request connection carries its envelope; this one has none.
+      write_envelope_error(out, msg.id, read_envelope(msg).error(), cid().view());
+      return false;
+    }
+    if (pinned == detail::stdio_pin::per_request || !serves(options.eras, protocol_era::handshake)) {
+      std::string_view requested;
+      if (msg.method == "initialize" && msg.params["protocolVersion"].is_string()) {
+        requested = msg.params["protocolVersion"].as_string();
+      }
+      write_unsupported_revision(out, msg.id, per_request_protocol_versions, requested, cid().view());
+      return false;
+    }
+    pinned = detail::stdio_pin::handshake;
+    return true;
+  }
+
+  // A cancelled request that no worker has started is dropped: it never runs and is never
+  // answered (MCP: the receiver of a cancellation sends no response). A running per-request call
+  // with that id is stopped (its answer is not written); a running handshake call is the peer's
+  // to stop.
+  void cancel(json::value rid) {
+    const std::optional<request_id_view> id = detail::stdio_cancelled_id(rid);
     if (!id) return;
     std::lock_guard lock{mu};
     std::erase_if(queue, [&](const job& q) { return q.msg.id && *q.msg.id == *id; });
+    for (running_call& r : running) {
+      if (r.id == *id) r.stop.request_stop();
+    }
   }
 
   void too_large() {
@@ -232,6 +358,8 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
     st.sink = std::make_unique<detail::fd_line_sink>(out_fd);
     st.closing = false;
   }
+  st.pinned = detail::stdio_pin::none;  // a new connection: its first request decides
+  st.running.reserve(st.options.workers);  // registering a running call never allocates
   std::vector<std::thread> workers;
   workers.reserve(st.options.workers);
   for (std::size_t i = 0; i < st.options.workers; ++i) workers.emplace_back([&st] { st.worker(); });
