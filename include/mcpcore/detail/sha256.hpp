@@ -2,7 +2,7 @@
 // SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for the signed request state of the
 // per-request era (docs/eras.md#request-state). Standard library only, so the dispatch core stays
 // free of dependencies; checked against the FIPS 180-4 and RFC 4231 test vectors
-// (tests/unit/sha256.cpp). Not a general cryptography API.
+// (tests/unit/sha256_base64.cpp). Not a general cryptography API.
 #ifndef MCPCORE_DETAIL_SHA256_HPP
 #define MCPCORE_DETAIL_SHA256_HPP
 
