@@ -482,7 +482,8 @@ int run(int argc, char** argv) {
   declare_gated_tool(b);
   declare_resources(b);
   declare_prompts(b);
-  conformance::declare_per_request_tools(b);
+  const auto slot = std::make_shared<std::atomic<mcpcore::server*>>(nullptr);
+  conformance::declare_per_request_tools(b, slot);
   conformance::declare_per_request_prompts(b);
   b.policy(fixture_tier_policy{}).approvals(approvals);
   auto server = b.build();
@@ -491,6 +492,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   for (const auto& w : server->warnings()) std::fprintf(stderr, "mcpcore-conformance-server: warning: %s\n", w.c_str());
+  slot->store(&*server);
 
   // The main thread takes the stop signals with sigwait below.
   const auto stop_signals = mcpcore_examples::block_stop_signals();

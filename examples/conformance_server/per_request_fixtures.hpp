@@ -10,7 +10,13 @@
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 
 #include <string>
 #include <string_view>
@@ -53,7 +59,19 @@ inline std::optional<std::string> accepted_string(const call_context& ctx, std::
   return std::string{answer["content"][field].as_string()};
 }
 
-inline void declare_per_request_tools(mcpcore::server_builder& b) {
+/// The built server, for the handlers that change its tables (set once, after the build).
+using server_slot = std::shared_ptr<std::atomic<mcpcore::server*>>;
+
+/// Waits up to `d` unless the call is cancelled first; false when it was cancelled.
+inline bool wait_or_stop(const call_context& ctx, std::chrono::milliseconds d) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock{m};
+  (void)cv.wait_for(lock, ctx.stop_token(), d, [] { return false; });
+  return !ctx.stop_requested();
+}
+
+inline void declare_per_request_tools(mcpcore::server_builder& b, const server_slot& slot) {
   using mcpcore::operation;
   using mcpcore::tool_effect;
   const auto fixture = [&b](std::string name, std::string description) {
@@ -179,6 +197,32 @@ inline void declare_per_request_tools(mcpcore::server_builder& b) {
       .handler([](call_context&, const mcpcore::arguments& args) {
         return tool_result::text(std::string{args["region"].as_string()});
       });
+  // Run-time list changes (docs/eras.md#subscriptions): each call hides or shows test_dynamic_tool
+  // (or test_dynamic_prompt), which publishes the list change to every listening client.
+  fixture("test_dynamic_tool", "Listed or not, as test_trigger_tool_change decides.")
+      .handler([](call_context&, const mcpcore::arguments&) { return tool_result::text("dynamic"); });
+  const auto toggle = [slot](bool tool) {
+    return [slot, tool, shown = std::make_shared<std::atomic<bool>>(true)](call_context&, const mcpcore::arguments&) {
+      mcpcore::server* s = slot->load();
+      if (s == nullptr) return tool_result::error("the server is not running yet");
+      const bool now = !shown->load();
+      shown->store(now);
+      const bool known = tool ? s->set_tool_enabled("test_dynamic_tool", now)
+                              : s->set_prompt_enabled("test_dynamic_prompt", now);
+      if (!known) return tool_result::error("nothing to change");
+      return tool_result::text(std::string{tool ? "test_dynamic_tool" : "test_dynamic_prompt"} +
+                               (now ? " is listed" : " is hidden"));
+    };
+  };
+  fixture("test_trigger_tool_change", "Hides or shows test_dynamic_tool (tools list_changed).").handler(toggle(true));
+  fixture("test_trigger_prompt_change", "Hides or shows test_dynamic_prompt (prompts list_changed).")
+      .handler(toggle(false));
+  // Runs until cancelled (10 s at most): closing its response stream cancels it.
+  fixture("test_slow_tool", "Waits up to 10 seconds, or until the call is cancelled.")
+      .handler([](call_context& ctx, const mcpcore::arguments&) {
+        if (!wait_or_stop(ctx, std::chrono::seconds{10})) return tool_result::error("cancelled");
+        return tool_result::text("finished");
+      });
   // Logs three messages: sent only when the request named a log level.
   fixture("test_logging_tool", "Logs three messages at level info.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
@@ -192,6 +236,9 @@ inline void declare_per_request_tools(mcpcore::server_builder& b) {
 inline void declare_per_request_prompts(mcpcore::server_builder& b) {
   using mcpcore::prompt_arguments;
   using mcpcore::prompt_result;
+  b.prompt("test_dynamic_prompt")
+      .description("Listed or not, as test_trigger_prompt_change decides.")
+      .handler([](call_context&, const prompt_arguments&) { return prompt_result{"dynamic"}.add_user_text("dynamic"); });
   b.prompt("test_input_required_result_prompt")
       .description("Asks the user for context before producing the prompt.")
       .handler([](call_context& ctx, const prompt_arguments&) {

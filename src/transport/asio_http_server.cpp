@@ -547,6 +547,7 @@ class connection : public std::enable_shared_from_this<connection> {
       return;
     }
     phase_ = phase::closed;
+    gone_.request_stop();
     if (stream_) {
       stream_->write_failed();
       stream_.reset();
@@ -694,6 +695,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // short; answers still owed are written, then the connection closes.
   void on_peer_eof() {
     peer_eof_ = true;
+    gone_.request_stop();  // per-request calls in flight are cancelled (docs/eras.md#streams)
     if (is_streaming() || request_in_progress() || (turn_ == turn_state::idle && queue_.empty())) {
       close();
     }
@@ -793,6 +795,7 @@ class connection : public std::enable_shared_from_this<connection> {
     view.headers = req.headers;
     view.remote = remote_;
     view.local = local_;
+    view.disconnected = gone_.get_token();
 
     auto once = std::make_shared<std::atomic<bool>>(false);
     http_completion done = [gate = srv_.gate_, weak = weak_from_this(), once, turn = turn_no_](http_reply reply) {
@@ -1059,6 +1062,7 @@ class connection : public std::enable_shared_from_this<connection> {
   bool reading_ = false;                  // a read (or readiness wait) is pending: one at a time
   bool writing_ = false;                  // a write is pending: one at a time (100 Continue in any turn)
   bool peer_eof_ = false;                 // the peer shut its sending side: answer what is owed, then close
+  std::stop_source gone_;                 // signalled when the peer leaves (view.disconnected)
   bool stopping_ = false;                 // the server is stopping: no keep-alive, streams closed
   std::atomic<bool> wake_posted_{false};  // a wake is posted and not run yet: coalesces wakes from any thread
 };

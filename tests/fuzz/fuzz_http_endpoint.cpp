@@ -26,6 +26,10 @@
 //    latest, $e for the last SSE event id seen, $p for the last POST stream's priming id (also in
 //    the target); in the target and the body $A stands for the last approval id answered.
 //
+// Bodies whose params._meta claims the per-request era (docs/eras.md) take that era's route:
+// sessions are ignored there, streams have no priming event or ids. The tool asker returns an
+// input-required result until its input arrives (requestState round trips).
+//
 // The server has tools echo (plain), report (3 progress notifications), logger (log messages),
 // sampler (sampling/createMessage with a 0 ms timeout), closer (close_stream then a log), fleet
 // (detached work), thrower (throws), pause (runs the following segments while the call is in
@@ -232,12 +236,14 @@ struct request_info {
   bool mcp = false;        // on the MCP path
   bool approvals = false;  // on an approval route
   bool post_initialize = false;
+  bool per_request = false;  // the body claims the per-request era (docs/eras.md#classification)
   std::optional<std::string> id_json;  // the body's top-level "id" (string or integer), compact
 };
 
 struct open_stream {
   std::unique_ptr<http_stream> s;
   bool post = false;
+  bool per_request = false;   // a per-request call's stream (docs/eras.md#streams)
   std::uint64_t serial = 0;   // this input's n-th stream
   std::string session;        // the session it belongs to
   // The ids the ring had handed out when a GET attached: it may replay those, even if another
@@ -392,6 +398,14 @@ class driver {
       (void)op.progress(1, 2);
       ops_.push_back(std::move(op));
       return tool_result::text("started");
+    });
+    // docs/eras.md#input-requests: asks for a name until it gets one (requestState round trips).
+    add_tool(b, "asker", [](call_context& ctx, const arguments&) {
+      const json::value name = ctx.input("name")["content"]["name"];
+      if (name.is_string()) return tool_result::text("hello " + std::string{name.as_string()});
+      return tool_result::need_input(input_required{}
+                                         .ask("name", input_request::elicit("Name?", R"({"type":"object"})"))
+                                         .state(std::string{ctx.round_state()} + "+"));
     });
     add_tool(b, "thrower", [](call_context&, const arguments&) -> tool_result {
       throw std::runtime_error("handler failure");
@@ -609,6 +623,9 @@ class driver {
         if (id.is_string() || id.is_integer()) info.id_json = compact(id);
         info.post_initialize = method == "POST" && (*root)["method"].is_string() &&
                                (*root)["method"].as_string() == "initialize";
+        // docs/eras.md#classification: a claim in params._meta makes it per-request, where the
+        // session header means nothing.
+        info.per_request = method == "POST" && (*root)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].exists();
       }
     }
     if (const auto sid = first_header("Mcp-Session-Id")) info.session = std::string{*sid};
@@ -617,7 +634,7 @@ class driver {
       while (!last->empty() && (last->back() == ' ' || last->back() == '\t')) last->remove_suffix(1);
       if (all_digits(*last)) info.cursor = to_u64(*last).value_or(0);
     }
-    if (sessions_on_ && info.mcp && !info.post_initialize) {
+    if (sessions_on_ && info.mcp && !info.post_initialize && !info.per_request) {
       if (const auto sid = first_header("Mcp-Session-Id")) {
         for (const auto& [id, owner] : owners_) {
           if (id == *sid) info.bad_session = owner.empty() || owner != info.principal;
@@ -764,6 +781,7 @@ class driver {
     open_stream st;
     st.s = std::move(s);
     st.post = info.method == "POST";
+    st.per_request = info.per_request;
     st.id_json = info.id_json;
     st.serial = ++stream_serial_;
     st.session = info.session;
@@ -835,6 +853,7 @@ class driver {
       std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
       if (value.starts_with(' ')) value.remove_prefix(1);
       if (field == "id") {
+        MCPCORE_FUZZ_CHECK(!st.per_request);  // docs/eras.md#streams: no event ids
         MCPCORE_FUZZ_CHECK(all_digits(value));
         const auto id = to_u64(value);
         MCPCORE_FUZZ_CHECK(id && *id > st.last_id);
@@ -872,7 +891,11 @@ class driver {
   }
 
   void dispatch(open_stream& st, const sse_event& e) {
-    if (st.post && st.events == 0) {
+    if (st.per_request) {
+      // docs/eras.md#streams: no priming event, no event ids, no retry.
+      MCPCORE_FUZZ_CHECK(!e.has_retry);
+      MCPCORE_FUZZ_CHECK(!e.data.empty());
+    } else if (st.post && st.events == 0) {
       // The priming event (SEP-1699): retry, one empty data line.
       MCPCORE_FUZZ_CHECK(e.has_retry);
       MCPCORE_FUZZ_CHECK(e.has_data && e.data.empty());

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stop_token>
@@ -605,8 +606,50 @@ class server_builder {
   detail::builder_state* s_;
 };
 
+/// What changed on a server, for the clients listening (docs/eras.md#subscriptions).
+enum class server_event_kind : std::uint8_t {
+  tools_list_changed,
+  prompts_list_changed,
+  resources_list_changed,
+  resource_updated,  ///< the resource `uri` changed
+};
+
+/// One change, as `server::publish` hands it to subscribers (views valid during the call).
+struct server_event {
+  server_event_kind kind = server_event_kind::tools_list_changed;
+  /// The resource, for `resource_updated`.
+  std::string_view uri{};
+};
+
+namespace detail {
+struct event_hub;
+}  // namespace detail
+
+/// A registration made by `server::subscribe`: the callback is called until this ends (on
+/// destruction or `cancel`); once `cancel` returns, the callback is not running and will not run.
+/// Move-only. It may outlive the server (it then does nothing).
+class event_subscription {
+ public:
+  event_subscription() noexcept = default;
+  event_subscription(event_subscription&& other) noexcept = default;
+  MCPCORE_DECL event_subscription& operator=(event_subscription&& other) noexcept;
+  event_subscription(const event_subscription&) = delete;
+  event_subscription& operator=(const event_subscription&) = delete;
+  MCPCORE_DECL ~event_subscription();
+  /// Ends the registration; idempotent.
+  MCPCORE_DECL void cancel() noexcept;
+
+ private:
+  friend class server;
+  event_subscription(std::weak_ptr<detail::event_hub> hub, std::uint64_t key) noexcept
+      : hub_(std::move(hub)), key_(key) {}
+  std::weak_ptr<detail::event_hub> hub_;
+  std::uint64_t key_ = 0;
+};
+
 /// An immutable, thread-safe MCP server: tables, compiled schemas, plug-ins and pre-rendered
-/// list pages. Every transport drives the same object through `handle`.
+/// list pages (tools and prompts can be hidden and shown again at run time). Every transport
+/// drives the same object through `handle`.
 class server {
  public:
   MCPCORE_DECL server(server&& other) noexcept;
@@ -633,6 +676,20 @@ class server {
   [[nodiscard]] MCPCORE_DECL const server_info& info() const noexcept;
   /// Whether `uri` names a registered resource or matches a template.
   [[nodiscard]] MCPCORE_DECL bool has_resource(std::string_view uri) const;
+  /// Calls `f` for every event published from now on, on the publishing thread, until the
+  /// returned subscription ends. `f` must not block and must not subscribe or cancel.
+  /// @throws std::bad_alloc
+  [[nodiscard]] MCPCORE_DECL event_subscription subscribe(std::function<void(const server_event&)> f);
+  /// Hands `e` to every subscriber (the host calls it when its resources change).
+  MCPCORE_DECL void publish(const server_event& e) noexcept;
+  /// Whether the server advertises events of kind `k` (it has tools, prompts, or resources).
+  [[nodiscard]] MCPCORE_DECL bool publishes(server_event_kind k) const noexcept;
+  /// Hides (`enabled` false) or shows again a registered tool: a hidden tool is not listed and is
+  /// an unknown tool to `tools/call`. Publishes `tools_list_changed` when the visibility changed;
+  /// false for an unknown name.
+  MCPCORE_DECL bool set_tool_enabled(std::string_view name, bool enabled) noexcept;
+  /// The same for a prompt (`prompts_list_changed`).
+  MCPCORE_DECL bool set_prompt_enabled(std::string_view name, bool enabled) noexcept;
   /// The `Mcp-Param-*` headers of tool `name` (empty for an unknown tool or one without any).
   [[nodiscard]] MCPCORE_DECL std::span<const param_header> param_headers(std::string_view name) const noexcept;
 

@@ -41,6 +41,10 @@ inline constexpr std::chrono::milliseconds default_sse_retry{1000};
 inline constexpr std::chrono::milliseconds default_per_request_keepalive{15000};
 /// Per-request-era SSE streams one principal may hold open at once.
 inline constexpr std::size_t default_per_request_streams_per_principal = 32;
+/// `subscriptions/listen` streams one principal may hold open at once.
+inline constexpr std::size_t default_listens_per_principal = 8;
+/// Resource URIs one `subscriptions/listen` may name.
+inline constexpr std::size_t default_max_listen_uris = 1024;
 
 /// The streams of the per-request era (docs/eras.md#streams).
 struct per_request_stream_options {
@@ -49,6 +53,11 @@ struct per_request_stream_options {
   /// Streams one principal may hold open (0: unlimited); past it a call answers JSON and its
   /// in-call messages are dropped. Every stream also counts against the endpoint's stream budget.
   std::size_t streams_per_principal = default_per_request_streams_per_principal;
+  /// `subscriptions/listen` streams one principal may hold open (0: unlimited); one more is
+  /// refused 429 -32012. They count against the stream budget too (surface `listen`).
+  std::size_t listens_per_principal = default_listens_per_principal;
+  /// Resource URIs one listen may subscribe to; more is -32602.
+  std::size_t max_listen_uris = default_max_listen_uris;
 };
 
 /// What the endpoint serves and how.

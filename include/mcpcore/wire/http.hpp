@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <stop_token>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct http_request_view {
   /// The local address the request arrived on (`127.0.0.1:8765`, `[::1]:8765`); an endpoint
   /// validates `Host` against DNS rebinding when it is a loopback address. Empty: unknown.
   std::string_view local{};
+  /// Signalled when the client goes away before it has its answer (the connection closed, or the
+  /// client shut its sending side): the endpoint cancels the per-request call it serves
+  /// (docs/eras.md#streams). Default: never.
+  std::stop_token disconnected{};
 
   /// The value of the first field named `name` (ASCII case-insensitive), or `std::nullopt`.
   [[nodiscard]] MCPCORE_DECL std::optional<std::string_view> header(std::string_view name) const noexcept;

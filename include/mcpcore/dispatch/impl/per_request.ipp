@@ -40,7 +40,7 @@ inline bool per_request_family_served(const server::impl& s, method_id m) noexce
 }
 
 /// `server/discover`: the revisions served, the capabilities, the instructions
-/// (docs/eras.md#server-discover). The server's identity goes into `_meta` with every result.
+/// (docs/eras.md#server-discovery). The server's identity goes into `_meta` with every result.
 inline bool handle_discover(request_env& e) {
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object().key("supportedVersions").begin_array();
@@ -100,7 +100,8 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
       case method_id::tools_list:
         cache = &s.options.list_cache;
         answered = write_page(e, "tools", s.tools, 1,
-                              [](const compiled_tool& t) -> const std::string& { return t.listing; });
+                              [](const compiled_tool& t) -> const std::string& { return t.listing; },
+                              s.tool_hidden.get());
         break;
       case method_id::resources_list:
         cache = &s.options.list_cache;
@@ -115,7 +116,8 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
       case method_id::prompts_list:
         cache = &s.options.list_cache;
         answered = write_page(e, "prompts", s.prompts, 4,
-                              [](const compiled_prompt& p) -> const std::string& { return p.listing; });
+                              [](const compiled_prompt& p) -> const std::string& { return p.listing; },
+                              s.prompt_hidden.get());
         break;
       case method_id::resources_read:
         if (const json::value uri = msg.params["uri"]; uri.is_string()) cache = read_cache_of(s, uri.as_string());

@@ -9,6 +9,7 @@
 #include <mcpcore/dispatch/server.hpp>
 
 #include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/events.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/per_request.ipp>
 #include <mcpcore/dispatch/impl/server_builder.ipp>
@@ -68,7 +69,8 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
     case method_id::ping: write_result_response(out, *msg.id, "{}"); return true;
     case method_id::tools_call: return handle_tools_call(e);
     case method_id::tools_list:
-      return write_page(e, "tools", s.tools, 1, [](const compiled_tool& t) -> const std::string& { return t.listing; });
+      return write_page(e, "tools", s.tools, 1, [](const compiled_tool& t) -> const std::string& { return t.listing; },
+                              s.tool_hidden.get());
     case method_id::resources_list:
       return write_page(e, "resources", s.resources, 2,
                         [](const compiled_resource& r) -> const std::string& { return r.listing; });
@@ -77,7 +79,8 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
                         [](const compiled_resource& r) -> const std::string& { return r.listing; });
     case method_id::prompts_list:
       return write_page(e, "prompts", s.prompts, 4,
-                        [](const compiled_prompt& p) -> const std::string& { return p.listing; });
+                        [](const compiled_prompt& p) -> const std::string& { return p.listing; },
+                              s.prompt_hidden.get());
     case method_id::resources_read: return handle_resources_read(e);
     case method_id::resources_subscribe: return handle_subscription(e, true);
     case method_id::resources_unsubscribe: return handle_subscription(e, false);

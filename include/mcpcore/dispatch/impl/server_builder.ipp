@@ -537,15 +537,15 @@ inline void render_capabilities(server::impl& impl) {
   w.key("logging").begin_object().end_object();
   if (impl.has_completions) w.key("completions").begin_object().end_object();
   w.end_object();
-  // The per-request era has no resources/subscribe: resource updates reach a client through
-  // subscriptions/listen (docs/eras.md#server-discover).
+  // The per-request era: list changes and resource updates reach a client through
+  // subscriptions/listen (docs/eras.md#server-discovery, #subscriptions).
   json::writer p{impl.per_request_capabilities_json};
   p.begin_object();
-  if (!impl.tools.empty()) p.key("tools").begin_object().member("listChanged", false).end_object();
+  if (!impl.tools.empty()) p.key("tools").begin_object().member("listChanged", true).end_object();
   if (!impl.resources.empty() || !impl.templates.empty()) {
-    p.key("resources").begin_object().member("listChanged", false).end_object();
+    p.key("resources").begin_object().member("subscribe", true).member("listChanged", true).end_object();
   }
-  if (!impl.prompts.empty()) p.key("prompts").begin_object().member("listChanged", false).end_object();
+  if (!impl.prompts.empty()) p.key("prompts").begin_object().member("listChanged", true).end_object();
   p.key("logging").begin_object().end_object();
   if (impl.has_completions) p.key("completions").begin_object().end_object();
   p.end_object();
@@ -585,6 +585,9 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
   }
 
   for (std::size_t i = 0; i < impl->tools.size(); ++i) impl->tool_index.emplace(impl->tools[i].def.name, i);
+  impl->tool_hidden = std::make_unique<std::atomic<bool>[]>(impl->tools.size());
+  impl->prompt_hidden = std::make_unique<std::atomic<bool>[]>(impl->prompts.size());
+  impl->events = std::make_shared<event_hub>();
   if (st.metrics) {
     bind_server_metrics(*impl, *st.metrics);
     for (auto& t : impl->tools) bind_tool_metrics(t, *st.metrics);

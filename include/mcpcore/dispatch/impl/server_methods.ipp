@@ -73,7 +73,8 @@ inline std::string make_cursor(const server::impl& s, std::size_t offset, std::u
 // Writes one page of a list method (docs/design.md#other-methods: opaque cursor, configurable page
 // size).
 template <class Items, class Listing>
-bool write_page(request_env& e, std::string_view key, const Items& items, std::uint64_t kind, Listing listing) {
+bool write_page(request_env& e, std::string_view key, const Items& items, std::uint64_t kind, Listing listing,
+                const std::atomic<bool>* hidden = nullptr) {
   std::size_t offset = 0;
   const auto cursor = e.msg.params["cursor"];
   if (cursor.exists()) {
@@ -90,7 +91,9 @@ bool write_page(request_env& e, std::string_view key, const Items& items, std::u
   const std::size_t end = std::min(items.size(), offset + e.s.options.page_size);
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object().key(key).begin_array();
-    for (std::size_t i = offset; i < end; ++i) w.raw(listing(items[i]));
+    for (std::size_t i = offset; i < end; ++i) {
+      if (hidden == nullptr || !hidden[i].load()) w.raw(listing(items[i]));
+    }
     w.end_array();
     if (end < items.size()) w.member("nextCursor", make_cursor(e.s, end, kind));
     w.end_object();
@@ -277,7 +280,7 @@ inline bool handle_prompts_get(request_env& e) {
   const auto name = e.msg.params["name"];
   if (!name.is_string()) return bad_params(e, "prompts/get needs params.name (a string)");
   const auto it = e.s.prompt_index.find(name.as_string());
-  if (it == e.s.prompt_index.end()) {
+  if (it == e.s.prompt_index.end() || e.s.prompt_hidden[it->second].load()) {
     const auto cid = e.s.mint_cid();
     write_error(e, errc::invalid_params, "Unknown prompt: " + echo_name(name.as_string()), cid.view(),
                 "Call prompts/list for the prompts this server offers.");

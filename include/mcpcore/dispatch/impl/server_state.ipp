@@ -250,6 +250,11 @@ struct server::impl {
   std::atomic<bool> shutting_down{false};
   std::vector<detail::compiled_tool> tools;
   std::map<std::string, std::size_t, std::less<>> tool_index;
+  /// Run-time visibility (`server::set_tool_enabled`), one flag per tool; and per prompt below.
+  std::unique_ptr<std::atomic<bool>[]> tool_hidden;
+  std::unique_ptr<std::atomic<bool>[]> prompt_hidden;
+  /// The subscribers of `server::subscribe`.
+  std::shared_ptr<detail::event_hub> events;
   std::vector<detail::compiled_resource> resources;
   std::map<std::string, std::size_t, std::less<>> resource_index;
   std::vector<detail::compiled_resource> templates;
@@ -267,7 +272,7 @@ struct server::impl {
   /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}`, the tail of every per-request-era
   /// result (docs/eras.md#results).
   std::string server_info_meta;
-  /// The capabilities `server/discover` lists (docs/eras.md#server-discover).
+  /// The capabilities `server/discover` lists (docs/eras.md#server-discovery).
   std::string per_request_capabilities_json;
   json::document empty_object;  // `{}`, validated for calls without arguments
 

@@ -380,6 +380,7 @@ struct http_endpoint::impl {
   void handle_initialize(const std::shared_ptr<detail::http_post_exchange>& ex, http_completion& done);
   void handle_post_per_request(const http_request_view& req, const std::shared_ptr<detail::http_post_exchange>& ex,
                                bool accepts_sse, http_completion& done);
+  void handle_listen(const std::shared_ptr<detail::http_post_exchange>& ex, bool accepts_sse, http_completion& done);
   void handle_get(const http_request_view& req, const principal& who, const correlation_id& cid,
                   http_completion& done);
   void handle_delete(const http_request_view& req, const principal& who, const correlation_id& cid,

@@ -50,6 +50,8 @@ struct per_request_channel {
   /// Requested when the stream closes before its final: the handler's stop token fires
   /// (docs/eras.md#streams: closing the stream is cancellation).
   std::stop_source stop;
+  /// A listen stream's graceful end (its result), sent at shutdown instead of a bare close.
+  std::string final_on_shutdown;
 
   /// Appends one frame; false when the stream is closed. Wakes the transport.
   bool push(std::string_view json, bool final) {
@@ -172,6 +174,10 @@ struct per_request_call {
   std::mutex mutex;         // a leaf; guards `done` and `streaming`
   http_completion done;     // until the answer (JSON or the stream) was delivered
   bool streaming = false;   // the stream was delivered: the final goes onto it
+  /// The client leaving (http_request_view::disconnected) cancels the call.
+  std::optional<std::stop_callback<std::function<void()>>> on_gone;
+  /// The call's entry in the endpoint's table of live per-request calls (shutdown cancels them).
+  std::uint64_t key = 0;
 
   /// Opens the stream (under no lock); the reply to deliver, or nothing when it cannot.
   std::optional<http_reply> open_stream();
@@ -185,13 +191,13 @@ inline std::optional<http_reply> per_request_call::open_stream() {
   const principal& who = base->who;
   auto lease = ep.budget.try_acquire(per_request_surface, who.id, ep.options.per_request.streams_per_principal);
   if (!lease) return std::nullopt;  // over budget: the answer stays JSON, in-call messages are dropped
-  std::uint64_t key = 0;
-  ep.register_per_request(key, channel);
+  std::uint64_t stream_key = 0;
+  ep.register_per_request(stream_key, channel);
   http_endpoint::impl* e = &ep;
   http_reply r;
   http_sse_head(r, base->cid.view());
   r.stream = std::make_unique<http_per_request_stream>(channel, std::move(*lease), ep.options.per_request.keepalive,
-                                                       [e, key] { e->unregister_per_request(key); });
+                                                       [e, stream_key] { e->unregister_per_request(stream_key); });
   return r;
 }
 
@@ -231,6 +237,10 @@ inline bool per_request_sink::send(std::string_view message) noexcept {
 }
 
 inline void per_request_call::run() noexcept {
+  struct unregister {
+    per_request_call& c;
+    ~unregister() { c.ep.unregister_per_request(c.key); }
+  } const at_end{*this};
   dispatch_report report;
   const dispatch_context ctx{base->who, nullptr, &sink, channel->stop.get_token(), nullptr, &envelope, &report};
   std::string out;
@@ -287,7 +297,78 @@ inline void close_per_request_streams(http_endpoint::impl& ep) noexcept {
     } catch (...) {  // NOLINT(bugprone-empty-catch): best effort; their calls still end
     }
   }
-  for (const auto& ch : live) ch->close();
+  for (const auto& ch : live) {
+    bool ended = false;
+    if (!ch->final_on_shutdown.empty()) {
+      try {
+        ended = ch->push(ch->final_on_shutdown, true);
+      } catch (...) {
+        ended = false;
+      }
+    }
+    if (!ended) ch->close();
+  }
+}
+
+// ---- subscriptions/listen ---------------------------------------------------------------------
+
+/// What one listen asked for and was granted (docs/eras.md#subscriptions).
+struct listen_filter {
+  bool tools = false;
+  bool prompts = false;
+  bool resources = false;
+  std::vector<std::string> uris;
+
+  [[nodiscard]] bool empty() const noexcept { return !tools && !prompts && !resources && uris.empty(); }
+  void write(json::writer& w) const {
+    w.begin_object();
+    if (tools) w.member("toolsListChanged", true);
+    if (prompts) w.member("promptsListChanged", true);
+    if (resources) w.member("resourcesListChanged", true);
+    if (!uris.empty()) {
+      w.key("resourceSubscriptions").begin_array();
+      for (const auto& u : uris) w.value(u);
+      w.end_array();
+    }
+    w.end_object();
+  }
+};
+
+/// `{"jsonrpc":"2.0","method":<method>,"params":{[uri,]"_meta":{"io.modelcontextprotocol/subscriptionId":<id>}}}`.
+inline std::string listen_frame(std::string_view method, std::string_view id_json, const listen_filter* ack,
+                                std::string_view uri) {
+  std::string out;
+  json::writer w{out};
+  w.begin_object().member("jsonrpc", "2.0").member("method", method).key("params").begin_object();
+  if (ack != nullptr) {
+    w.key("notifications");
+    ack->write(w);
+  }
+  if (!uri.empty()) w.member("uri", uri);
+  w.key("_meta").begin_object().raw_member(meta_key::subscription_id, id_json).end_object();
+  w.end_object().end_object();
+  return out;
+}
+
+/// The frame an event becomes on a listen stream, or nothing when the filter does not ask for it.
+inline std::optional<std::string> listen_event(const listen_filter& f, std::string_view id_json, const server_event& e) {
+  switch (e.kind) {
+    case server_event_kind::tools_list_changed:
+      if (f.tools) return listen_frame("notifications/tools/list_changed", id_json, nullptr, {});
+      break;
+    case server_event_kind::prompts_list_changed:
+      if (f.prompts) return listen_frame("notifications/prompts/list_changed", id_json, nullptr, {});
+      break;
+    case server_event_kind::resources_list_changed:
+      if (f.resources) return listen_frame("notifications/resources/list_changed", id_json, nullptr, {});
+      break;
+    case server_event_kind::resource_updated:
+      for (const auto& u : f.uris) {
+        if (u == e.uri) return listen_frame("notifications/resources/updated", id_json, nullptr, e.uri);
+      }
+      break;
+  }
+  return std::nullopt;
 }
 
 // ---- the checks ------------------------------------------------------------------------------------
@@ -390,7 +471,7 @@ inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view&
     refuse(std::move(body));
     return false;
   }
-  if (method_header && msg.kind == message_kind::request && http_trim(*method_header) != msg.method) {
+  if (method_header && http_trim(*method_header) != msg.method) {
     write_header_mismatch(body, echo, http_trim(*method_header),
                           "the body names method " + std::string{msg.method} + " but the Mcp-Method header names " +
                               std::string{http_trim(*method_header)},
@@ -466,6 +547,92 @@ inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view&
 
 // ---- the route -------------------------------------------------------------------------------------
 
+inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::http_post_exchange>& ex, bool accepts_sse,
+                                               http_completion& done) {
+  using namespace detail;
+  const message& msg = ex->msg;
+  const std::optional<request_id_view> echo = msg.id;
+  const std::string_view cid = ex->cid.view();
+  const auto refuse = [&](int status, errc code, std::string_view message) {
+    error_data d;
+    d.correlation_id = cid;
+    d.remediation = "See docs/eras.md#subscriptions for what subscriptions/listen accepts.";
+    std::string body;
+    write_error_response(body, echo, code, message, d);
+    http_deliver(done, http_json_body(status, std::move(body)));
+  };
+  // docs/eras.md#subscriptions: the filter, then what this server can honour of it.
+  const json::value n = msg.params["notifications"];
+  const json::value uris = n["resourceSubscriptions"];
+  if (!n.is_object() || (uris.exists() && !uris.is_array())) {
+    refuse(200, errc::invalid_params, "Invalid params: 'notifications' is required and must be a subscription filter");
+    return;
+  }
+  if (uris.exists() && uris.size() > options.per_request.max_listen_uris) {
+    refuse(200, errc::invalid_params, "Invalid params: too many resourceSubscriptions");
+    return;
+  }
+  const auto asked = [&n](std::string_view key) { return n[key].is_bool() && n[key].as_bool(); };
+  listen_filter f;
+  f.tools = asked("toolsListChanged") && srv.publishes(server_event_kind::tools_list_changed);
+  f.prompts = asked("promptsListChanged") && srv.publishes(server_event_kind::prompts_list_changed);
+  const bool resources = srv.publishes(server_event_kind::resources_list_changed);
+  f.resources = asked("resourcesListChanged") && resources;
+  if (resources && uris.is_array()) {
+    for (json::value u : uris.elements()) {
+      if (!u.is_string()) {
+        refuse(200, errc::invalid_params, "Invalid params: resourceSubscriptions must hold URI strings");
+        return;
+      }
+      f.uris.emplace_back(u.as_string());
+    }
+  }
+  if (!accepts_sse) {
+    http_deliver(done, http_error(refusal::not_acceptable, echo, cid));
+    return;
+  }
+  auto lease = budget.try_acquire("listen", ex->who.id, options.per_request.listens_per_principal);
+  if (!lease) {
+    refuse(429, errc::stream_cap, "Subscription limit reached");
+    return;
+  }
+  std::string id_json;
+  {
+    json::writer w{id_json};
+    write_id(w, *msg.id);
+  }
+  auto channel = std::make_shared<per_request_channel>();
+  {
+    json::writer w{channel->final_on_shutdown};
+    detail::begin_message(w, *msg.id).key("result").begin_object().member("resultType", "complete");
+    w.key("_meta").begin_object().raw_member(meta_key::subscription_id, id_json);
+    w.key(meta_key::server_info).begin_object().member("name", srv.info().name).member("version", srv.info().version);
+    w.end_object().end_object().end_object().end_object();
+  }
+  (void)channel->push(listen_frame("notifications/subscriptions/acknowledged", id_json, &f, {}), false);
+  auto subscription = std::make_shared<event_subscription>();
+  if (f.empty()) {
+    (void)channel->push(channel->final_on_shutdown, true);  // nothing to listen to: end at once
+  } else {
+    std::weak_ptr<per_request_channel> weak = channel;
+    *subscription = srv.subscribe([weak, f, id_json](const server_event& e) {
+      auto ch = weak.lock();
+      if (!ch) return;
+      if (auto frame = listen_event(f, id_json, e)) (void)ch->push(*frame, false);
+    });
+  }
+  std::uint64_t key = 0;
+  register_per_request(key, channel);
+  http_reply r;
+  http_sse_head(r, cid);
+  r.stream = std::make_unique<http_per_request_stream>(channel, std::move(*lease), options.per_request.keepalive,
+                                                       [this, key, subscription] {
+                                                         subscription->cancel();
+                                                         unregister_per_request(key);
+                                                       });
+  http_deliver(done, std::move(r));
+}
+
 inline void http_endpoint::impl::handle_post_per_request(const http_request_view& req,
                                                          const std::shared_ptr<detail::http_post_exchange>& ex,
                                                          bool accepts_sse, http_completion& done) {
@@ -481,11 +648,19 @@ inline void http_endpoint::impl::handle_post_per_request(const http_request_view
     return;
   }
   ex->id = request_id{*msg.id};
+  if (msg.method == "subscriptions/listen") {
+    handle_listen(ex, accepts_sse, done);
+    return;
+  }
   auto call = std::make_shared<detail::per_request_call>(*this, ex, env, accepts_sse);
   {
     const std::lock_guard<std::mutex> lock(call->mutex);
     call->done = std::move(done);
   }
+  if (req.disconnected.stop_possible()) {
+    call->on_gone.emplace(req.disconnected, std::function<void()>{[ch = call->channel] { ch->stop.request_stop(); }});
+  }
+  register_per_request(call->key, call->channel);
   bool taken = false;
   try {
     taken = submit([call] { call->run(); });
@@ -498,6 +673,7 @@ inline void http_endpoint::impl::handle_post_per_request(const http_request_view
       const std::lock_guard<std::mutex> lock(call->mutex);
       d = std::exchange(call->done, nullptr);
     }
+    unregister_per_request(call->key);
     detail::http_deliver(d, detail::http_error(detail::refusal::busy, echo, ex->cid.view()));
   }
 }
