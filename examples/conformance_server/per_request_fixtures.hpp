@@ -217,6 +217,14 @@ inline void declare_per_request_tools(mcpcore::server_builder& b, const server_s
   fixture("test_trigger_tool_change", "Hides or shows test_dynamic_tool (tools list_changed).").handler(toggle(true));
   fixture("test_trigger_prompt_change", "Hides or shows test_dynamic_prompt (prompts list_changed).")
       .handler(toggle(false));
+  // A resource changed: listeners subscribed to test://static-text get notifications/resources/updated.
+  fixture("test_trigger_resource_update", "Announces that test://static-text changed (resources/updated).")
+      .handler([slot](call_context&, const mcpcore::arguments&) {
+        mcpcore::server* s = slot->load();
+        if (s == nullptr) return tool_result::error("the server is not running yet");
+        s->publish(mcpcore::server_event{mcpcore::server_event_kind::resource_updated, "test://static-text"});
+        return tool_result::text("test://static-text updated");
+      });
   // Runs until cancelled (10 s at most): closing its response stream cancels it.
   fixture("test_slow_tool", "Waits up to 10 seconds, or until the call is cancelled.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {

@@ -65,7 +65,7 @@ const TOOL_NAMES = [
   'test_input_required_result_tampered_state', 'test_logging_tool', 'test_missing_capability',
   'test_multiple_content_types', 'test_reconnection', 'test_sampling', 'test_simple_text', 'test_slow_tool',
   'test_streaming_elicitation', 'test_tool_with_logging', 'test_tool_with_progress', 'test_trigger_prompt_change',
-  'test_trigger_tool_change',
+  'test_trigger_resource_update', 'test_trigger_tool_change',
 ];
 const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
