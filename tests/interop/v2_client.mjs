@@ -12,8 +12,8 @@
 //
 // Starts the server on an ephemeral 127.0.0.1 port (it writes the port to a port file; no token
 // file: every request is the fixture's anonymous principal), runs every check in order and prints
-// one line per check, "ok - <name>", "not ok - <name>: <why>" or "ok - <name> # SKIP <why>", then
-// "# N passed, M failed" and a final "PASS" or "FAIL". The v2 client's fetch is wrapped to record
+// one line per check, "ok - <name>" or "not ok - <name>: <why>", then "# N passed, M failed" and a
+// final "PASS" or "FAIL". The v2 client's fetch is wrapped to record
 // each exchange, so the checks can look at the wire (requests sent, results before the client
 // strips them). The server is always killed by its PID at the end.
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
@@ -30,8 +30,8 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fmt, startGlobalTimer, startServerProcess, stopServerProcess,
-  textOf,
+  CheckFailure, createChecks, expect, expectEqual, fail, fmt, startGlobalTimer, startServerProcess, stopServerProcess,
+  textOf, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -50,6 +50,12 @@ const CANCEL_AFTER_MS = 200;
 const CANCEL_REJECT_WITHIN_MS = 2_000;
 /** Bound on reading a recorded response body (a copy of what the client read). */
 const READ_TIMEOUT_MS = 10_000;
+/** A change notification must reach the listen's handler within this long of the call that caused it. */
+const NOTIFY_WITHIN_MS = 5_000;
+/** After `McpSubscription.close()`, its `closed` promise must resolve within this long. */
+const CLOSE_WITHIN_MS = 2_000;
+/** How long the check waits after the listen closed for a notification that must not come. */
+const QUIET_AFTER_CLOSE_MS = 300;
 /** After SIGTERM the server has this long to exit before it is sent SIGKILL. */
 const SERVER_EXIT_WAIT_MS = 8_000;
 
@@ -60,22 +66,24 @@ const LEGACY_VERSION = '2025-11-25';
 const SERVER_NAME = 'mcpcore-conformance-server';
 /** Handshake-era fixture tools (main.cpp); listed in both eras. */
 const CONFORMANCE_TOOLS = ['test_simple_text', 'test_tool_with_progress', 'test_tool_with_logging', 'test_error_handling'];
+/** The fixture tool that runs for up to 10 s (waiting on its stop token) unless cancelled; no arguments. */
+const SLOW_TOOL = 'test_slow_tool';
+/** The fixture tools behind the listen check (per_request_fixtures.hpp): each call of the first hides or
+ * shows DYNAMIC_TOOL (tools list_changed), the second announces that test://static-text changed. */
+const TRIGGER_TOOL_CHANGE = 'test_trigger_tool_change';
+const TRIGGER_RESOURCE_UPDATE = 'test_trigger_resource_update';
+const DYNAMIC_TOOL = 'test_dynamic_tool';
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 /** The per-request fixture tools (per_request_fixtures.hpp); the list must contain at least these. */
 const PER_REQUEST_TOOLS = [
   'test_input_required_result_elicitation', 'test_input_required_result_sampling',
   'test_input_required_result_list_roots', 'test_input_required_result_request_state',
   'test_input_required_result_tampered_state', 'test_input_required_result_multiple_inputs',
   'test_input_required_result_multi_round', 'test_input_required_result_capabilities', 'test_missing_capability',
-  'test_streaming_elicitation', 'test_logging_tool',
+  'test_streaming_elicitation', 'test_logging_tool', SLOW_TOOL, TRIGGER_TOOL_CHANGE, TRIGGER_RESOURCE_UPDATE,
 ];
 const SIMPLE_TEXT = 'This is a simple text response for testing.';
 const STATIC_TEXT = { uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' };
-/**
- * Candidate names of a fixture tool that runs for seconds (waiting on its stop token) unless cancelled,
- * taking no arguments; the first one tools/list names is used for the cancellation check, which is
- * skipped when there is none.
- */
-const SLOW_TOOL_CANDIDATES = ['test_slow_tool', 'test_long_running_tool', 'test_cancellation'];
 
 /** Answers of the elicitation handler, by the field the form asks for. */
 const ELICITATION_ANSWERS = { name: 'Alice', color: 'blue', context: 'interop context' };
@@ -107,14 +115,6 @@ const negotiation = (mode) => (mode === 'pin' ? { mode: { pin: MODERN_VERSION } 
 // ---- check plumbing (check.mjs) -------------------------------------------------------------------------
 
 const { check, describe, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
-let skipped = 0;
-
-/** Prints a skipped check (counted apart; it neither passes nor fails the run). */
-function skip(name, why) {
-  ++skipped;
-  process.stdout.write(`ok - ${name} # SKIP ${why}\n`);
-}
-
 /** A check that needs `needs()` to be truthy (a connected client); otherwise it fails without running. */
 function checkWith(needs, what) {
   return (name, body) => check(name, async () => {
@@ -345,35 +345,27 @@ async function v2Checks(mode, mcpUrl) {
     expectEqual(posts(v2.log, 'prompts/get').length, 2, 'prompts/get POSTs');
   });
 
-  const slowTool = await findSlowTool(v2);
-  const cancelName = name('cancel by closing the stream: the call rejects, the server stays healthy');
-  if (!v2) {
-    await c(cancelName, async () => {});
-  } else if (!slowTool) {
-    skip(cancelName, `the fixture has no long-running tool (none of ${SLOW_TOOL_CANDIDATES.join(', ')} is listed)`);
-  } else {
-    await c(`${cancelName} (${slowTool})`, async () => {
-      const controller = new AbortController();
-      const sent = performance.now();
-      const timer = setTimeout(() => controller.abort('interop cancel'), CANCEL_AFTER_MS);
-      let outcome;
-      try {
-        outcome = { result: await v2.client.callTool({ name: slowTool, arguments: {} }, opts({ signal: controller.signal })) };
-      } catch (error) {
-        outcome = { error };
-      }
-      clearTimeout(timer);
-      const elapsed = performance.now() - sent;
-      expect(outcome.error, `the call was not cancelled: it answered ${fmt(outcome.result)}`);
-      expect(controller.signal.aborted, `the call failed before it was aborted: ${describe(outcome.error)}`);
-      expect(elapsed < CANCEL_AFTER_MS + CANCEL_REJECT_WITHIN_MS,
-        `the call rejected ${Math.round(elapsed)} ms after it was sent (aborted at ${CANCEL_AFTER_MS} ms)`);
-      const [post] = posts(v2.log, 'tools/call', (b) => b.params?.name === slowTool).slice(-1);
-      expect(post?.aborted, 'the call\'s fetch was not aborted');
-      const after = await v2.client.callTool({ name: 'test_simple_text', arguments: {} }, opts());
-      expectEqual(after.content, [{ type: 'text', text: SIMPLE_TEXT }], 'the next call\'s content');
-    });
-  }
+  await c(name(`cancel by closing the stream (${SLOW_TOOL}): the call rejects, the server stays healthy`), async () => {
+    const controller = new AbortController();
+    const sent = performance.now();
+    const timer = setTimeout(() => controller.abort('interop cancel'), CANCEL_AFTER_MS);
+    let outcome;
+    try {
+      outcome = { result: await v2.client.callTool({ name: SLOW_TOOL, arguments: {} }, opts({ signal: controller.signal })) };
+    } catch (error) {
+      outcome = { error };
+    }
+    clearTimeout(timer);
+    const elapsed = performance.now() - sent;
+    expect(outcome.error, `the call was not cancelled: it answered ${fmt(outcome.result)}`);
+    expect(controller.signal.aborted, `the call failed before it was aborted: ${describe(outcome.error)}`);
+    expect(elapsed < CANCEL_AFTER_MS + CANCEL_REJECT_WITHIN_MS,
+      `the call rejected ${Math.round(elapsed)} ms after it was sent (aborted at ${CANCEL_AFTER_MS} ms)`);
+    const [post] = posts(v2.log, 'tools/call', (b) => b.params?.name === SLOW_TOOL).slice(-1);
+    expect(post?.aborted, 'the call\'s fetch was not aborted');
+    const after = await v2.client.callTool({ name: 'test_simple_text', arguments: {} }, opts());
+    expectEqual(after.content, [{ type: 'text', text: SIMPLE_TEXT }], 'the next call\'s content');
+  });
 
   await c(name('cancel mid-call by closing the SSE stream at the first progress (test_tool_with_progress), then a call succeeds'), async () => {
     // The first progress notification turned the answer into an SSE stream; the tool then waits on its
@@ -414,6 +406,10 @@ async function v2Checks(mode, mcpUrl) {
     expectEqual(wire?.contents, [STATIC_TEXT], 'contents on the wire');
   });
 
+  await c(name('listen: tools/list_changed and resources/updated arrive with the subscriptionId, close() ends it'), async () => {
+    await listenCheck(v2);
+  });
+
   await c(name('no initialize and no session: every POST carried the envelope'), async () => {
     expectEqual(posts(v2.log, 'initialize').length, 0, 'initialize POSTs');
     expectEqual(v2.log.filter((e) => e.method !== 'POST').map((e) => e.method), [], 'non-POST requests');
@@ -429,14 +425,92 @@ async function v2Checks(mode, mcpUrl) {
   }
 }
 
-/** The first SLOW_TOOL_CANDIDATES name the fixture lists, or undefined. */
-async function findSlowTool(v2) {
-  if (!v2) return undefined;
+/** Polls `predicate` every 10 ms; fails with `why` when it does not hold within `ms`. */
+async function waitFor(predicate, ms, why) {
+  const deadline = performance.now() + ms;
+  while (!predicate()) {
+    if (performance.now() > deadline) fail(why);
+    await sleep(10);
+  }
+}
+
+/** Calls TRIGGER_TOOL_CHANGE; returns whether DYNAMIC_TOOL is listed now (from the tool's answer). */
+async function toggleDynamicTool(client) {
+  const text = textOf(await client.callTool({ name: TRIGGER_TOOL_CHANGE, arguments: {} }, opts()), TRIGGER_TOOL_CHANGE);
+  if (text === `${DYNAMIC_TOOL} is listed`) return true;
+  if (text === `${DYNAMIC_TOOL} is hidden`) return false;
+  return fail(`${TRIGGER_TOOL_CHANGE} answered ${fmt(text)}`);
+}
+
+/** Whether tools/list (fetched anew) names DYNAMIC_TOOL. */
+async function dynamicToolListed(client) {
+  const { tools } = await client.listTools(undefined, opts({ cacheMode: 'refresh' }));
+  return tools.some((t) => t.name === DYNAMIC_TOOL);
+}
+
+/**
+ * subscriptions/listen with the official client (docs/eras.md#subscriptions): the acknowledged filter,
+ * a tool list change and a resource update delivered to the registered handlers with the listen's id as
+ * subscriptionId, then `close()`: `closed` resolves 'local' and nothing more arrives. DYNAMIC_TOOL is
+ * listed again at the end, whatever happened.
+ */
+async function listenCheck(v2) {
+  const { client, log } = v2;
+  const toolChanges = [];
+  const updates = [];
+  client.setNotificationHandler('notifications/tools/list_changed', (n) => { toolChanges.push(n); });
+  client.setNotificationHandler('notifications/resources/updated', (n) => { updates.push(n); });
+  expect(await dynamicToolListed(client), `${DYNAMIC_TOOL} is not listed before the check`);
+
+  const filter = { toolsListChanged: true, resourceSubscriptions: [STATIC_TEXT.uri] };
+  const sub = await client.listen(filter, opts());
+  let listed = true;
+  let closedAs;
   try {
-    const { tools } = await v2.client.listTools(undefined, opts());
-    return SLOW_TOOL_CANDIDATES.find((n) => tools.some((t) => t.name === n));
-  } catch {
-    return undefined;
+    expectEqual(sub.honoredFilter, filter, 'honoredFilter (the acknowledged notifications)');
+    const [post] = posts(log, 'subscriptions/listen').slice(-1);
+    expect(post, 'no subscriptions/listen POST was recorded');
+    const listenId = post.body.id;
+    expectEqual([post.status, post.contentType.split(';')[0], post.headers['mcp-method']],
+      [200, 'text/event-stream', 'subscriptions/listen'], '[status, Content-Type, Mcp-Method] of the listen');
+    expectEqual(post.body.params?.notifications, filter, 'params.notifications sent');
+    expectEqual(post.body.params?._meta?.['io.modelcontextprotocol/protocolVersion'], MODERN_VERSION,
+      'the listen envelope\'s protocolVersion');
+
+    listed = await toggleDynamicTool(client);
+    expect(!listed, `${TRIGGER_TOOL_CHANGE} did not hide ${DYNAMIC_TOOL}`);
+    await waitFor(() => toolChanges.length > 0, NOTIFY_WITHIN_MS,
+      `no notifications/tools/list_changed within ${NOTIFY_WITHIN_MS} ms of ${TRIGGER_TOOL_CHANGE}`);
+    expectEqual(toolChanges.map((n) => n.params?._meta?.[SUBSCRIPTION_ID]), [listenId],
+      'subscriptionId of the tools/list_changed notifications');
+    expect(!(await dynamicToolListed(client)), `${DYNAMIC_TOOL} is still listed after it was hidden`);
+
+    expectEqual(textOf(await client.callTool({ name: TRIGGER_RESOURCE_UPDATE, arguments: {} }, opts()),
+      TRIGGER_RESOURCE_UPDATE), `${STATIC_TEXT.uri} updated`, `${TRIGGER_RESOURCE_UPDATE} result text`);
+    await waitFor(() => updates.length > 0, NOTIFY_WITHIN_MS,
+      `no notifications/resources/updated within ${NOTIFY_WITHIN_MS} ms of ${TRIGGER_RESOURCE_UPDATE}`);
+    expectEqual(updates.map((n) => [n.params?.uri, n.params?._meta?.[SUBSCRIPTION_ID]]), [[STATIC_TEXT.uri, listenId]],
+      '[uri, subscriptionId] of the resources/updated notifications');
+    expectEqual(toolChanges.length, 1, 'tools/list_changed notifications (the resource update sent none)');
+
+    await sub.close();
+    closedAs = await withTimeout(sub.closed, CLOSE_WITHIN_MS, `closed did not resolve within ${CLOSE_WITHIN_MS} ms of close()`);
+    expectEqual(closedAs, 'local', 'closed');
+    expect(post.aborted, 'close() did not abort the listen\'s stream');
+    const cancels = posts(log, 'notifications/cancelled', (b) => b.params?.requestId === listenId);
+    expectEqual(cancels.map((e) => e.status), [202], 'statuses of the notifications/cancelled POSTs naming the listen');
+
+    // Closed: the next change reaches no handler.
+    listed = await toggleDynamicTool(client);
+    expect(listed, `${TRIGGER_TOOL_CHANGE} did not show ${DYNAMIC_TOOL} again`);
+    await sleep(QUIET_AFTER_CLOSE_MS);
+    expectEqual(toolChanges.length, 1, 'tools/list_changed notifications after the listen closed');
+    expect(await dynamicToolListed(client), `${DYNAMIC_TOOL} is not listed again`);
+  } finally {
+    await sub.close().catch(() => {});
+    for (let i = 0; i < 2 && !listed; ++i) listed = await toggleDynamicTool(client).catch(() => listed);
+    client.removeNotificationHandler?.('notifications/tools/list_changed');
+    client.removeNotificationHandler?.('notifications/resources/updated');
   }
 }
 
@@ -506,7 +580,6 @@ await check('the server exits 0 on SIGTERM', async () => {
   expectEqual([exit.code, exit.signal], [0, null], '[exit code, signal]');
 }, { needsSdk: false });
 
-if (skipped > 0) process.stdout.write(`# ${skipped} skipped\n`);
 const status = summary();
 process.stdout.write(status === 0 ? 'PASS\n' : 'FAIL\n');
 clearTimeout(globalTimer);

@@ -564,9 +564,19 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
   // docs/eras.md#subscriptions: the filter, then what this server can honour of it.
   const json::value n = msg.params["notifications"];
   const json::value uris = n["resourceSubscriptions"];
-  if (!n.is_object() || (uris.exists() && !uris.is_array())) {
+  const auto flag_ok = [&n](std::string_view key) { return !n[key].exists() || n[key].is_bool(); };
+  if (!n.is_object() || (uris.exists() && !uris.is_array()) || !flag_ok("toolsListChanged") ||
+      !flag_ok("promptsListChanged") || !flag_ok("resourcesListChanged")) {
     refuse(200, errc::invalid_params, "Invalid params: 'notifications' is required and must be a subscription filter");
     return;
+  }
+  if (uris.is_array()) {
+    for (json::value u : uris.elements()) {
+      if (!u.is_string()) {
+        refuse(200, errc::invalid_params, "Invalid params: resourceSubscriptions must hold URI strings");
+        return;
+      }
+    }
   }
   if (uris.exists() && uris.size() > options.per_request.max_listen_uris) {
     refuse(200, errc::invalid_params, "Invalid params: too many resourceSubscriptions");
@@ -579,16 +589,14 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
   const bool resources = srv.publishes(server_event_kind::resources_list_changed);
   f.resources = asked("resourcesListChanged") && resources;
   if (resources && uris.is_array()) {
-    for (json::value u : uris.elements()) {
-      if (!u.is_string()) {
-        refuse(200, errc::invalid_params, "Invalid params: resourceSubscriptions must hold URI strings");
-        return;
-      }
-      f.uris.emplace_back(u.as_string());
-    }
+    for (json::value u : uris.elements()) f.uris.emplace_back(u.as_string());
   }
   if (!accepts_sse) {
     http_deliver(done, http_error(refusal::not_acceptable, echo, cid));
+    return;
+  }
+  if (shut.load()) {
+    http_deliver(done, http_error(refusal::shutting_down, echo, cid));
     return;
   }
   auto lease = budget.try_acquire("listen", ex->who.id, options.per_request.listens_per_principal);
@@ -623,6 +631,10 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
   }
   std::uint64_t key = 0;
   register_per_request(key, channel);
+  if (shut.load()) {
+    // The shutdown began after the check above: its sweep may have missed this stream (docs/eras.md#subscriptions).
+    (void)channel->push(channel->final_on_shutdown, true);
+  }
   http_reply r;
   http_sse_head(r, cid);
   r.stream = std::make_unique<http_per_request_stream>(channel, std::move(*lease), options.per_request.keepalive,
