@@ -74,15 +74,15 @@ enum class errc : std::int32_t {
   switch (e) {
     case errc::unknown_session: return 404;
     case errc::origin_rejected: return 403;
-    case errc::unsupported_protocol_version: return 400;
+    case errc::unsupported_protocol_version:
+    case errc::header_mismatch:
+    case errc::missing_client_capability:
+    case errc::unsupported_revision: return 400;
     case errc::session_cap: return 429;
     case errc::not_acceptable: return 406;
     case errc::stream_cap: return 429;
     case errc::stream_poisoned: return 410;
     case errc::shutting_down: return 503;
-    case errc::header_mismatch: return 400;
-    case errc::missing_client_capability: return 400;
-    case errc::unsupported_revision: return 400;
     default: return 200;
   }
 }

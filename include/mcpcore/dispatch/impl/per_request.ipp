@@ -80,6 +80,7 @@ inline const cache_hint* read_cache_of(const server::impl& s, std::string_view u
 
 /// One request of the per-request era (`ctx.envelope` set).
 inline bool handle_per_request(server::impl& s, const message& msg, const dispatch_context& ctx, std::string& out) {
+  MCPCORE_ASSERT(msg.id.has_value());
   const auto method = classify_method(msg.method);
   s.requests[static_cast<std::size_t>(method)].inc();
   request_env e{s, ctx, *msg.id, msg, out};

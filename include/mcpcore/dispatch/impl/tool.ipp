@@ -25,7 +25,7 @@ MCPCORE_DECL input_request input_request::elicit_url(std::string_view message, s
 MCPCORE_DECL input_request input_request::create_message(std::string params_json) {
   // Sampling with tools needs the client's sampling.tools capability (MCP 2025-11-25 sampling).
   json::document doc;
-  unsigned caps = static_cast<unsigned>(client_capability::sampling);
+  auto caps = static_cast<unsigned>(client_capability::sampling);
   if (auto root = doc.parse(params_json); root && ((*root)["tools"].exists() || (*root)["toolChoice"].exists())) {
     caps |= static_cast<unsigned>(client_capability::sampling_tools);
   }
