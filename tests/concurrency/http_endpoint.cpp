@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/http_endpoint_fixture.hpp"
+
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/clock.hpp>
@@ -20,7 +22,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,33 +51,9 @@ struct two_principals {
   [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept { return credential_verdict::valid; }
 };
 
-/// A thread per task, joined at the end.
-class thread_executor {
- public:
-  ~thread_executor() { join(); }
-  http_executor get() {
-    return [this](std::function<void()> task) {
-      std::lock_guard lock{mu_};
-      threads_.emplace_back(std::move(task));
-      return true;
-    };
-  }
-  void join() {
-    for (;;) {
-      std::vector<std::thread> ts;
-      {
-        std::lock_guard lock{mu_};
-        ts.swap(threads_);
-      }
-      if (ts.empty()) return;
-      for (auto& t : ts) t.join();
-    }
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-};
+using http_endpoint_fixture::into;
+using http_endpoint_fixture::reply_box;
+using http_endpoint_fixture::thread_executor;
 
 struct owned_request {
   std::string method = "POST";
@@ -106,27 +83,10 @@ owned_request make(std::string method, std::string body, const std::string& who,
   return r;
 }
 
-/// Waits for a reply from any thread.
-struct reply_box {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<http_reply> reply;
-  bool wait() {
-    std::unique_lock lock{mu};
-    return cv.wait_for(lock, patience, [&] { return reply.has_value(); });
-  }
-};
-
 http_reply send(http_endpoint& ep, const owned_request& r) {
   auto box = std::make_shared<reply_box>();
-  ep.handle(r.view(), [box](http_reply rep) {
-    {
-      std::lock_guard lock{box->mu};
-      box->reply = std::move(rep);
-    }
-    box->cv.notify_all();
-  });
-  REQUIRE(box->wait());
+  ep.handle(r.view(), into(box));
+  REQUIRE(box->wait(patience));
   std::lock_guard lock{box->mu};
   return std::move(*box->reply);
 }
@@ -194,12 +154,9 @@ TEST_CASE("sessions.md/lock-discipline: sessions, calls, cancels, GET attaches, 
   server srv = std::move(*built);
 
   manual_clock clk;
-  http_endpoint_options o;
-  o.get_stream.revalidation.jitter_max = 0ms;
-  o.post_stream.revalidation.jitter_max = 0ms;
   thread_executor exec;
   {
-    http_endpoint ep{srv, two_principals{}, o, clock_ref<manual_clock>{clk}};
+    http_endpoint ep{srv, two_principals{}, http_endpoint_fixture::test_options(), clock_ref<manual_clock>{clk}};
     const http_executor_binding binding = ep.bind_executor(exec.get());
 
     std::atomic<bool> stop{false};
@@ -259,17 +216,11 @@ TEST_CASE("sessions.md/lock-discipline: sessions, calls, cancels, GET attaches, 
             const std::int64_t wid = ++id;
             auto req = make("POST", call(wid, "waits", round % 2 == 0), who, sid, round % 3 != 0);
             auto box = std::make_shared<reply_box>();
-            ep.handle(req.view(), [box](http_reply rep) {
-              {
-                std::lock_guard lock{box->mu};
-                box->reply = std::move(rep);
-              }
-              box->cv.notify_all();
-            });
+            ep.handle(req.view(), into(box));
             const std::string cancel =
                 R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + std::to_string(wid) + "}}";
             if (send(ep, make("POST", cancel, who, sid)).head.status != 202) ++failures;
-            if (!box->wait()) {
+            if (!box->wait(patience)) {
               ++failures;
             } else {
               std::unique_ptr<http_stream> s;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reads SSE bytes as a client does (WHATWG "event stream interpretation", the fields mcpcore
-// writes), for the tests of the pumps and the HTTP endpoint.
+// writes), and the bounded drive loop of a stream's reader, for the tests of the pumps and the
+// HTTP endpoint.
 #ifndef MCPCORE_TESTS_SUPPORT_SSE_EVENTS_HPP
 #define MCPCORE_TESTS_SUPPORT_SSE_EVENTS_HPP
 
 #include <doctest/doctest.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -76,6 +78,19 @@ inline std::vector<sse_event> parse_sse(std::string_view text) {
   }
   CHECK_MESSAGE(!any, "an SSE event without its terminating blank line: " << text);
   return out;
+}
+
+/// Calls `step` (one pull or pass of a stream) until `done()` holds or `finished()` (the stream
+/// ended), bounded by `timeout` in real time; whether `done()` held.
+template <class Done, class Finished, class Step>
+bool step_until(const Done& done, const Finished& finished, const Step& step, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    if (finished()) break;
+    step();
+  }
+  return done();
 }
 
 }  // namespace sse_test

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "archetypes.hpp"
+#include "support/wire_fixture.hpp"
 
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/audit.hpp>
@@ -176,15 +177,8 @@ std::string header_or_absent(const http_response& r, std::string_view name) {
 }
 
 // A parsed response body.
-struct body_json {
-  json::document doc;
-  json::value root;
-  explicit body_json(std::string_view text) {
-    auto r = doc.parse(text);
-    REQUIRE(r.has_value());
-    root = *r;
-    REQUIRE(root.is_object());
-  }
+struct body_json : wire_fixture::json_object {
+  using json_object::json_object;
   [[nodiscard]] std::string str(std::string_view key) const {
     const auto v = root[key];
     REQUIRE(v.exists());

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/wire_fixture.hpp"
+
 #include <mcpcore/wire/client_capability.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/json.hpp>
@@ -15,6 +17,7 @@
 #include <mcpcore/wire/log_level.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,14 +31,7 @@ namespace {
 
 std::string str(std::string_view s) { return std::string{s}; }
 
-/// One body parsed into its own document; the message's views live as long as this object.
-struct parsed {
-  json::document doc;
-  result<message, message_error> r;
-  explicit parsed(std::string_view body) : doc{}, r{parse_message(doc, body)} {}
-  parsed(const parsed&) = delete;
-  parsed& operator=(const parsed&) = delete;
-};
+using parsed = wire_fixture::parsed_message;
 
 /// `"key":value` for a `_meta` object; `value_json` is raw JSON.
 std::string member(std::string_view key, std::string_view value_json) {
@@ -68,16 +64,8 @@ std::string verdict(std::string_view body) {
 std::string problem(std::string_view key, std::string_view what) { return str(key) + ": " + str(what); }
 
 /// A parsed error response.
-struct answer {
-  json::document doc;
-  json::value root;
-  explicit answer(std::string_view text) {
-    auto r = doc.parse(text);
-    REQUIRE(r.has_value());
-    root = *r;
-    REQUIRE(root.is_object());
-    REQUIRE(root["error"].is_object());
-  }
+struct answer : wire_fixture::json_object {
+  explicit answer(std::string_view text) : json_object{text} { REQUIRE(root["error"].is_object()); }
   [[nodiscard]] json::value error() const { return root["error"]; }
   [[nodiscard]] json::value data() const { return root["error"]["data"]; }
   [[nodiscard]] std::optional<std::int64_t> code() const { return error()["code"].to_int64(); }
@@ -102,6 +90,20 @@ bool declared(std::string_view caps_json, client_capability c) {
   auto r = doc.parse(caps_json);
   REQUIRE(r.has_value());
   return declares(*r, c);
+}
+
+/// Checks that each of `declaring` declares `c` and that none of `not_declaring` does.
+void check_declares(client_capability c, std::initializer_list<std::string_view> declaring,
+                    std::initializer_list<std::string_view> not_declaring) {
+  CAPTURE(bit(c));
+  for (const std::string_view caps : declaring) {
+    CAPTURE(caps);
+    CHECK(declared(caps, c));
+  }
+  for (const std::string_view caps : not_declaring) {
+    CAPTURE(caps);
+    CHECK_FALSE(declared(caps, c));
+  }
 }
 
 }  // namespace
@@ -297,36 +299,25 @@ TEST_SUITE("era") {
   }
 
   TEST_CASE("eras.md/input-requests: declares reads sampling and sampling.tools and roots as objects") {
-    CHECK(declared(R"({"sampling":{}})", client_capability::sampling));
-    CHECK_FALSE(declared(R"({"sampling":{}})", client_capability::sampling_tools));
-    CHECK(declared(R"({"sampling":{"tools":{}}})", client_capability::sampling));
-    CHECK(declared(R"({"sampling":{"tools":{}}})", client_capability::sampling_tools));
-    CHECK_FALSE(declared(R"({"sampling":{"tools":true}})", client_capability::sampling_tools));
-    CHECK_FALSE(declared(R"({"sampling":true})", client_capability::sampling));
-    CHECK_FALSE(declared(R"({"sampling":null})", client_capability::sampling));
-    CHECK_FALSE(declared(R"({"tools":{}})", client_capability::sampling_tools));
-    CHECK(declared(R"({"roots":{}})", client_capability::roots));
-    CHECK(declared(R"({"roots":{"listChanged":true}})", client_capability::roots));
-    CHECK_FALSE(declared(R"({"roots":[]})", client_capability::roots));
-    CHECK_FALSE(declared(R"({"sampling":{},"elicitation":{}})", client_capability::roots));
-    CHECK_FALSE(declared("{}", client_capability::sampling));
-    CHECK_FALSE(declared("{}", client_capability::roots));
+    using enum client_capability;
+    check_declares(sampling, {R"({"sampling":{}})", R"({"sampling":{"tools":{}}})"},
+                   {R"({"sampling":true})", R"({"sampling":null})", "{}"});
+    check_declares(sampling_tools, {R"({"sampling":{"tools":{}}})"},
+                   {R"({"sampling":{}})", R"({"sampling":{"tools":true}})", R"({"tools":{}})"});
+    check_declares(roots, {R"({"roots":{}})", R"({"roots":{"listChanged":true}})"},
+                   {R"({"roots":[]})", R"({"sampling":{},"elicitation":{}})", "{}"});
   }
 
   TEST_CASE("eras.md/input-requests: declares counts elicitation {} as form and reads form and url") {
-    CHECK(declared(R"({"elicitation":{}})", client_capability::elicitation_form));
-    CHECK_FALSE(declared(R"({"elicitation":{}})", client_capability::elicitation_url));
-    CHECK(declared(R"({"elicitation":{"form":{}}})", client_capability::elicitation_form));
-    CHECK_FALSE(declared(R"({"elicitation":{"form":{}}})", client_capability::elicitation_url));
-    CHECK_FALSE(declared(R"({"elicitation":{"url":{}}})", client_capability::elicitation_form));
-    CHECK(declared(R"({"elicitation":{"url":{}}})", client_capability::elicitation_url));
-    CHECK(declared(R"({"elicitation":{"form":{},"url":{}}})", client_capability::elicitation_form));
-    CHECK(declared(R"({"elicitation":{"form":{},"url":{}}})", client_capability::elicitation_url));
-    CHECK_FALSE(declared(R"({"elicitation":true})", client_capability::elicitation_form));
-    CHECK_FALSE(declared(R"({"elicitation":{"form":true}})", client_capability::elicitation_form));
-    CHECK_FALSE(declared(R"({"elicitation":{"url":true}})", client_capability::elicitation_url));
-    CHECK_FALSE(declared("{}", client_capability::elicitation_form));
-    CHECK_FALSE(declared("{}", client_capability::elicitation_url));
+    using enum client_capability;
+    check_declares(elicitation_form,
+                   {R"({"elicitation":{}})", R"({"elicitation":{"form":{}}})",
+                    R"({"elicitation":{"form":{},"url":{}}})"},
+                   {R"({"elicitation":{"url":{}}})", R"({"elicitation":true})",
+                    R"({"elicitation":{"form":true}})", "{}"});
+    check_declares(elicitation_url, {R"({"elicitation":{"url":{}}})", R"({"elicitation":{"form":{},"url":{}}})"},
+                   {R"({"elicitation":{}})", R"({"elicitation":{"form":{}}})",
+                    R"({"elicitation":{"url":true}})", "{}"});
   }
 
   TEST_CASE("eras.md/input-requests: declares is false for capabilities that are not an object") {

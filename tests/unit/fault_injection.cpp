@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "support/http_endpoint_fixture.hpp"
 #include "support/process.hpp"
 #include "support/raw_sqlite.hpp"
 #include "support/server_fixture.hpp"
@@ -102,42 +103,15 @@ role_table_authorizer roles() {
 }
 
 // A request the test owns (its view refers to it).
-struct http_request {
-  std::string method = "POST";
-  std::string target = "/mcp";
-  std::vector<http_header> headers;
-  std::string body;
-
-  [[nodiscard]] http_request_view view() const {
-    http_request_view v;
-    v.method = method;
-    v.target = target;
-    v.body = body;
-    v.headers = headers;
-    v.remote = "127.0.0.1:50000";
-    v.local = "127.0.0.1:8765";
-    return v;
-  }
-};
+using http_request = http_endpoint_fixture::request;
+using http_endpoint_fixture::header_of;
 
 http_request mcp_post(std::string body, std::string_view token, std::string_view session = {}) {
-  http_request r;
-  r.body = std::move(body);
-  r.headers = {{"Host", "localhost:8765"},
-               {"Content-Type", "application/json"},
-               {"Accept", "application/json, text/event-stream"},
-               {"Authorization", "Bearer " + std::string{token}}};
-  if (!session.empty()) r.headers.push_back({"Mcp-Session-Id", std::string{session}});
-  return r;
+  return http_endpoint_fixture::post(std::move(body), session, token);
 }
 
 http_request mcp_delete(std::string_view session, std::string_view token) {
-  http_request r;
-  r.method = "DELETE";
-  r.headers = {{"Host", "localhost:8765"},
-               {"Authorization", "Bearer " + std::string{token}},
-               {"Mcp-Session-Id", std::string{session}}};
-  return r;
+  return http_endpoint_fixture::del(session, token);
 }
 
 http_request review_post(std::string_view id, std::string_view token, std::string_view action = "approve") {
@@ -158,10 +132,6 @@ http_reply send(http_endpoint& ep, const http_request& r) {
   REQUIRE_MESSAGE(got.has_value(), "no reply to " << r.method << " " << r.target);
   CHECK(calls == 1);
   return std::move(*got);
-}
-
-std::string header_of(const http_reply& r, std::string_view name) {
-  return std::string{r.head.header(name).value_or("<absent>")};
 }
 
 // "null", or the number, of error.data.retry_after_ms.

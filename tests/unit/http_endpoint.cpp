@@ -9,8 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/http_endpoint_fixture.hpp"
 #include "support/server_fixture.hpp"
-#include "support/sse_events.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -30,14 +30,12 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -51,312 +49,17 @@ namespace fx = server_fixture;
 
 namespace {
 
-/// How long a test waits for something that should happen at once; reached only on failure.
-constexpr std::chrono::milliseconds patience{5000};
-/// The longest real wait of one stream pull for its waker (stream timing runs on the manual clock).
-constexpr std::chrono::milliseconds pull_wait{20};
-
-// ---- synchronisation ---------------------------------------------------------------------------
-
+using namespace http_endpoint_fixture;
 using fx::flag;
 
-/// Polls `pred` until it holds (bounded); whether it did.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = patience) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
-/// An executor with a thread per task, joined at the end (or refusing every task).
-class thread_executor {
- public:
-  thread_executor() = default;
-  ~thread_executor() { join(); }
-  thread_executor(const thread_executor&) = delete;
-  thread_executor& operator=(const thread_executor&) = delete;
-
-  http_executor get() {
-    return [this](std::function<void()> task) {
-      if (refuse.load()) return false;
-      std::lock_guard lock{mu_};
-      threads_.emplace_back(std::move(task));
-      return true;
-    };
-  }
-  void join() {
-    std::vector<std::thread> ts;
-    {
-      std::lock_guard lock{mu_};
-      ts.swap(threads_);
-    }
-    for (auto& t : ts) t.join();
-  }
-  std::atomic<bool> refuse{false};
-
- private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-};
-
-// ---- the authenticator -------------------------------------------------------------------------
-
-/// Two principals: `Authorization: Bearer alice-token` is alice, `bob-token` is bob; anything
-/// else fails. Re-validation answers the shared verdict.
-struct two_principals {
-  std::shared_ptr<std::atomic<credential_verdict>> verdict =
-      std::make_shared<std::atomic<credential_verdict>>(credential_verdict::valid);
-
-  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const {
-    const auto a = req.header("Authorization");
-    if (!a) return std::nullopt;
-    principal p;
-    if (*a == "Bearer alice-token") {
-      p.id = "alice";
-    } else if (*a == "Bearer bob-token") {
-      p.id = "bob";
-    } else {
-      return std::nullopt;
-    }
-    return p;
-  }
-  [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept { return verdict->load(); }
-};
-static_assert(authenticator<two_principals>);
-
-// ---- requests ----------------------------------------------------------------------------------
-
-/// A request the test owns; `view()` is valid while it lives.
-struct request {
-  std::string method = "POST";
-  std::string target = "/mcp";
-  std::vector<http_header> headers;
-  std::string body;
-  std::string local = "127.0.0.1:8765";
-
-  request& set(std::string name, std::string value) {
-    for (auto& h : headers) {
-      if (h.name == name) {
-        h.value = std::move(value);
-        return *this;
-      }
-    }
-    headers.push_back(http_header{std::move(name), std::move(value)});
-    return *this;
-  }
-  request& drop(std::string_view name) {
-    std::erase_if(headers, [&](const http_header& h) { return h.name == name; });
-    return *this;
-  }
-  [[nodiscard]] http_request_view view() const {
-    http_request_view v;
-    v.method = method;
-    v.target = target;
-    v.body = body;
-    v.headers = headers;
-    v.remote = "127.0.0.1:50000";
-    v.local = local;
-    return v;
-  }
-};
-
-/// A POST as the TypeScript SDK client sends it.
-request post(std::string body, std::string_view session_id = {}, std::string_view token = "alice-token") {
-  request r;
-  r.body = std::move(body);
-  r.set("Host", "localhost:8765");
-  r.set("Content-Type", "application/json");
-  r.set("Accept", "application/json, text/event-stream");
-  r.set("Authorization", "Bearer " + std::string{token});
-  if (!session_id.empty()) r.set("Mcp-Session-Id", std::string{session_id});
-  return r;
-}
-
-request get(std::string_view session_id, std::string_view token = "alice-token") {
-  request r;
-  r.method = "GET";
-  r.set("Host", "localhost:8765");
-  r.set("Accept", "text/event-stream");
-  r.set("Authorization", "Bearer " + std::string{token});
-  if (!session_id.empty()) r.set("Mcp-Session-Id", std::string{session_id});
-  return r;
-}
-
-request del(std::string_view session_id, std::string_view token = "alice-token") {
-  request r = get(session_id, token);
-  r.method = "DELETE";
-  r.drop("Accept");
-  return r;
-}
-
-// ---- replies -----------------------------------------------------------------------------------
-
-/// Where a reply lands (from any thread); counts the calls of the completion.
-struct reply_box {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<http_reply> reply;
-  int calls = 0;
-
-  void put(http_reply r) {
-    {
-      std::lock_guard lock{mu};
-      reply = std::move(r);
-      ++calls;
-    }
-    cv.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = patience) {
-    std::unique_lock lock{mu};
-    return cv.wait_for(lock, timeout, [&] { return reply.has_value(); });
-  }
-};
-
-http_completion into(const std::shared_ptr<reply_box>& box) {
-  return [box](http_reply r) { box->put(std::move(r)); };
-}
-
-std::string header_of(const http_reply& r, std::string_view name) {
-  return std::string{r.head.header(name).value_or("<absent>")};
-}
-
-// ---- SSE ---------------------------------------------------------------------------------------
-
-using sse_test::parse_sse;
-using sse_test::sse_event;
-
-/// The events carrying a JSON-RPC message (priming events, heartbeats and retry blocks left out).
-std::vector<sse_event> messages_of(const std::vector<sse_event>& events) {
-  std::vector<sse_event> out;
-  for (const auto& e : events) {
-    if (!e.data.empty()) out.push_back(e);
-  }
-  return out;
-}
-
-bool has_method(const sse_event& e, std::string_view method) {
-  if (e.data.empty()) return false;
-  const auto p = fx::parse(e.data);
-  return p.root["method"].is_string() && p.root["method"].as_string() == method;
-}
-bool is_progress(const sse_event& e) { return has_method(e, "notifications/progress"); }
-bool is_log(const sse_event& e) { return has_method(e, "notifications/message"); }
-bool is_close(const sse_event& e) { return has_method(e, default_close_notification_method); }
-bool is_response_for(const sse_event& e, std::string_view id_json) {
-  if (e.data.empty()) return false;
-  const auto p = fx::parse(e.data);
-  return !p.root["method"].exists() && fx::to_json(p.root["id"]) == id_json &&
-         (p.root["result"].exists() || p.root["error"].exists());
-}
-std::size_t count_if_events(const std::vector<sse_event>& ev, bool (*pred)(const sse_event&)) {
-  return static_cast<std::size_t>(std::count_if(ev.begin(), ev.end(), pred));
-}
-
-/// Reads an `http_stream` the way a transport does: pull, write (always succeeds), `written()`,
-/// and between pulls wait for the waker (bounded in real time; the stream's own timing runs on the
-/// manual clock).
-class sse_reader {
- public:
-  sse_reader(std::unique_ptr<http_stream> s, manual_clock& clk)
-      : s_(std::move(s)), clk_(clk), wake_(std::make_shared<wake_state>()) {
-    REQUIRE(s_);
-    auto w = wake_;
-    s_->on_ready([w] { w->set(); });
-  }
-  sse_reader(const sse_reader&) = delete;
-  sse_reader& operator=(const sse_reader&) = delete;
-
-  /// One pull; its bytes.
-  std::string pull() {
-    if (!s_ || s_->finished()) return {};
-    const auto wait = s_->wait_time(clk_.steady_now());
-    if (wait > 0ms) wake_->wait(std::min<std::chrono::milliseconds>(wait, pull_wait));
-    std::string out;
-    s_->pull(clk_.steady_now(), out);
-    if (!out.empty()) s_->written();
-    wire_ += out;
-    return out;
-  }
-  /// Pulls until `pred(events)` holds or the stream finished (bounded); whether `pred` held.
-  bool drive_until(const std::function<bool(const std::vector<sse_event>&)>& pred,
-                   std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(events())) return true;
-      if (finished()) return pred(events());
-      (void)pull();
-    }
-    return pred(events());
-  }
-  /// Pulls until the stream finished (bounded).
-  void drive_to_end(std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!finished() && std::chrono::steady_clock::now() < deadline) (void)pull();
-    REQUIRE_MESSAGE(finished(), "the stream did not finish; wire so far: " << wire_);
-  }
-  /// The client goes away: the write fails and the transport destroys the stream.
-  void drop() {
-    if (!s_) return;
-    s_->write_failed();
-    s_.reset();
-  }
-  [[nodiscard]] bool finished() const { return !s_ || s_->finished(); }
-  [[nodiscard]] http_stream* stream() const { return s_.get(); }
-  [[nodiscard]] const std::string& wire() const { return wire_; }
-  [[nodiscard]] std::vector<sse_event> events() const { return parse_sse(wire_); }
-  [[nodiscard]] std::vector<sse_event> messages() const { return messages_of(events()); }
-
- private:
-  struct wake_state {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool woken = false;
-    void set() {
-      {
-        std::lock_guard lock{mu};
-        woken = true;
-      }
-      cv.notify_all();
-    }
-    void wait(std::chrono::milliseconds d) {
-      std::unique_lock lock{mu};
-      (void)cv.wait_for(lock, d, [&] { return woken; });
-      woken = false;
-    }
-  };
-  std::unique_ptr<http_stream> s_;
-  manual_clock& clk_;
-  std::shared_ptr<wake_state> wake_;
-  std::string wire_;
-};
-
 // ---- the fixture ---------------------------------------------------------------------------------
-
-template <class H>
-void add_tool(server_builder& b, const std::string& name, H h) {
-  b.tool(name)
-      .description("Test tool " + name + ".")
-      .security("Thing", operation::read)
-      .effect(tool_effect::read_only, false)
-      .handler(std::move(h));
-}
 
 std::string progress_meta(std::string_view token_json) {
   return std::string{R"({"progressToken":)"} + std::string{token_json} + "}";
 }
 
-/// Test options: no revalidation jitter, small enough for tests.
-http_endpoint_options test_options() {
-  http_endpoint_options o;
-  o.get_stream.revalidation.jitter_max = 0ms;
-  o.post_stream.revalidation.jitter_max = 0ms;
-  return o;
-}
-
 /// A server with the test tools, an endpoint on a manual clock with a thread-per-task executor.
-struct fixture {
+struct fixture : endpoint_harness {
   explicit fixture(const std::function<void(http_endpoint_options&)>& tweak = {},
                    const std::function<void(server_builder&)>& extra = {}, bool with_executor = true) {
     server_info info;
@@ -424,11 +127,7 @@ struct fixture {
       return tool_result::text("started");
     });
     if (extra) extra(b);
-    srv.emplace(fx::build(b));
-    http_endpoint_options o = test_options();
-    if (tweak) tweak(o);
-    ep = std::make_unique<http_endpoint>(*srv, auth, o, clock_ref<manual_clock>{clk});
-    if (with_executor) exec_binding = ep->bind_executor(exec.get());
+    serve(b, tweak, with_executor);
   }
   ~fixture() {
     held_gate.open();
@@ -440,21 +139,6 @@ struct fixture {
   fixture(const fixture&) = delete;
   fixture& operator=(const fixture&) = delete;
 
-  /// Sends `r` and waits for its reply.
-  http_reply send(const request& r) {
-    auto box = std::make_shared<reply_box>();
-    ep->handle(r.view(), into(box));
-    REQUIRE_MESSAGE(box->wait(), "no reply to " << r.method << " " << r.body);
-    std::lock_guard lock{box->mu};
-    CHECK(box->calls == 1);
-    return std::move(*box->reply);
-  }
-  /// Sends `r` without waiting (the reply lands in the returned box).
-  std::shared_ptr<reply_box> start(const request& r) {
-    auto box = std::make_shared<reply_box>();
-    ep->handle(r.view(), into(box));
-    return box;
-  }
   /// initialize; the session id.
   std::string open_session(std::string_view token = "alice-token", std::string_view capabilities = "{}") {
     const auto r = send(post(fx::initialize(1, "2025-11-25", capabilities), {}, token));
@@ -463,20 +147,10 @@ struct fixture {
     REQUIRE(sid.has_value());
     return std::string{*sid};
   }
-  sse_reader read(http_reply& r) {
-    REQUIRE(r.stream);
-    return sse_reader{std::move(r.stream), clk};
-  }
   std::shared_ptr<session> session_of(std::string_view sid, std::string_view who = "alice") {
     return ep->sessions().validate_and_touch(sid, who);
   }
 
-  manual_clock clk;
-  two_principals auth;
-  std::optional<server> srv;
-  thread_executor exec;
-  std::unique_ptr<http_endpoint> ep;
-  http_executor_binding exec_binding;  // `exec` is the endpoint's executor while it is bound
   fx::gate held_started;
   fx::gate held_gate;
   std::atomic<bool> held_saw_stop{false};
@@ -485,9 +159,6 @@ struct fixture {
   std::mutex workers_mu;
   std::vector<std::thread> workers;
 };
-
-fx::parsed body_of(const http_reply& r) { return fx::parse(r.head.body); }
-std::int64_t code_of(const http_reply& r) { return body_of(r).root["error"]["code"].to_int64().value_or(0); }
 
 std::size_t pin_count(const std::shared_ptr<session>& s) {
   const auto st = s->stream()->stats();

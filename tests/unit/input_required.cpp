@@ -52,6 +52,13 @@ server_options with_key(std::string_view key = key_a) {
   return o;
 }
 
+/// `with_key()` allowing `rounds` rounds of input.
+server_options with_rounds(std::size_t rounds) {
+  server_options o = with_key();
+  o.max_input_rounds = rounds;
+  return o;
+}
+
 /// What the handlers saw, round by round.
 class observations {
  public:
@@ -322,6 +329,27 @@ std::string answer_nth(server& s, fx::connection& c, std::size_t n, std::string_
   CHECK_FALSE(r.returned);
   return params;
 }
+
+/// A handshake-era call answered through its rounds of input: its answer, and the params of each
+/// `elicitation/create` answered, in order.
+struct answered_call {
+  fx::answer answer;
+  std::vector<std::string> params;
+};
+
+/// Sends `request_json` on `c` from a thread of its own, answers the `first`-th, `first + 1`-th, ...
+/// `elicitation/create` with `results` in order (`answer_nth`), then waits for the call's answer.
+answered_call call_answering(server& s, fx::connection& c, const std::string& request_json,
+                             const std::vector<std::string_view>& results, std::size_t first = 1) {
+  answered_call out;
+  std::thread t{[&] { out.answer = c.send(s, request_json); }};
+  for (std::size_t i = 0; i < results.size(); ++i) out.params.push_back(answer_nth(s, c, first + i, results[i]));
+  t.join();
+  return out;
+}
+
+/// Initializes `c` on `s` in the handshake era, declaring every capability.
+void initialize_all(server& s, fx::connection& c) { c.send(s, fx::initialize(1, "2025-11-25", all_caps)); }
 
 }  // namespace input_required_test
 
@@ -710,13 +738,12 @@ TEST_CASE("eras.md/input-requests: prompts/get asks for input and completes the 
 TEST_CASE("eras.md/input-requests: in the handshake era the server asks the client on the session, then runs the handler again") {
   input_server is;
   fx::connection c;
-  c.send(is.srv, fx::initialize(1, "2025-11-25", all_caps));
-  fx::answer call;
-  std::thread t{[&] { call = c.send(is.srv, fx::call_tool(2, "greet")); }};
-  const std::string params = answer_nth(is.srv, c, 1, R"({"action":"accept","content":{"name":"Ada"}})");
-  t.join();
-  CHECK(params == std::string{R"({"mode":"form","message":"What is your name?","requestedSchema":)"} +
-                      std::string{name_form} + "}");
+  initialize_all(is.srv, c);
+  const auto greeted =
+      call_answering(is.srv, c, fx::call_tool(2, "greet"), {R"({"action":"accept","content":{"name":"Ada"}})"});
+  const fx::answer& call = greeted.answer;
+  CHECK(greeted.params[0] == std::string{R"({"mode":"form","message":"What is your name?","requestedSchema":)"} +
+                                 std::string{name_form} + "}");
   CAPTURE(call.text);
   CHECK(call.returned);
   CHECK(fx::to_json(call.root["id"]) == "2");
@@ -731,22 +758,20 @@ TEST_CASE("eras.md/input-requests: in the handshake era the server asks the clie
   CHECK(c.sink.with_method("elicitation/create").size() == 1);
 
   SUBCASE("several rounds, the state carried between them") {
-    fx::answer multi;
-    std::thread m{[&] { multi = c.send(is.srv, fx::call_tool(3, "multi")); }};
-    (void)answer_nth(is.srv, c, 2, R"({"action":"accept","content":{"name":"Bo"}})");
-    (void)answer_nth(is.srv, c, 3, R"({"action":"accept","content":{"color":"red"}})");
-    m.join();
-    CHECK(text_of(multi) == "Bo likes red");
+    const auto multi = call_answering(is.srv, c, fx::call_tool(3, "multi"),
+                                      {R"({"action":"accept","content":{"name":"Bo"}})",
+                                       R"({"action":"accept","content":{"color":"red"}})"},
+                                      2);
+    CHECK(text_of(multi.answer) == "Bo likes red");
     const auto states = is.seen.states();
     REQUIRE(states.size() == 5);
     CHECK(std::vector<std::string>(states.begin() + 2, states.end()) ==
           std::vector<std::string>{"", "step1", "name:Bo"});
   }
   SUBCASE("a prompt the same way") {
-    fx::answer prompt;
-    std::thread p{[&] { prompt = c.send(is.srv, fx::request(4, "prompts/get", R"({"name":"greet"})")); }};
-    (void)answer_nth(is.srv, c, 2, R"({"action":"accept","content":{"name":"Cy"}})");
-    p.join();
+    const auto answered = call_answering(is.srv, c, fx::request(4, "prompts/get", R"({"name":"greet"})"),
+                                         {R"({"action":"accept","content":{"name":"Cy"}})"}, 2);
+    const fx::answer& prompt = answered.answer;
     CAPTURE(prompt.text);
     CHECK(fx::str(fx::at(prompt.result()["messages"], 0)["content"]["text"]) == "Hello, Cy");
   }
@@ -766,7 +791,7 @@ TEST_CASE("eras.md/input-requests: a handshake call the client cannot answer is 
   }
   SUBCASE("a peer without a sink") {
     fx::connection c;
-    c.send(is.srv, fx::initialize(1, "2025-11-25", all_caps));
+    initialize_all(is.srv, c);
     const auto a = fx::handle(is.srv, fx::call_tool(2, "greet"), dispatch_context{c.caller, &c.client});
     CAPTURE(a.text);
     CHECK(a.result()["isError"].as_bool());
@@ -792,16 +817,13 @@ TEST_CASE("eras.md/input-requests: a handshake call the client cannot answer is 
 
 TEST_CASE("eras.md/the-handler-contract: past max_input_rounds a handshake call is a tool error") {
   SUBCASE("two rounds allowed, the third is refused") {
-    server_options o = with_key();
-    o.max_input_rounds = 2;
-    input_server is{o};
+    input_server is{with_rounds(2)};
     fx::connection c;
-    c.send(is.srv, fx::initialize(1, "2025-11-25", all_caps));
-    fx::answer call;
-    std::thread t{[&] { call = c.send(is.srv, fx::call_tool(2, "always")); }};
-    (void)answer_nth(is.srv, c, 1, R"({"action":"accept","content":{"name":"A"}})");
-    (void)answer_nth(is.srv, c, 2, R"({"action":"accept","content":{"name":"B"}})");
-    t.join();
+    initialize_all(is.srv, c);
+    const auto answered = call_answering(is.srv, c, fx::call_tool(2, "always"),
+                                         {R"({"action":"accept","content":{"name":"A"}})",
+                                          R"({"action":"accept","content":{"name":"B"}})"});
+    const fx::answer& call = answered.answer;
     CAPTURE(call.text);
     CHECK(call.result()["isError"].as_bool());
     CHECK(text_of(call).find("too many times") != std::string::npos);
@@ -809,11 +831,9 @@ TEST_CASE("eras.md/the-handler-contract: past max_input_rounds a handshake call 
     CHECK(c.sink.with_method("elicitation/create").size() == 2);
   }
   SUBCASE("none allowed") {
-    server_options o = with_key();
-    o.max_input_rounds = 0;
-    input_server is{o};
+    input_server is{with_rounds(0)};
     fx::connection c;
-    c.send(is.srv, fx::initialize(1, "2025-11-25", all_caps));
+    initialize_all(is.srv, c);
     const auto a = c.send(is.srv, fx::call_tool(2, "greet"));
     CAPTURE(a.text);
     CHECK(a.result()["isError"].as_bool());
@@ -823,13 +843,11 @@ TEST_CASE("eras.md/the-handler-contract: past max_input_rounds a handshake call 
   SUBCASE("the default allows eight") {
     input_server is;
     fx::connection c;
-    c.send(is.srv, fx::initialize(1, "2025-11-25", all_caps));
-    fx::answer call;
-    std::thread t{[&] { call = c.send(is.srv, fx::call_tool(2, "always")); }};
-    for (std::size_t n = 1; n <= default_max_input_rounds; ++n) {
-      (void)answer_nth(is.srv, c, n, R"({"action":"accept","content":{"name":"A"}})");
-    }
-    t.join();
+    initialize_all(is.srv, c);
+    const std::vector<std::string_view> answers(default_max_input_rounds,
+                                                R"({"action":"accept","content":{"name":"A"}})");
+    const auto answered = call_answering(is.srv, c, fx::call_tool(2, "always"), answers);
+    const fx::answer& call = answered.answer;
     CHECK(call.result()["isError"].as_bool());
     CHECK(is.seen.runs() == static_cast<int>(default_max_input_rounds) + 1);
   }

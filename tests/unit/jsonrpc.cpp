@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/wire_fixture.hpp"
+
 #include <mcpcore/wire/correlation_id.hpp>
 
 #include <chrono>
@@ -24,14 +26,7 @@ namespace {
 constexpr std::string_view single_message_hint =
     "send exactly one JSON-RPC 2.0 message per request: a UTF-8 JSON object with \"jsonrpc\":\"2.0\"";
 
-/// One body parsed into its own document; the result's views live as long as this object.
-struct parsed {
-  json::document doc;
-  result<message, message_error> r;
-  explicit parsed(std::string_view body) : doc{}, r{parse_message(doc, body)} {}
-  parsed(const parsed&) = delete;
-  parsed& operator=(const parsed&) = delete;
-};
+using parsed = wire_fixture::parsed_message;
 
 std::string str(std::string_view s) { return std::string{s}; }
 

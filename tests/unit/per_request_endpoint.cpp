@@ -8,8 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/http_endpoint_fixture.hpp"
 #include "support/server_fixture.hpp"
-#include "support/sse_events.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -19,21 +19,14 @@
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/json.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <utility>
 #include <vector>
 
 using namespace mcpcore;
@@ -42,166 +35,9 @@ namespace fx = server_fixture;
 
 namespace per_request_endpoint_test {
 
-/// How long a test waits for something that should happen at once; reached only on failure.
-constexpr std::chrono::milliseconds patience{5000};
-/// The longest real wait of one stream pull for its waker.
-constexpr std::chrono::milliseconds pull_wait{20};
-/// The per-request revision.
-constexpr std::string_view rev = "2026-07-28";
-
-/// Polls `pred` until it holds (bounded); whether it did.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = patience) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
-
-/// An executor with a thread per task, joined at the end.
-class thread_executor {
- public:
-  thread_executor() = default;
-  ~thread_executor() { join(); }
-  thread_executor(const thread_executor&) = delete;
-  thread_executor& operator=(const thread_executor&) = delete;
-
-  http_executor get() {
-    return [this](std::function<void()> task) {
-      std::lock_guard lock{mu_};
-      threads_.emplace_back(std::move(task));
-      return true;
-    };
-  }
-  void join() {
-    std::vector<std::thread> ts;
-    {
-      std::lock_guard lock{mu_};
-      ts.swap(threads_);
-    }
-    for (auto& t : ts) t.join();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-};
-
-/// `Authorization: Bearer alice-token` is alice, `bob-token` is bob; anything else fails.
-struct two_principals {
-  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const {
-    const auto a = req.header("Authorization");
-    if (!a) return std::nullopt;
-    principal p;
-    if (*a == "Bearer alice-token") {
-      p.id = "alice";
-    } else if (*a == "Bearer bob-token") {
-      p.id = "bob";
-    } else {
-      return std::nullopt;
-    }
-    return p;
-  }
-  [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept {
-    return credential_verdict::valid;
-  }
-};
-static_assert(authenticator<two_principals>);
+using namespace http_endpoint_fixture;
 
 // ---- requests ----------------------------------------------------------------------------------
-
-/// A request the test owns; `view()` is valid while it lives.
-struct request {
-  std::string method = "POST";
-  std::string target = "/mcp";
-  std::vector<http_header> headers;
-  std::string body;
-  std::string local = "127.0.0.1:8765";
-
-  request& set(std::string name, std::string value) {
-    for (auto& h : headers) {
-      if (h.name == name) {
-        h.value = std::move(value);
-        return *this;
-      }
-    }
-    headers.push_back(http_header{std::move(name), std::move(value)});
-    return *this;
-  }
-  request& drop(std::string_view name) {
-    std::erase_if(headers, [&](const http_header& h) { return h.name == name; });
-    return *this;
-  }
-  [[nodiscard]] http_request_view view() const {
-    http_request_view v;
-    v.method = method;
-    v.target = target;
-    v.body = body;
-    v.headers = headers;
-    v.remote = "127.0.0.1:50000";
-    v.local = local;
-    return v;
-  }
-};
-
-/// A POST with no era headers.
-request post(std::string body, std::string_view token = "alice-token") {
-  request r;
-  r.body = std::move(body);
-  r.set("Host", "localhost:8765");
-  r.set("Content-Type", "application/json");
-  r.set("Accept", "application/json, text/event-stream");
-  r.set("Authorization", "Bearer " + std::string{token});
-  return r;
-}
-
-request get_request() {
-  request r;
-  r.method = "GET";
-  r.set("Host", "localhost:8765");
-  r.set("Accept", "text/event-stream");
-  r.set("Authorization", "Bearer alice-token");
-  return r;
-}
-
-/// The `_meta` envelope of a per-request request: the revision, `caps` and `extra` members
-/// (JSON text without braces, e.g. `"progressToken":1`).
-std::string envelope(std::string_view extra = {}, std::string_view caps = "{}", std::string_view version = rev) {
-  std::string m = R"({"io.modelcontextprotocol/protocolVersion":")";
-  m += version;
-  m += R"(","io.modelcontextprotocol/clientCapabilities":)";
-  m += caps;
-  if (!extra.empty()) {
-    m += ',';
-    m += extra;
-  }
-  m += '}';
-  return m;
-}
-
-/// A request whose params are `members` (JSON text without braces) and `_meta` = `meta`.
-std::string pr_body(std::string_view id_json, std::string_view method, std::string_view members = {},
-                    const std::string& meta = envelope()) {
-  std::string p = "{";
-  p += members;
-  if (!members.empty()) p += ',';
-  p += R"("_meta":)";
-  p += meta;
-  p += '}';
-  return fx::request(id_json, method, p);
-}
-
-/// A per-request POST with its `MCP-Protocol-Version` and `Mcp-Method` headers, and `Mcp-Name`
-/// when `name` is given.
-request pr_post(std::string body, std::string_view method, std::optional<std::string_view> name = std::nullopt,
-                std::string_view token = "alice-token") {
-  request r = post(std::move(body), token);
-  r.set("MCP-Protocol-Version", std::string{rev});
-  r.set("Mcp-Method", std::string{method});
-  if (name) r.set("Mcp-Name", std::string{*name});
-  return r;
-}
 
 /// `members` of a tools/call of `tool`.
 std::string tool_members(std::string_view tool) { return R"("name":")" + std::string{tool} + '"'; }
@@ -212,152 +48,34 @@ request pr_call(std::string_view id_json, std::string_view tool, const std::stri
   return pr_post(pr_body(id_json, "tools/call", tool_members(tool), meta), "tools/call", tool, token);
 }
 
-// ---- replies -----------------------------------------------------------------------------------
-
-/// Where a reply lands (from any thread); counts the calls of the completion.
-struct reply_box {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<http_reply> reply;
-  int calls = 0;
-
-  void put(http_reply r) {
-    {
-      std::lock_guard lock{mu};
-      reply = std::move(r);
-      ++calls;
-    }
-    cv.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = patience) {
-    std::unique_lock lock{mu};
-    return cv.wait_for(lock, timeout, [&] { return reply.has_value(); });
-  }
+/// One per-request call: the method, its params members (JSON text without braces), its `Mcp-Name`.
+struct method_call {
+  std::string method;
+  std::string members;
+  std::optional<std::string> name;
 };
 
-std::string header_of(const http_reply& r, std::string_view name) {
-  return std::string{r.head.header(name).value_or("<absent>")};
+/// The per-request POST of `c` with id `id_json`.
+request pr_post_of(std::string_view id_json, const method_call& c) {
+  return pr_post(pr_body(id_json, c.method, c.members), c.method,
+                 c.name ? std::optional<std::string_view>{*c.name} : std::nullopt);
 }
 
-fx::parsed body_of(const http_reply& r) { return fx::parse(r.head.body); }
-std::int64_t code_of(const http_reply& r) { return body_of(r).root["error"]["code"].to_int64().value_or(0); }
-
-/// The JSON text of `path` in the reply's body.
-std::string json_at(const http_reply& r, const std::function<json::value(json::value)>& path) {
-  const auto p = body_of(r);
-  const json::value v = path(p.root);
-  return v.exists() ? fx::to_json(v) : std::string{"<absent>"};
-}
-std::string id_of(const http_reply& r) {
-  return json_at(r, [](json::value v) { return v["id"]; });
-}
-std::string data_of(const http_reply& r, std::string_view member) {
-  return json_at(r, [member](json::value v) { return v["error"]["data"][member]; });
+/// A call of each method of the optional tables (prompts, resources, completions); resources/read
+/// reads `uri`.
+std::vector<method_call> table_calls(std::string_view uri) {
+  return {
+      {"prompts/list", "", std::nullopt},
+      {"prompts/get", R"("name":"greeting")", "greeting"},
+      {"resources/list", "", std::nullopt},
+      {"resources/templates/list", "", std::nullopt},
+      {"resources/read", R"("uri":")" + std::string{uri} + '"', std::string{uri}},
+      {"completion/complete", R"("ref":{"type":"ref/prompt","name":"greeting"},"argument":{"name":"topic","value":"a"})",
+       std::nullopt},
+  };
 }
 
 // ---- SSE ---------------------------------------------------------------------------------------
-
-using sse_test::parse_sse;
-using sse_test::sse_event;
-
-bool has_method(const sse_event& e, std::string_view method) {
-  if (e.data.empty()) return false;
-  const auto p = fx::parse(e.data);
-  return p.root["method"].is_string() && p.root["method"].as_string() == method;
-}
-bool is_progress(const sse_event& e) { return has_method(e, "notifications/progress"); }
-bool is_log(const sse_event& e) { return has_method(e, "notifications/message"); }
-bool is_response_for(const sse_event& e, std::string_view id_json) {
-  if (e.data.empty()) return false;
-  const auto p = fx::parse(e.data);
-  return !p.root["method"].exists() && fx::to_json(p.root["id"]) == id_json &&
-         (p.root["result"].exists() || p.root["error"].exists());
-}
-std::size_t count_if_events(const std::vector<sse_event>& ev, bool (*pred)(const sse_event&)) {
-  return static_cast<std::size_t>(std::count_if(ev.begin(), ev.end(), pred));
-}
-
-/// Reads an `http_stream` the way a transport does: pull, write, `written()`, and between pulls
-/// wait (bounded) for the waker.
-class sse_reader {
- public:
-  sse_reader(std::unique_ptr<http_stream> s, manual_clock& clk)
-      : s_(std::move(s)), clk_(clk), wake_(std::make_shared<wake_state>()) {
-    REQUIRE(s_);
-    auto w = wake_;
-    s_->on_ready([w] { w->set(); });
-  }
-  sse_reader(const sse_reader&) = delete;
-  sse_reader& operator=(const sse_reader&) = delete;
-
-  std::string pull() {
-    if (!s_ || s_->finished()) return {};
-    const auto wait = s_->wait_time(clk_.steady_now());
-    if (wait > 0ms) wake_->wait(std::min<std::chrono::milliseconds>(wait, pull_wait));
-    std::string out;
-    s_->pull(clk_.steady_now(), out);
-    if (!out.empty()) s_->written();
-    wire_ += out;
-    return out;
-  }
-  bool drive_until(const std::function<bool(const std::vector<sse_event>&)>& pred,
-                   std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(events())) return true;
-      if (finished()) return pred(events());
-      (void)pull();
-    }
-    return pred(events());
-  }
-  void drive_to_end(std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!finished() && std::chrono::steady_clock::now() < deadline) (void)pull();
-    REQUIRE_MESSAGE(finished(), "the stream did not finish; wire so far: " << wire_);
-  }
-  /// The client goes away: the write fails and the transport destroys the stream.
-  void drop() {
-    if (!s_) return;
-    s_->write_failed();
-    s_.reset();
-  }
-  /// The transport destroys the stream without a failed write (it gave up on it).
-  void destroy() { s_.reset(); }
-  [[nodiscard]] bool finished() const { return !s_ || s_->finished(); }
-  [[nodiscard]] const std::string& wire() const { return wire_; }
-  [[nodiscard]] std::vector<sse_event> events() const { return parse_sse(wire_); }
-  /// The events carrying a message (comments are not events).
-  [[nodiscard]] std::vector<sse_event> messages() const {
-    std::vector<sse_event> out;
-    for (const auto& e : events()) {
-      if (!e.data.empty()) out.push_back(e);
-    }
-    return out;
-  }
-
- private:
-  struct wake_state {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool woken = false;
-    void set() {
-      {
-        std::lock_guard lock{mu};
-        woken = true;
-      }
-      cv.notify_all();
-    }
-    void wait(std::chrono::milliseconds d) {
-      std::unique_lock lock{mu};
-      (void)cv.wait_for(lock, d, [&] { return woken; });
-      woken = false;
-    }
-  };
-  std::unique_ptr<http_stream> s_;
-  manual_clock& clk_;
-  std::shared_ptr<wake_state> wake_;
-  std::string wire_;
-};
 
 /// The lines of an SSE wire that are fields (not comments, not blank).
 std::vector<std::string> field_lines(std::string_view wire) {
@@ -374,15 +92,6 @@ std::vector<std::string> field_lines(std::string_view wire) {
 
 // ---- the fixture ---------------------------------------------------------------------------------
 
-template <class H>
-void add_tool(server_builder& b, const std::string& name, H h) {
-  b.tool(name)
-      .description("Test tool " + name + ".")
-      .security("Thing", operation::read)
-      .effect(tool_effect::read_only, false)
-      .handler(std::move(h));
-}
-
 /// A prompt "greeting" (with a completer: the server has completions), a resource
 /// "test://doc", a resource "test://shared" with its own cache hint, and a template
 /// "test://items/{id}".
@@ -392,48 +101,25 @@ void add_prompts_and_resources(server_builder& b) {
       .argument("topic", "What to talk about", false,
                 [](std::string_view, const prompt_arguments&) { return std::vector<std::string>{"alpha", "beta"}; })
       .handler([](call_context&, const prompt_arguments&) { return prompt_result{"A greeting"}.add_user_text("hi"); });
-  b.resource("test://doc").name("doc").mime_type("text/plain").handler(
-      [](call_context&, std::string_view uri, const uri_variables&) {
-        return std::optional<resource_result>{resource_result{}.add_text(std::string{uri}, "text/plain", "doc")};
-      });
+  b.resource("test://doc").name("doc").mime_type("text/plain").handler(text_resource("doc"));
   b.resource("test://shared")
       .name("shared")
       .mime_type("text/plain")
       .cache(cache_hint{60000ms, cache_scope::shared})
-      .handler([](call_context&, std::string_view uri, const uri_variables&) {
-        return std::optional<resource_result>{resource_result{}.add_text(std::string{uri}, "text/plain", "shared")};
-      });
-  b.resource_template("test://items/{id}").name("item").mime_type("text/plain").handler(
-      [](call_context&, std::string_view uri, const uri_variables&) {
-        return std::optional<resource_result>{resource_result{}.add_text(std::string{uri}, "text/plain", "item")};
-      });
-}
-
-/// Test options: no revalidation jitter.
-http_endpoint_options test_options() {
-  http_endpoint_options o;
-  o.get_stream.revalidation.jitter_max = 0ms;
-  o.post_stream.revalidation.jitter_max = 0ms;
-  return o;
-}
-
-server_info default_info() {
-  server_info info;
-  info.name = "per-request-test";
-  info.version = "2.3.4";
-  return info;
+      .handler(text_resource("shared"));
+  b.resource_template("test://items/{id}").name("item").mime_type("text/plain").handler(text_resource("item"));
 }
 
 struct fixture_config {
   std::function<void(http_endpoint_options&)> endpoint{};
   std::function<void(server_builder&)> extra{};
   server_options options{};
-  server_info info = default_info();
+  server_info info{.name = "per-request-test", .version = "2.3.4"};
 };
 
 /// A server with the test tools (plus `extra`), an endpoint on a manual clock with a
 /// thread-per-task executor.
-struct fixture {
+struct fixture : endpoint_harness {
   explicit fixture(fixture_config cfg = {}) {
     server_builder b{cfg.info, cfg.options};
     add_tool(b, "echo", [](call_context&, const arguments&) { return tool_result::text("echoed"); });
@@ -464,11 +150,7 @@ struct fixture {
           "model", input_request::create_message(R"({"messages":[],"maxTokens":5})")));
     });
     if (cfg.extra) cfg.extra(b);
-    srv.emplace(fx::build(b));
-    http_endpoint_options o = test_options();
-    if (cfg.endpoint) cfg.endpoint(o);
-    ep = std::make_unique<http_endpoint>(*srv, two_principals{}, o, clock_ref<manual_clock>{clk});
-    exec_binding = ep->bind_executor(exec.get());
+    serve(b, cfg.endpoint);
   }
   ~fixture() {
     held_gate.open();
@@ -477,25 +159,6 @@ struct fixture {
   fixture(const fixture&) = delete;
   fixture& operator=(const fixture&) = delete;
 
-  /// Sends `r` and waits for its reply.
-  http_reply send(const request& r) {
-    auto box = std::make_shared<reply_box>();
-    ep->handle(r.view(), [box](http_reply rep) { box->put(std::move(rep)); });
-    REQUIRE_MESSAGE(box->wait(), "no reply to " << r.method << " " << r.body);
-    std::lock_guard lock{box->mu};
-    CHECK(box->calls == 1);
-    return std::move(*box->reply);
-  }
-  sse_reader read(http_reply& r) {
-    REQUIRE(r.stream);
-    return sse_reader{std::move(r.stream), clk};
-  }
-
-  manual_clock clk;
-  std::optional<server> srv;
-  thread_executor exec;
-  std::unique_ptr<http_endpoint> ep;
-  http_executor_binding exec_binding;
   fx::gate held_started;
   fx::gate held_gate;
   std::atomic<bool> held_saw_stop{false};
@@ -517,15 +180,6 @@ std::string families_of(json::value caps) {
     if (!m.value().is_object()) out += "(not an object)";
   }
   return out;
-}
-
-/// The checks every refusal of the era shares: the status, the code, the id echoed.
-void check_refusal(const http_reply& r, int status, std::int64_t code, std::string_view id_json) {
-  CAPTURE(r.head.body);
-  CHECK(r.head.status == status);
-  CHECK(code_of(r) == code);
-  CHECK(id_of(r) == id_json);
-  CHECK(header_of(r, "Content-Type") == "application/json");
 }
 
 /// A -32020 with `data.mismatch.header` = `header`.
@@ -638,7 +292,7 @@ TEST_CASE("eras.md/classification: a per-request header without the envelope is 
 TEST_CASE("eras.md/the-envelope: a refused envelope is 400 -32602 with data.envelope {key, problem} and the id") {
   fixture f;
   struct bad_case {
-    const char* meta;
+    std::string meta;
     const char* key;
     const char* problem;
   };
@@ -647,17 +301,12 @@ TEST_CASE("eras.md/the-envelope: a refused envelope is 400 -32602 with data.enve
        "io.modelcontextprotocol/protocolVersion", "must be a string"},
       {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"})", "io.modelcontextprotocol/clientCapabilities",
        "missing"},
-      {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]})",
-       "io.modelcontextprotocol/clientCapabilities", "must be an object"},
-      {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},)"
-       R"("io.modelcontextprotocol/clientInfo":"me"})",
-       "io.modelcontextprotocol/clientInfo", "must be an object"},
-      {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},)"
-       R"("io.modelcontextprotocol/logLevel":"loud"})",
-       "io.modelcontextprotocol/logLevel", "unknown log level"},
-      {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},)"
-       R"("io.modelcontextprotocol/logLevel":3})",
-       "io.modelcontextprotocol/logLevel", "must be a string"},
+      {envelope({}, "[]"), "io.modelcontextprotocol/clientCapabilities", "must be an object"},
+      {envelope(R"("io.modelcontextprotocol/clientInfo":"me")"), "io.modelcontextprotocol/clientInfo",
+       "must be an object"},
+      {envelope(R"("io.modelcontextprotocol/logLevel":"loud")"), "io.modelcontextprotocol/logLevel",
+       "unknown log level"},
+      {envelope(R"("io.modelcontextprotocol/logLevel":3)"), "io.modelcontextprotocol/logLevel", "must be a string"},
       // The order of the checks: the capabilities are reported before a bad log level.
       {R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"loud"})",
        "io.modelcontextprotocol/clientCapabilities", "missing"},
@@ -848,13 +497,10 @@ TEST_CASE("eras.md/choosing-the-eras: per_request_only answers the handshake era
     CHECK(data_of(bare, "requested") == "<absent>");
   }
   SUBCASE("GET and DELETE") {
-    const auto g = f.send(get_request());
+    const auto g = f.send(get({}));
     CHECK(g.head.status == 405);
     CHECK(header_of(g, "Allow") == "POST");
-    auto d = get_request();
-    d.method = "DELETE";
-    d.drop("Accept");
-    CHECK(f.send(d).head.status == 405);
+    CHECK(f.send(del({})).head.status == 405);
   }
   SUBCASE("a handshake notification is accepted and changes nothing") {
     CHECK(f.send(post(fx::notification("notifications/initialized"))).head.status == 202);
@@ -894,30 +540,17 @@ TEST_CASE("eras.md/methods: the removed methods and unknown ones are 404 -32601,
 
 TEST_CASE("eras.md/methods: a family the server does not have is 404 -32601") {
   fixture f;  // tools only: no prompts, no resources, no completions
-  struct probe {
-    const char* method;
-    const char* members;
-    std::optional<std::string_view> name;
-  };
-  const probe probes[] = {
-      {"prompts/list", "", std::nullopt},
-      {"prompts/get", R"("name":"greeting")", "greeting"},
-      {"resources/list", "", std::nullopt},
-      {"resources/templates/list", "", std::nullopt},
-      {"resources/read", R"("uri":"test://doc")", "test://doc"},
-      {"completion/complete", R"("ref":{"type":"ref/prompt","name":"greeting"},"argument":{"name":"topic","value":"a"})",
-       std::nullopt},
-  };
+  const auto probes = table_calls("test://doc");
   for (const auto& p : probes) {
     CAPTURE(p.method);
-    check_refusal(f.send(pr_post(pr_body("1", p.method, p.members), p.method, p.name)), 404, -32601, "1");
+    check_refusal(f.send(pr_post_of("1", p)), 404, -32601, "1");
   }
   CHECK(f.send(pr_post(pr_body("2", "tools/list"), "tools/list")).head.status == 200);
   SUBCASE("with the tables, the same methods are served") {
     fixture g{everything()};
     for (const auto& p : probes) {
       CAPTURE(p.method);
-      const auto r = g.send(pr_post(pr_body("3", p.method, p.members), p.method, p.name));
+      const auto r = g.send(pr_post_of("3", p));
       CHECK(r.head.status == 200);
       check_complete(body_of(r));
     }
@@ -955,26 +588,13 @@ TEST_CASE("eras.md/results: every result carries resultType complete and the ser
   fixture_config cfg = everything();
   cfg.info.title = "Per-Request Test";
   fixture f{cfg};
-  struct call {
-    const char* method;
-    const char* members;
-    std::optional<std::string_view> name;
-  };
-  const call calls[] = {
-      {"tools/list", "", std::nullopt},
-      {"tools/call", R"("name":"echo")", "echo"},
-      {"prompts/list", "", std::nullopt},
-      {"prompts/get", R"("name":"greeting")", "greeting"},
-      {"resources/list", "", std::nullopt},
-      {"resources/templates/list", "", std::nullopt},
-      {"resources/read", R"("uri":"test://items/7")", "test://items/7"},
-      {"completion/complete", R"("ref":{"type":"ref/prompt","name":"greeting"},"argument":{"name":"topic","value":"a"})",
-       std::nullopt},
-      {"server/discover", "", std::nullopt},
-  };
+  std::vector<method_call> calls = {{"tools/list", "", std::nullopt}, {"tools/call", R"("name":"echo")", "echo"}};
+  const auto tables = table_calls("test://items/7");
+  calls.insert(calls.end(), tables.begin(), tables.end());
+  calls.push_back({"server/discover", "", std::nullopt});
   for (const auto& c : calls) {
     CAPTURE(c.method);
-    const auto r = f.send(pr_post(pr_body("1", c.method, c.members), c.method, c.name));
+    const auto r = f.send(pr_post_of("1", c));
     REQUIRE(r.head.status == 200);
     const auto p = body_of(r);
     check_complete(p);
@@ -1003,17 +623,21 @@ TEST_CASE("eras.md/caching: ttlMs and cacheScope on the list, read and discover 
     return fx::to_json(res["ttlMs"]) + "/" + fx::str(res["cacheScope"]);
   };
   const char* lists[] = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "server/discover"};
-  SUBCASE("the defaults: 0 and private") {
-    fixture f{everything()};
+  // The lists carry `list_hint`, the reads `read_hint` unless the resource has its own, a call none.
+  const auto check_hints = [&](fixture& f, std::string_view list_hint, std::string_view read_hint) {
     for (const char* m : lists) {
       CAPTURE(m);
-      CHECK(cache_of(f, m, "", std::nullopt) == "0/private");
+      CHECK(cache_of(f, m, "", std::nullopt) == list_hint);
     }
-    CHECK(cache_of(f, "resources/read", R"("uri":"test://doc")", "test://doc") == "0/private");
-    CHECK(cache_of(f, "resources/read", R"("uri":"test://items/1")", "test://items/1") == "0/private");
+    CHECK(cache_of(f, "resources/read", R"("uri":"test://doc")", "test://doc") == read_hint);
+    CHECK(cache_of(f, "resources/read", R"("uri":"test://items/1")", "test://items/1") == read_hint);
     // The resource's own hint wins.
     CHECK(cache_of(f, "resources/read", R"("uri":"test://shared")", "test://shared") == "60000/public");
     CHECK(cache_of(f, "tools/call", R"("name":"echo")", "echo") == "none");
+  };
+  SUBCASE("the defaults: 0 and private") {
+    fixture f{everything()};
+    check_hints(f, "0/private", "0/private");
     CHECK(cache_of(f, "prompts/get", R"("name":"greeting")", "greeting") == "none");
     CHECK(cache_of(f, "completion/complete",
                    R"("ref":{"type":"ref/prompt","name":"greeting"},"argument":{"name":"topic","value":"a"})",
@@ -1024,14 +648,7 @@ TEST_CASE("eras.md/caching: ttlMs and cacheScope on the list, read and discover 
     cfg.options.list_cache = cache_hint{5000ms, cache_scope::shared};
     cfg.options.read_cache = cache_hint{250ms, cache_scope::per_caller};
     fixture f{cfg};
-    for (const char* m : lists) {
-      CAPTURE(m);
-      CHECK(cache_of(f, m, "", std::nullopt) == "5000/public");
-    }
-    CHECK(cache_of(f, "resources/read", R"("uri":"test://doc")", "test://doc") == "250/private");
-    CHECK(cache_of(f, "resources/read", R"("uri":"test://items/1")", "test://items/1") == "250/private");
-    CHECK(cache_of(f, "resources/read", R"("uri":"test://shared")", "test://shared") == "60000/public");
-    CHECK(cache_of(f, "tools/call", R"("name":"echo")", "echo") == "none");
+    check_hints(f, "5000/public", "250/private");
   }
 }
 

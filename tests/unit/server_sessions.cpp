@@ -381,13 +381,8 @@ class post_call {
   /// Passes until `pred(events on the wire)` holds (bounded); false if it never did.
   bool drive_until(const std::function<bool(const std::vector<sse_event>&)>& pred,
                    std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(events())) return true;
-      if (pump_->finished()) return false;
-      (void)pass();
-    }
-    return pred(events());
+    return sse_test::step_until([&] { return pred(events()); }, [&] { return pump_->finished(); },
+                                [&] { (void)pass(); }, timeout);
   }
   /// The pump's releaser (response destructor).
   void release_pump() {

@@ -9,8 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/http_endpoint_fixture.hpp"
 #include "support/server_fixture.hpp"
-#include "support/sse_events.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -19,10 +19,8 @@
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/wire/json.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,133 +41,12 @@ namespace fx = server_fixture;
 
 namespace subscriptions_test {
 
-/// How long a test waits for something that should happen at once; reached only on failure.
-constexpr std::chrono::milliseconds patience{5000};
-/// The longest real wait of one stream pull for its waker.
-constexpr std::chrono::milliseconds pull_wait{20};
-/// The per-request revision.
-constexpr std::string_view rev = "2026-07-28";
+using namespace http_endpoint_fixture;
+
 constexpr std::string_view ack_method = "notifications/subscriptions/acknowledged";
 constexpr std::string_view subscription_id_key = "io.modelcontextprotocol/subscriptionId";
 
-/// An executor with a thread per task, joined at the end (a listen never uses it; the other calls do).
-class thread_executor {
- public:
-  thread_executor() = default;
-  ~thread_executor() { join(); }
-  thread_executor(const thread_executor&) = delete;
-  thread_executor& operator=(const thread_executor&) = delete;
-
-  http_executor get() {
-    return [this](std::function<void()> task) {
-      std::lock_guard lock{mu_};
-      threads_.emplace_back(std::move(task));
-      return true;
-    };
-  }
-  void join() {
-    std::vector<std::thread> ts;
-    {
-      std::lock_guard lock{mu_};
-      ts.swap(threads_);
-    }
-    for (auto& t : ts) t.join();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::thread> threads_;
-};
-
-/// `Authorization: Bearer alice-token` is alice, `bob-token` is bob; anything else fails.
-struct two_principals {
-  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const {
-    const auto a = req.header("Authorization");
-    if (!a) return std::nullopt;
-    principal p;
-    if (*a == "Bearer alice-token") {
-      p.id = "alice";
-    } else if (*a == "Bearer bob-token") {
-      p.id = "bob";
-    } else {
-      return std::nullopt;
-    }
-    return p;
-  }
-  [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept {
-    return credential_verdict::valid;
-  }
-};
-static_assert(authenticator<two_principals>);
-
 // ---- requests ----------------------------------------------------------------------------------
-
-/// A request the test owns; `view()` is valid while it lives.
-struct request {
-  std::string method = "POST";
-  std::string target = "/mcp";
-  std::vector<http_header> headers;
-  std::string body;
-
-  request& set(std::string name, std::string value) {
-    for (auto& h : headers) {
-      if (h.name == name) {
-        h.value = std::move(value);
-        return *this;
-      }
-    }
-    headers.push_back(http_header{std::move(name), std::move(value)});
-    return *this;
-  }
-  request& drop(std::string_view name) {
-    std::erase_if(headers, [&](const http_header& h) { return h.name == name; });
-    return *this;
-  }
-  [[nodiscard]] http_request_view view() const {
-    http_request_view v;
-    v.method = method;
-    v.target = target;
-    v.body = body;
-    v.headers = headers;
-    v.remote = "127.0.0.1:50000";
-    v.local = "127.0.0.1:8765";
-    return v;
-  }
-};
-
-/// The `_meta` envelope of a per-request request.
-std::string envelope() {
-  std::string m = R"({"io.modelcontextprotocol/protocolVersion":")";
-  m += rev;
-  m += R"(","io.modelcontextprotocol/clientCapabilities":{}})";
-  return m;
-}
-
-/// A per-request request whose params are `members` (JSON text without braces) and the envelope.
-std::string pr_body(std::string_view id_json, std::string_view method, std::string_view members = {}) {
-  std::string p = "{";
-  p += members;
-  if (!members.empty()) p += ',';
-  p += R"("_meta":)";
-  p += envelope();
-  p += '}';
-  return fx::request(id_json, method, p);
-}
-
-/// A per-request POST with every header right (`Mcp-Name` when `name` is given).
-request pr_post(std::string body, std::string_view method, std::optional<std::string_view> name = std::nullopt,
-                std::string_view token = "alice-token") {
-  request r;
-  r.body = std::move(body);
-  r.set("Host", "localhost:8765");
-  r.set("Content-Type", "application/json");
-  r.set("Accept", "application/json, text/event-stream");
-  r.set("Authorization", "Bearer " + std::string{token});
-  r.set("MCP-Protocol-Version", std::string{rev});
-  r.set("Mcp-Method", std::string{method});
-  if (name) r.set("Mcp-Name", std::string{*name});
-  return r;
-}
 
 /// `subscriptions/listen` with id `id_json` and `params.notifications` = `filter_json` (JSON text;
 /// nothing: no such member).
@@ -192,46 +69,10 @@ request prompts_get(std::string_view id_json, std::string_view prompt) {
   return pr_post(pr_body(id_json, "prompts/get", R"("name":")" + std::string{prompt} + '"'), "prompts/get", prompt);
 }
 
-// ---- replies -----------------------------------------------------------------------------------
-
-/// Where a reply lands (from any thread); counts the calls of the completion.
-struct reply_box {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<http_reply> reply;
-  int calls = 0;
-
-  void put(http_reply r) {
-    {
-      std::lock_guard lock{mu};
-      reply = std::move(r);
-      ++calls;
-    }
-    cv.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = patience) {
-    std::unique_lock lock{mu};
-    return cv.wait_for(lock, timeout, [&] { return reply.has_value(); });
-  }
-};
-
-std::string header_of(const http_reply& r, std::string_view name) {
-  return std::string{r.head.header(name).value_or("<absent>")};
-}
-fx::parsed body_of(const http_reply& r) { return fx::parse(r.head.body); }
-std::int64_t code_of(const http_reply& r) { return body_of(r).root["error"]["code"].to_int64().value_or(0); }
-std::string id_of(const http_reply& r) {
-  const auto p = body_of(r);
-  return p.root["id"].exists() ? fx::to_json(p.root["id"]) : std::string{"<absent>"};
-}
-
-/// A refusal answered as JSON (not a stream): the status, the code, the id echoed.
-void check_refusal(const http_reply& r, int status, std::int64_t code, std::string_view id_json) {
+/// A refusal answered as JSON, not a stream: the checks of `check_refusal`, and no stream.
+void check_plain_refusal(const http_reply& r, int status, std::int64_t code, std::string_view id_json) {
+  check_refusal(r, status, code, id_json);
   CAPTURE(r.head.body);
-  CHECK(r.head.status == status);
-  CHECK(code_of(r) == code);
-  CHECK(id_of(r) == id_json);
-  CHECK(header_of(r, "Content-Type") == "application/json");
   CHECK_FALSE(r.stream);
 }
 
@@ -251,69 +92,21 @@ std::string names_listed(const http_reply& r, std::string_view key) {
 
 // ---- SSE ---------------------------------------------------------------------------------------
 
-using sse_test::parse_sse;
-using sse_test::sse_event;
-
-/// Reads a listen stream the way a transport does: pull, write, `written()`, and between pulls
-/// wait (bounded) for the waker. Movable (unlike the stream it owns, which it keeps by pointer).
-class listen_reader {
+/// Reads a listen stream as `sse_reader` does, counting its messages and tracing them.
+class listen_reader : public sse_reader {
  public:
-  listen_reader(std::unique_ptr<http_stream> s, manual_clock& clk)
-      : s_(std::move(s)), clk_(&clk), wake_(std::make_shared<wake_state>()) {
-    REQUIRE(s_);
-    auto w = wake_;
-    s_->on_ready([w] { w->set(); });
-  }
+  using sse_reader::sse_reader;
 
-  std::string pull() {
-    if (!s_ || s_->finished()) return {};
-    const auto wait = s_->wait_time(clk_->steady_now());
-    if (wait > 0ms) wake_->wait(std::min<std::chrono::milliseconds>(wait, pull_wait));
-    std::string out;
-    s_->pull(clk_->steady_now(), out);
-    if (!out.empty()) s_->written();
-    wire_ += out;
-    return out;
-  }
   /// Pulls until `n` messages arrived (or the stream finished, or patience ran out).
   bool drive_until_messages(std::size_t n, std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (messages().size() >= n) return true;
-      if (finished()) break;
-      (void)pull();
-    }
-    return messages().size() >= n;
+    return drive_until([n](const std::vector<sse_event>& events) { return messages_of(events).size() >= n; },
+                       timeout);
   }
   /// Collects whatever is queued. Events are queued synchronously by `publish`, so after this
   /// every frame an earlier action caused is in `wire()`.
   void settle() {
     (void)pull();
     (void)pull();
-  }
-  void drive_to_end(std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!finished() && std::chrono::steady_clock::now() < deadline) (void)pull();
-    REQUIRE_MESSAGE(finished(), "the stream did not finish; wire so far: " << wire_);
-  }
-  /// The client goes away: the write fails and the transport destroys the stream.
-  void drop() {
-    if (!s_) return;
-    s_->write_failed();
-    s_.reset();
-  }
-  /// The transport destroys the stream without a failed write.
-  void destroy() { s_.reset(); }
-  [[nodiscard]] bool finished() const { return !s_ || s_->finished(); }
-  [[nodiscard]] bool alive() const { return static_cast<bool>(s_); }
-  [[nodiscard]] const std::string& wire() const { return wire_; }
-  /// The events carrying a message (comments are not events).
-  [[nodiscard]] std::vector<sse_event> messages() const {
-    std::vector<sse_event> out;
-    for (auto& e : parse_sse(wire_)) {
-      if (!e.data.empty()) out.push_back(std::move(e));
-    }
-    return out;
   }
   /// The messages as "method method ... result": a response reads "result" or "error".
   [[nodiscard]] std::string trace() const {
@@ -329,29 +122,6 @@ class listen_reader {
     }
     return out;
   }
-
- private:
-  struct wake_state {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool woken = false;
-    void set() {
-      {
-        std::lock_guard lock{mu};
-        woken = true;
-      }
-      cv.notify_all();
-    }
-    void wait(std::chrono::milliseconds d) {
-      std::unique_lock lock{mu};
-      (void)cv.wait_for(lock, d, [&] { return woken; });
-      woken = false;
-    }
-  };
-  std::unique_ptr<http_stream> s_;
-  manual_clock* clk_;
-  std::shared_ptr<wake_state> wake_;
-  std::string wire_;
 };
 
 /// The parts of one frame the tests look at.
@@ -403,13 +173,10 @@ std::string listen_result(std::string_view id_json) {
 
 // ---- the fixture ---------------------------------------------------------------------------------
 
-template <class H>
-void add_tool(server_builder& b, const std::string& name, H h) {
-  b.tool(name)
-      .description("Test tool " + name + ".")
-      .security("Thing", operation::read)
-      .effect(tool_effect::read_only, true)
-      .handler(std::move(h));
+/// An idempotent read tool `name` answering `text`.
+void add_text_tool(server_builder& b, const std::string& name, std::string text) {
+  http_endpoint_fixture::add_tool(
+      b, name, [text = std::move(text)](call_context&, const arguments&) { return tool_result::text(text); }, true);
 }
 
 void add_prompt(server_builder& b, const std::string& name) {
@@ -419,17 +186,10 @@ void add_prompt(server_builder& b, const std::string& name) {
 }
 
 void add_resource(server_builder& b, const std::string& uri) {
-  b.resource(uri).name(uri).mime_type("text/plain").handler([](call_context&, std::string_view u, const uri_variables&) {
-    return std::optional<resource_result>{resource_result{}.add_text(std::string{u}, "text/plain", "text")};
-  });
+  b.resource(uri).name(uri).mime_type("text/plain").handler(text_resource("text"));
 }
 
-server_info test_info() {
-  server_info info;
-  info.name = "subscriptions-test";
-  info.version = "4.5.6";
-  return info;
-}
+server_info test_info() { return {.name = "subscriptions-test", .version = "4.5.6"}; }
 
 struct fixture_config {
   bool tools = true;      // "echo" and "spare"
@@ -439,12 +199,12 @@ struct fixture_config {
 };
 
 /// A server built from the config and an endpoint on a manual clock.
-struct fixture {
+struct fixture : endpoint_harness {
   explicit fixture(const fixture_config& cfg = {}) {
     server_builder b{test_info(), server_options{}};
     if (cfg.tools) {
-      add_tool(b, "echo", [](call_context&, const arguments&) { return tool_result::text("echoed"); });
-      add_tool(b, "spare", [](call_context&, const arguments&) { return tool_result::text("spared"); });
+      add_text_tool(b, "echo", "echoed");
+      add_text_tool(b, "spare", "spared");
     }
     if (cfg.prompts) {
       add_prompt(b, "greeting");
@@ -454,26 +214,7 @@ struct fixture {
       add_resource(b, "test://doc");
       add_resource(b, "test://other");
     }
-    srv.emplace(fx::build(b));
-    http_endpoint_options o;
-    o.get_stream.revalidation.jitter_max = 0ms;
-    o.post_stream.revalidation.jitter_max = 0ms;
-    if (cfg.endpoint) cfg.endpoint(o);
-    ep = std::make_unique<http_endpoint>(*srv, two_principals{}, o, clock_ref<manual_clock>{clk});
-    exec_binding = ep->bind_executor(exec.get());
-  }
-  ~fixture() { exec.join(); }
-  fixture(const fixture&) = delete;
-  fixture& operator=(const fixture&) = delete;
-
-  /// Sends `r` and waits for its reply.
-  http_reply send(const request& r) {
-    auto box = std::make_shared<reply_box>();
-    ep->handle(r.view(), [box](http_reply rep) { box->put(std::move(rep)); });
-    REQUIRE_MESSAGE(box->wait(), "no reply to " << r.method << " " << r.body);
-    std::lock_guard lock{box->mu};
-    CHECK(box->calls == 1);
-    return std::move(*box->reply);
+    serve(b, cfg.endpoint);
   }
   /// Opens a listen and reads its acknowledgement (the first message).
   listen_reader listen(std::string_view id_json, std::string_view filter_json, std::string_view token = "alice-token") {
@@ -488,18 +229,12 @@ struct fixture {
     return reader;
   }
   [[nodiscard]] std::size_t listens_of(std::string_view who) { return ep->budget().in_use("listen", who); }
-
-  manual_clock clk;
-  std::optional<server> srv;
-  thread_executor exec;
-  std::unique_ptr<http_endpoint> ep;
-  http_executor_binding exec_binding;
 };
 
 /// A server with only what `cfg` names, for the hub tests (no endpoint).
 server make_server(const fixture_config& cfg = {}) {
   server_builder b{test_info(), server_options{}};
-  if (cfg.tools) add_tool(b, "echo", [](call_context&, const arguments&) { return tool_result::text("echoed"); });
+  if (cfg.tools) add_text_tool(b, "echo", "echoed");
   if (cfg.prompts) add_prompt(b, "greeting");
   if (cfg.resources) add_resource(b, "test://doc");
   return fx::build(b);
@@ -622,7 +357,7 @@ TEST_CASE("eras.md/subscriptions: set_tool_enabled hides and shows a tool and se
   CHECK(changed.params_keys == "_meta");
   CHECK(names_listed(f.send(tools_list("2")), "tools") == "echo");
   const http_reply hidden_call = f.send(tools_call("3", "spare"));
-  check_refusal(hidden_call, 200, -32602, "3");
+  check_plain_refusal(hidden_call, 200, -32602, "3");
   CHECK(fx::str(body_of(hidden_call).root["error"]["message"]).starts_with("Unknown tool"));
   const http_reply other = f.send(tools_call("4", "echo"));
   CHECK(other.head.status == 200);
@@ -668,7 +403,7 @@ TEST_CASE("eras.md/subscriptions: set_prompt_enabled hides and shows a prompt an
   CHECK(changed.params_keys == "_meta");
   CHECK(names_listed(f.send(prompts_list("2")), "prompts") == "greeting");
   const http_reply hidden_get = f.send(prompts_get("3", "farewell"));
-  check_refusal(hidden_get, 200, -32602, "3");
+  check_plain_refusal(hidden_get, 200, -32602, "3");
   CHECK(fx::str(body_of(hidden_get).root["error"]["message"]).starts_with("Unknown prompt"));
   const http_reply other = f.send(prompts_get("4", "greeting"));
   CHECK(other.head.status == 200);
@@ -807,7 +542,7 @@ TEST_CASE("eras.md/subscriptions: a missing or malformed filter is 200 -32602, n
           std::optional<std::string_view>{"[]"}, std::optional<std::string_view>{R"([{"toolsListChanged":true}])"},
           std::optional<std::string_view>{"5"}}) {
       CAPTURE(filter.value_or("<no notifications member>"));
-      check_refusal(f.send(listen_request(R"("bad")", filter)), 200, -32602, R"("bad")");
+      check_plain_refusal(f.send(listen_request(R"("bad")", filter)), 200, -32602, R"("bad")");
     }
   }
   SUBCASE("resourceSubscriptions") {
@@ -817,14 +552,14 @@ TEST_CASE("eras.md/subscriptions: a missing or malformed filter is 200 -32602, n
           R"({"resourceSubscriptions":[1]})", R"({"toolsListChanged":true,"resourceSubscriptions":["test://doc",null]})",
           R"({"resourceSubscriptions":["test://doc",["test://other"]]})"}) {
       CAPTURE(filter);
-      check_refusal(f.send(listen_request("11", filter)), 200, -32602, "11");
+      check_plain_refusal(f.send(listen_request("11", filter)), 200, -32602, "11");
     }
   }
   SUBCASE("flags that are not booleans") {
     for (const std::string_view filter : {R"({"toolsListChanged":"yes"})", R"({"promptsListChanged":1})",
                                           R"({"resourcesListChanged":null})"}) {
       CAPTURE(filter);
-      check_refusal(f.send(listen_request("13", filter)), 200, -32602, "13");
+      check_plain_refusal(f.send(listen_request("13", filter)), 200, -32602, "13");
     }
   }
   CHECK(f.listens_of("alice") == 0);
@@ -837,7 +572,7 @@ TEST_CASE("eras.md/subscriptions: a missing or malformed filter is 200 -32602, n
 TEST_CASE("eras.md/subscriptions: more than max_listen_uris resource URIs is 200 -32602") {
   fixture f{fixture_config{.endpoint = [](http_endpoint_options& o) { o.per_request.max_listen_uris = 3; }}};
   CHECK(per_request_stream_options{}.max_listen_uris == 1024);
-  check_refusal(f.send(listen_request(R"("four")",
+  check_plain_refusal(f.send(listen_request(R"("four")",
                                       R"({"resourceSubscriptions":["test://a","test://b","test://c","test://d"]})")),
                 200, -32602, R"("four")");
   CHECK(f.listens_of("alice") == 0);
@@ -877,7 +612,7 @@ TEST_CASE("eras.md/subscriptions: past listens_per_principal a listen is 429 -32
   CHECK(f.listens_of("alice") == cap);
 
   const http_reply over = f.send(listen_request(R"("one-too-many")", R"({"toolsListChanged":true})"));
-  check_refusal(over, 429, -32012, R"("one-too-many")");
+  check_plain_refusal(over, 429, -32012, R"("one-too-many")");
   CHECK(f.listens_of("alice") == cap);
 
   // Another principal has its own cap.
@@ -909,14 +644,14 @@ TEST_CASE("eras.md/subscriptions: past listens_per_principal a listen is 429 -32
 TEST_CASE("eras.md/subscriptions: a smaller listens_per_principal is honoured") {
   fixture f{fixture_config{.endpoint = [](http_endpoint_options& o) { o.per_request.listens_per_principal = 1; }}};
   auto first = f.listen("1", R"({"toolsListChanged":true})");
-  check_refusal(f.send(listen_request("2", R"({"toolsListChanged":true})")), 429, -32012, "2");
+  check_plain_refusal(f.send(listen_request("2", R"({"toolsListChanged":true})")), 429, -32012, "2");
   // A listen answered at once (nothing to listen to) holds its slot too until it is destroyed.
   first.destroy();
   http_reply r = f.send(listen_request("3", "{}"));
   REQUIRE(r.stream);
   listen_reader nothing{std::move(r.stream), f.clk};
   nothing.drive_to_end();
-  check_refusal(f.send(listen_request("4", R"({"toolsListChanged":true})")), 429, -32012, "4");
+  check_plain_refusal(f.send(listen_request("4", R"({"toolsListChanged":true})")), 429, -32012, "4");
   nothing.destroy();
   auto again = f.listen("5", R"({"toolsListChanged":true})");
   CHECK(f.listens_of("alice") == 1);
@@ -988,7 +723,7 @@ TEST_CASE("eras.md/subscriptions: streams opened and destroyed while another thr
 TEST_CASE("eras.md/subscriptions: a listen after begin_shutdown is refused 503 -32015 and holds no slot") {
   fixture f;
   f.ep->begin_shutdown();
-  check_refusal(f.send(listen_request(R"("late")", std::optional<std::string_view>{R"({"toolsListChanged":true})"})),
+  check_plain_refusal(f.send(listen_request(R"("late")", std::optional<std::string_view>{R"({"toolsListChanged":true})"})),
                 503, -32015, R"("late")");
   CHECK(f.ep->budget().in_use() == 0);
 }
