@@ -3,15 +3,20 @@
 // the tools, resources, prompts and behaviours the server scenarios of
 // @modelcontextprotocol/conformance 0.1.16 call (docs/conformance.md), plus one approval-gated
 // tool for the SDK client interop test (tests/interop/http_client.mjs). Built only from the
-// public API: server_builder, http_endpoint, approval_endpoint, the Asio server and the
-// token authenticator.
+// public API: server_builder, http_endpoint, approval_endpoint, the Asio server, the
+// token authenticator and (with --stdio) stdio_transport.
 //
 // Usage: mcpcore-conformance-server [--port N] [--port-file PATH] [--token-file PATH]
+//        mcpcore-conformance-server --stdio
 //
 // Requests without an Authorization header are the anonymous conformance principal (the suite
 // sends no credentials); a bearer token must be listed in the token file and gives its principal.
 // Prints "mcpcore conformance server listening on http://127.0.0.1:<port>/mcp" on stdout once it
 // accepts connections; SIGINT or SIGTERM stop it gracefully. Diagnostics go to stderr.
+//
+// With --stdio it serves one client on stdin/stdout instead (mcpcore::stdio_transport, both eras:
+// the first request decides, docs/eras.md#stdio), as the anonymous principal; stdout carries
+// nothing but protocol. It exits at the end of its input, or gracefully on SIGINT or SIGTERM.
 #include "../common/atomic_file.hpp"
 #include "../common/stop_signals.hpp"
 #include "per_request_fixtures.hpp"
@@ -25,6 +30,7 @@
 #include <mcpcore/stores/memory_approval_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 #include <mcpcore/version.hpp>
 #include <mcpcore/wire/http.hpp>
@@ -45,9 +51,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include <pthread.h>
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, sigwait
 
 namespace {
@@ -435,15 +443,38 @@ class fixture_authenticator {
 };
 static_assert(mcpcore::authenticator<fixture_authenticator>);
 
+/// Serves one client on stdin/stdout until the input ends or SIGINT/SIGTERM arrives.
+int serve_stdio(mcpcore::server& srv) {
+  // Taken before any thread starts: the signal thread below waits for them, SIGPIPE is ignored.
+  const auto stop_signals = mcpcore_examples::block_stop_signals();
+  mcpcore::stdio_transport transport{srv, fixture_authenticator::anonymous()};
+  std::thread signals{[&stop_signals, &transport] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    transport.stop();  // harmless once run() has returned
+  }};
+  std::fprintf(stderr, "mcpcore-conformance-server: serving MCP on stdin/stdout\n");
+  const int rc = transport.run();
+  (void)pthread_kill(signals.native_handle(), SIGTERM);  // wakes the signal thread if no signal came
+  signals.join();
+  return rc;
+}
+
 int run(int argc, char** argv) {
-  CLI::App app{"MCP conformance fixture server (Streamable HTTP on 127.0.0.1)", "mcpcore-conformance-server"};
+  CLI::App app{"MCP conformance fixture server (Streamable HTTP on 127.0.0.1, or stdio)", "mcpcore-conformance-server"};
   std::uint16_t port = 0;
   std::string port_file;
   std::string token_file;
-  app.add_option("--port", port, "TCP port on 127.0.0.1 (0: an ephemeral port)")->capture_default_str();
-  app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
-  app.add_option("--token-file", token_file, "Bearer tokens (SHA-256 digests, docs/authentication.md)")
-      ->check(CLI::ExistingFile);
+  bool stdio = false;
+  auto* port_opt = app.add_option("--port", port, "TCP port on 127.0.0.1 (0: an ephemeral port)")->capture_default_str();
+  auto* port_file_opt = app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
+  auto* token_file_opt =
+      app.add_option("--token-file", token_file, "Bearer tokens (SHA-256 digests, docs/authentication.md)")
+          ->check(CLI::ExistingFile);
+  app.add_flag("--stdio", stdio, "Serve one client on stdin/stdout (the anonymous principal) instead of HTTP")
+      ->excludes(port_opt)
+      ->excludes(port_file_opt)
+      ->excludes(token_file_opt);
   CLI11_PARSE(app, argc, argv);
 
   std::optional<mcpcore::transport::token_authenticator> tokens;
@@ -493,6 +524,7 @@ int run(int argc, char** argv) {
   }
   for (const auto& w : server->warnings()) std::fprintf(stderr, "mcpcore-conformance-server: warning: %s\n", w.c_str());
   slot->store(&*server);
+  if (stdio) return serve_stdio(*server);
 
   // The main thread takes the stop signals with sigwait below.
   const auto stop_signals = mcpcore_examples::block_stop_signals();

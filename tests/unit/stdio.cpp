@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -840,6 +841,312 @@ TEST_CASE("eras.md/choosing-the-eras: a per-request-only stdio connection refuse
   h.close_input();
   CHECK(h.join() == 0);
   CHECK(h.remaining_lines().empty());
+}
+
+}  // TEST_SUITE
+
+// ---- subscriptions/listen over stdio (docs/eras.md#stdio, #subscriptions) ----------------------------
+
+namespace {
+
+constexpr std::string_view listen_ack = "notifications/subscriptions/acknowledged";
+
+/// A per-request `subscriptions/listen` with `params.notifications` = `filter_json`.
+std::string pr_listen(std::string_view id_json, std::string_view filter_json) {
+  return pr_request(id_json, "subscriptions/listen", std::string{R"("notifications":)"} + std::string{filter_json} + ",");
+}
+
+/// A stamped notification line of a listen: `method`, then `params` `{[uri,]_meta:{subscriptionId}}`.
+std::string listen_line(std::string_view method, std::string_view id_json, std::string_view uri = {}) {
+  std::string l = R"({"jsonrpc":"2.0","method":")";
+  l += method;
+  l += R"(","params":{)";
+  if (!uri.empty()) {
+    l += R"("uri":")";
+    l += uri;
+    l += R"(",)";
+  }
+  l += R"("_meta":{"io.modelcontextprotocol/subscriptionId":)";
+  l += id_json;
+  l += "}}}";
+  return l;
+}
+
+/// The acknowledgement of listen `id_json` granting `granted_json`.
+std::string ack_line(std::string_view id_json, std::string_view granted_json) {
+  return std::string{R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":)"} +
+         std::string{granted_json} + R"(,"_meta":{"io.modelcontextprotocol/subscriptionId":)" + std::string{id_json} +
+         "}}}";
+}
+
+/// The result that ends listen `id_json` (the stdio-test server's info).
+std::string listen_result_line(std::string_view id_json) {
+  return std::string{R"({"jsonrpc":"2.0","id":)"} + std::string{id_json} +
+         R"(,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":)" +
+         std::string{id_json} + R"(,"io.modelcontextprotocol/serverInfo":{"name":"stdio-test","version":"1"}}}})";
+}
+
+void publish_tools_changed(server& s) { s.publish(server_event{server_event_kind::tools_list_changed, {}}); }
+
+/// The next `n` lines, sorted (for events reaching several listens, written in no fixed order).
+std::vector<std::string> sorted_lines(harness& h, std::size_t n) {
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto l = h.line();
+    REQUIRE_MESSAGE(l.has_value(), "no line from the transport");
+    lines.push_back(std::move(*l));
+  }
+  std::ranges::sort(lines);
+  return lines;
+}
+
+/// Reads lines until none comes for a while; returns how many came.
+std::size_t drain_lines(harness& h) {
+  std::size_t n = 0;
+  while (h.line(std::chrono::milliseconds{300})) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE("stdio") {
+
+TEST_CASE("eras.md/subscriptions: stdio listen is acknowledged with what the server can send, then one stamped line per matching event") {
+  stdio_server ss;  // tools and a resource, no prompts
+  harness h{ss.srv};
+  h.send(pr_listen(R"("L1")", R"({"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":false,)"
+                              R"("resourceSubscriptions":["res://a","res://nowhere"]})"));
+  CHECK(h.line() == ack_line(R"("L1")", R"({"toolsListChanged":true,"resourceSubscriptions":["res://a","res://nowhere"]})"));
+  // Hidden: the server publishes the list change.
+  CHECK(ss.srv.set_tool_enabled("chatty", false));
+  CHECK(h.line() == listen_line("notifications/tools/list_changed", R"("L1")"));
+  // Not asked for, or not a subscribed URI: nothing; the next line is the next matching event.
+  ss.srv.publish(server_event{server_event_kind::prompts_list_changed, {}});
+  ss.srv.publish(server_event{server_event_kind::resources_list_changed, {}});
+  ss.srv.publish(server_event{server_event_kind::resource_updated, "res://b"});
+  ss.srv.publish(server_event{server_event_kind::resource_updated, "res://"});
+  ss.srv.publish(server_event{server_event_kind::resource_updated, "res://a"});
+  CHECK(h.line() == listen_line("notifications/resources/updated", R"("L1")", "res://a"));
+  // A second listen with an integer id: each event reaches each listen once, with its own id.
+  h.send(pr_listen("7", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("7", R"({"toolsListChanged":true})"));
+  CHECK(ss.srv.set_tool_enabled("chatty", true));
+  CHECK(sorted_lines(h, 2) == std::vector<std::string>{listen_line("notifications/tools/list_changed", R"("L1")"),
+                                                       listen_line("notifications/tools/list_changed", "7")});
+  // Calls go on meanwhile.
+  h.send(pr_call("8", "echo", R"({"text":"still"})"));
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 8);
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == "still");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line(R"("L1")"), listen_result_line("7")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio a listen granted nothing is acknowledged and answered at once, holding no slot") {
+  stdio_server ss;
+  stdio_options o;
+  o.max_listens = 1;
+  harness h{ss.srv, o};
+  for (const std::string_view filter :
+       {std::string_view{"{}"}, std::string_view{R"({"toolsListChanged":false,"resourceSubscriptions":[]})"},
+        std::string_view{R"({"promptsListChanged":true})"}}) {
+    CAPTURE(filter);
+    h.send(pr_listen(R"("nothing")", filter));
+    CHECK(h.line() == ack_line(R"("nothing")", "{}"));
+    CHECK(h.line() == listen_result_line(R"("nothing")"));
+  }
+  h.send(pr_listen("1", R"({"toolsListChanged":true})"));  // the one slot is still free
+  CHECK(h.line() == ack_line("1", R"({"toolsListChanged":true})"));
+  publish_tools_changed(ss.srv);
+  CHECK(h.line() == listen_line("notifications/tools/list_changed", "1"));
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("1")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio a missing or malformed filter is -32602 with the id, as on HTTP") {
+  stdio_server ss;
+  stdio_options o;
+  o.max_listen_uris = 2;
+  harness h{ss.srv, o};
+  CHECK(stdio_options{}.max_listen_uris == 1024);
+  h.send(pr_request(R"("none")", "subscriptions/listen"));
+  check_error(h.next(), -32602, R"("none")");
+  for (const std::string_view filter :
+       {"null", "true", R"("toolsListChanged")", "[]", "5", R"({"resourceSubscriptions":"res://a"})",
+        R"({"resourceSubscriptions":null})", R"({"resourceSubscriptions":[1]})",
+        R"({"toolsListChanged":true,"resourceSubscriptions":["res://a",null]})", R"({"toolsListChanged":"yes"})",
+        R"({"promptsListChanged":1})", R"({"resourcesListChanged":null})",
+        R"({"resourceSubscriptions":["res://a","res://b","res://c"]})"}) {
+    CAPTURE(filter);
+    h.send(pr_listen("11", filter));
+    const auto e = h.next();
+    check_error(e, -32602, "11");
+    CHECK(str(e.root["error"]["message"]).starts_with("Invalid params"));
+  }
+  // Nothing was opened: no event reaches the output, and a good listen still works.
+  publish_tools_changed(ss.srv);
+  h.send(pr_listen("12", R"({"resourceSubscriptions":["res://a","res://b"]})"));
+  CHECK(h.line() == ack_line("12", R"({"resourceSubscriptions":["res://a","res://b"]})"));
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("12")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio past max_listens a listen is -32012 Subscription limit reached, a cancel frees a slot") {
+  CHECK(stdio_options{}.max_listens == 8);
+  CHECK(default_stdio_max_listens == 8);
+  stdio_server ss;
+  stdio_options o;
+  o.max_listens = 2;
+  harness h{ss.srv, o};
+  h.send(pr_listen("1", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("1", R"({"toolsListChanged":true})"));
+  h.send(pr_listen("2", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("2", R"({"toolsListChanged":true})"));
+  h.send(pr_listen(R"("three")", R"({"toolsListChanged":true})"));
+  const auto over = h.next();
+  check_error(over, -32012, R"("three")");
+  CHECK(str(over.root["error"]["message"]) == "Subscription limit reached");
+  h.send(cancel("1"));
+  h.send(pr_listen(R"("three")", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line(R"("three")", R"({"toolsListChanged":true})"));
+  h.send(pr_listen("4", R"({"toolsListChanged":true})"));
+  check_error(h.next(), -32012, "4");
+  publish_tools_changed(ss.srv);
+  CHECK(sorted_lines(h, 2) == std::vector<std::string>{listen_line("notifications/tools/list_changed", R"("three")"),
+                                                       listen_line("notifications/tools/list_changed", "2")});
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("2"), listen_result_line(R"("three")")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio notifications/cancelled naming a listen ends it without an answer") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_listen("5", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("5", R"({"toolsListChanged":true})"));
+  h.send(pr_listen(R"("keep")", R"({"resourceSubscriptions":["res://a"]})"));
+  CHECK(h.line() == ack_line(R"("keep")", R"({"resourceSubscriptions":["res://a"]})"));
+  h.send(cancel(R"("5")"));  // "5" is not 5
+  h.send("{not json");       // answered on the reader, after the cancellation
+  CHECK(h.next().root["error"]["code"].to_int64() == -32700);
+  publish_tools_changed(ss.srv);
+  CHECK(h.line() == listen_line("notifications/tools/list_changed", "5"));
+  h.send(notification("notifications/cancelled", R"({"requestId":5,"reason":"done","_meta":)" + envelope() + "}"));
+  h.send("{not json");
+  CHECK(h.next().root["error"]["code"].to_int64() == -32700);
+  publish_tools_changed(ss.srv);  // reaches no listen now
+  ss.srv.publish(server_event{server_event_kind::resource_updated, "res://a"});
+  CHECK(h.line() == listen_line("notifications/resources/updated", R"("keep")", "res://a"));
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line(R"("keep")")});  // nothing for 5
+}
+
+TEST_CASE("eras.md/subscriptions: stdio stop() answers every open listen its result before run() returns") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_listen(R"("a")", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line(R"("a")", R"({"toolsListChanged":true})"));
+  h.send(pr_listen("-3", R"({"toolsListChanged":true,"resourceSubscriptions":["res://a"]})"));
+  CHECK(h.line() == ack_line("-3", R"({"toolsListChanged":true,"resourceSubscriptions":["res://a"]})"));
+  h.transport().stop();
+  CHECK(h.join() == 0);
+  publish_tools_changed(ss.srv);  // after the end: the subscriptions are gone
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line(R"("a")"), listen_result_line("-3")});
+}
+
+TEST_CASE("eras.md/stdio: on the handshake era subscriptions/listen is unknown -32601, its per-request form -32022") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(initialize(1));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.send(request(2, "subscriptions/listen", R"({"notifications":{"toolsListChanged":true}})"));
+  const auto unknown = h.next();
+  CHECK(unknown.root["id"].to_int64() == 2);
+  CHECK(unknown.root["error"]["code"].to_int64() == -32601);
+  h.send(pr_listen("3", R"({"toolsListChanged":true})"));
+  check_error(h.next(), -32022, "3");
+  publish_tools_changed(ss.srv);
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("eras.md/subscriptions: stdio a listen first pins the per-request era, and a listen without envelope after it is -32602") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_listen("1", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("1", R"({"toolsListChanged":true})"));
+  h.send(initialize(2));
+  check_error(h.next(), -32022, "2");
+  h.send(request(3, "subscriptions/listen", R"({"notifications":{"toolsListChanged":true}})"));
+  check_error(h.next(), -32602, "3");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("1")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio publish never waits for a client that does not read, past the backlog lines are dropped") {
+  stdio_server ss;
+  harness h{ss.srv};
+  h.send(pr_listen("1", R"({"toolsListChanged":true})"));
+  CHECK(h.line() == ack_line("1", R"({"toolsListChanged":true})"));
+  // Far more than a pipe holds: the writer blocks on the full pipe, publish goes on.
+  constexpr std::size_t published = 4000;
+  const auto started = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < published; ++i) publish_tools_changed(ss.srv);
+  CHECK(std::chrono::steady_clock::now() - started < patience);
+  std::size_t received = 0;
+  while (auto l = h.line(std::chrono::milliseconds{500})) {
+    REQUIRE(*l == listen_line("notifications/tools/list_changed", "1"));
+    ++received;
+  }
+  CHECK(received >= 1024);  // the backlog, and what the pipe held
+  CHECK(received < published);
+  publish_tools_changed(ss.srv);  // read again: lines flow
+  CHECK(h.line() == listen_line("notifications/tools/list_changed", "1"));
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("1")});
+}
+
+TEST_CASE("eras.md/subscriptions: stdio listens opened and cancelled while another thread publishes") {
+  stdio_server ss;
+  stdio_options o;
+  o.max_listens = 3;
+  harness h{ss.srv, o};
+  std::atomic<bool> stop{false};
+  std::thread publisher{[&] {
+    bool shown = false;
+    while (!stop.load()) {
+      (void)ss.srv.set_tool_enabled("slow", shown);
+      ss.srv.publish(server_event{server_event_kind::resource_updated, "res://a"});
+      shown = !shown;
+    }
+  }};
+  for (int i = 0; i < 30; ++i) {
+    h.send(pr_listen(std::to_string(i), R"({"toolsListChanged":true,"resourceSubscriptions":["res://a"]})"));
+    if (i >= 2) h.send(cancel(std::to_string(i - 2)));
+  }
+  h.send("{not json");  // the reader has handled everything before it once its answer is out
+  for (;;) {
+    const auto l = h.line();
+    REQUIRE(l.has_value());
+    if (l->find("-32700") != std::string::npos) break;
+    const auto p = parse(*l);
+    CHECK_FALSE(p.root["error"].exists());  // never over the cap
+  }
+  stop = true;
+  publisher.join();
+  (void)drain_lines(h);  // the events still queued: a full pipe would hold the end back
+  h.close_input();
+  CHECK(h.join() == 0);
+  // The two listens still open (28 and 29) get their results.
+  CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("28"), listen_result_line("29")});
+  (void)ss.srv.set_tool_enabled("slow", true);
 }
 
 }  // TEST_SUITE

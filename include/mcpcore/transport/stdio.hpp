@@ -28,6 +28,11 @@ inline constexpr std::size_t default_stdio_max_queued = 256;
 /// Default time the calls in flight get to finish after the input ends, before they are
 /// cancelled.
 inline constexpr std::chrono::milliseconds default_stdio_drain_timeout{5000};
+/// Default cap on the `subscriptions/listen` one connection holds open at once
+/// (docs/eras.md#stdio); one more is -32012 "Subscription limit reached".
+inline constexpr std::size_t default_stdio_max_listens = 8;
+/// Default cap on the resource URIs one `subscriptions/listen` may name (as on HTTP).
+inline constexpr std::size_t default_stdio_max_listen_uris = 1024;
 
 /// Limits of the stdio transport (docs/configuration.md).
 struct stdio_options {
@@ -40,6 +45,11 @@ struct stdio_options {
   /// The eras the connection may be pinned to (docs/eras.md#stdio): a first request of an era not
   /// served is answered -32022 listing the revisions that are.
   served_eras eras = served_eras::both;
+  /// `subscriptions/listen` the connection may hold open at once (0: unlimited); one more is
+  /// answered -32012 (docs/eras.md#stdio).
+  std::size_t max_listens = default_stdio_max_listens;
+  /// Resource URIs one listen may subscribe to; more is -32602.
+  std::size_t max_listen_uris = default_stdio_max_listen_uris;
 };
 
 /// Serves one client over newline-delimited JSON-RPC (MCP's stdio transport, POSIX).
@@ -63,6 +73,14 @@ struct stdio_options {
 /// request with its own envelope and no peer, cancels a running call on
 /// `notifications/cancelled` (no answer is written for it), and answers `initialize` -32022; a
 /// pinned handshake connection answers a per-request claim -32022.
+///
+/// Subscriptions (docs/eras.md#stdio): a pinned per-request connection serves
+/// `subscriptions/listen` on the reader: it subscribes to the server's events
+/// (`server::subscribe`), then writes the acknowledgement and one line per matching event, through
+/// a writer thread of the transport so that `server::publish` never waits for the output.
+/// `notifications/cancelled` naming a listen ends it without an answer; at the end (input end or
+/// `stop()`) every open listen is answered its result before `run` returns. At most
+/// `max_listens` are open at once.
 ///
 /// Writing to a pipe whose reader has gone raises SIGPIPE, which terminates a process that does
 /// not handle it; a host serving stdio should ignore SIGPIPE (the example does), so that a write

@@ -7,6 +7,7 @@
 #define MCPCORE_IMPL_HTTP_PER_REQUEST_IPP
 
 #include <mcpcore/transport/impl/http_post_stream.ipp>
+#include <mcpcore/transport/impl/listen_frames.ipp>
 
 #include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/base64.hpp>
@@ -217,7 +218,7 @@ inline bool per_request_sink::send(std::string_view message) noexcept {
       }
     }
     const bool queued = c.channel->push(message, false);
-    if (d) http_deliver(d, std::move(*opened));
+    if (d && opened) http_deliver(d, std::move(*opened));
     return queued;
   } catch (...) {
     return false;  // no memory for the stream or the frame: the message is lost, the call goes on
@@ -308,67 +309,6 @@ inline void close_per_request_streams(http_endpoint::impl& ep) noexcept {
     }
     if (!ended) ch->close();
   }
-}
-
-// ---- subscriptions/listen ---------------------------------------------------------------------
-
-/// What one listen asked for and was granted (docs/eras.md#subscriptions).
-struct listen_filter {
-  bool tools = false;
-  bool prompts = false;
-  bool resources = false;
-  std::vector<std::string> uris;
-
-  [[nodiscard]] bool empty() const noexcept { return !tools && !prompts && !resources && uris.empty(); }
-  void write(json::writer& w) const {
-    w.begin_object();
-    if (tools) w.member("toolsListChanged", true);
-    if (prompts) w.member("promptsListChanged", true);
-    if (resources) w.member("resourcesListChanged", true);
-    if (!uris.empty()) {
-      w.key("resourceSubscriptions").begin_array();
-      for (const auto& u : uris) w.value(u);
-      w.end_array();
-    }
-    w.end_object();
-  }
-};
-
-/// `{"jsonrpc":"2.0","method":<method>,"params":{[uri,]"_meta":{"io.modelcontextprotocol/subscriptionId":<id>}}}`.
-inline std::string listen_frame(std::string_view method, std::string_view id_json, const listen_filter* ack,
-                                std::string_view uri) {
-  std::string out;
-  json::writer w{out};
-  w.begin_object().member("jsonrpc", "2.0").member("method", method).key("params").begin_object();
-  if (ack != nullptr) {
-    w.key("notifications");
-    ack->write(w);
-  }
-  if (!uri.empty()) w.member("uri", uri);
-  w.key("_meta").begin_object().raw_member(meta_key::subscription_id, id_json).end_object();
-  w.end_object().end_object();
-  return out;
-}
-
-/// The frame an event becomes on a listen stream, or nothing when the filter does not ask for it.
-inline std::optional<std::string> listen_event(const listen_filter& f, std::string_view id_json, const server_event& e) {
-  switch (e.kind) {
-    case server_event_kind::tools_list_changed:
-      if (f.tools) return listen_frame("notifications/tools/list_changed", id_json, nullptr, {});
-      break;
-    case server_event_kind::prompts_list_changed:
-      if (f.prompts) return listen_frame("notifications/prompts/list_changed", id_json, nullptr, {});
-      break;
-    case server_event_kind::resources_list_changed:
-      if (f.resources) return listen_frame("notifications/resources/list_changed", id_json, nullptr, {});
-      break;
-    case server_event_kind::resource_updated:
-      for (const auto& u : f.uris) {
-        if (u == e.uri) return listen_frame("notifications/resources/updated", id_json, nullptr, e.uri);
-      }
-      break;
-  }
-  return std::nullopt;
 }
 
 // ---- the checks ------------------------------------------------------------------------------------
@@ -562,35 +502,12 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
     http_deliver(done, http_json_body(status, std::move(body)));
   };
   // docs/eras.md#subscriptions: the filter, then what this server can honour of it.
-  const json::value n = msg.params["notifications"];
-  const json::value uris = n["resourceSubscriptions"];
-  const auto flag_ok = [&n](std::string_view key) { return !n[key].exists() || n[key].is_bool(); };
-  if (!n.is_object() || (uris.exists() && !uris.is_array()) || !flag_ok("toolsListChanged") ||
-      !flag_ok("promptsListChanged") || !flag_ok("resourcesListChanged")) {
-    refuse(200, errc::invalid_params, "Invalid params: 'notifications' is required and must be a subscription filter");
+  auto granted = read_listen_filter(msg, srv, options.per_request.max_listen_uris);
+  if (!granted) {
+    refuse(200, errc::invalid_params, granted.error());
     return;
   }
-  if (uris.is_array()) {
-    for (json::value u : uris.elements()) {
-      if (!u.is_string()) {
-        refuse(200, errc::invalid_params, "Invalid params: resourceSubscriptions must hold URI strings");
-        return;
-      }
-    }
-  }
-  if (uris.exists() && uris.size() > options.per_request.max_listen_uris) {
-    refuse(200, errc::invalid_params, "Invalid params: too many resourceSubscriptions");
-    return;
-  }
-  const auto asked = [&n](std::string_view key) { return n[key].is_bool() && n[key].as_bool(); };
-  listen_filter f;
-  f.tools = asked("toolsListChanged") && srv.publishes(server_event_kind::tools_list_changed);
-  f.prompts = asked("promptsListChanged") && srv.publishes(server_event_kind::prompts_list_changed);
-  const bool resources = srv.publishes(server_event_kind::resources_list_changed);
-  f.resources = asked("resourcesListChanged") && resources;
-  if (resources && uris.is_array()) {
-    for (json::value u : uris.elements()) f.uris.emplace_back(u.as_string());
-  }
+  const listen_filter& f = *granted;
   if (!accepts_sse) {
     http_deliver(done, http_error(refusal::not_acceptable, echo, cid));
     return;
@@ -604,19 +521,9 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
     refuse(429, errc::stream_cap, "Subscription limit reached");
     return;
   }
-  std::string id_json;
-  {
-    json::writer w{id_json};
-    write_id(w, *msg.id);
-  }
+  const std::string id_json = listen_id_json(echo);
   auto channel = std::make_shared<per_request_channel>();
-  {
-    json::writer w{channel->final_on_shutdown};
-    detail::begin_message(w, *msg.id).key("result").begin_object().member("resultType", "complete");
-    w.key("_meta").begin_object().raw_member(meta_key::subscription_id, id_json);
-    w.key(meta_key::server_info).begin_object().member("name", srv.info().name).member("version", srv.info().version);
-    w.end_object().end_object().end_object().end_object();
-  }
+  channel->final_on_shutdown = listen_result(echo, id_json, srv.info());
   (void)channel->push(listen_frame("notifications/subscriptions/acknowledged", id_json, &f, {}), false);
   auto subscription = std::make_shared<event_subscription>();
   if (f.empty()) {

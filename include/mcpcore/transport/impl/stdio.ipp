@@ -4,11 +4,13 @@
 #define MCPCORE_IMPL_STDIO_IPP
 
 #include <mcpcore/transport/stdio.hpp>
+#include <mcpcore/transport/impl/listen_frames.ipp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/retry.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -20,6 +22,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -86,6 +89,87 @@ inline std::optional<request_id_view> stdio_cancelled_id(json::value rid) noexce
   return std::nullopt;
 }
 
+/// Change notifications of a connection's listens waiting for the output: past this many, a new
+/// one is dropped (a client that stops reading must not make the server hold every event).
+inline constexpr std::size_t stdio_listen_backlog = 1024;
+
+// The acknowledgements and change notifications of a connection's listens, on their way to the
+// output. A subscriber must not block (`server::subscribe`), so it only queues its line here; the
+// transport's event writer takes them off and writes them, one line each, through the
+// connection's one sink. A listen's lines are taken only once it is open, after its
+// acknowledgement: none can reach the client before it.
+class stdio_event_queue {
+ public:
+  /// Opens listen `key`: queues its acknowledgement `ack` (past the backlog too), then its lines.
+  void open(std::uint64_t key, std::string ack) {
+    {
+      std::lock_guard lock{mu_};
+      open_.push_back(key);
+      lines_.emplace_back(key, std::move(ack));
+    }
+    cv_.notify_one();
+  }
+  /// Queues `line` of listen `key`; false when the listen is not open, the queue is closed or
+  /// full (the line is dropped).
+  bool push(std::uint64_t key, std::string line) {
+    {
+      std::lock_guard lock{mu_};
+      if (closed_ || lines_.size() >= stdio_listen_backlog || std::ranges::find(open_, key) == open_.end()) {
+        return false;
+      }
+      lines_.emplace_back(key, std::move(line));
+    }
+    cv_.notify_one();
+    return true;
+  }
+  /// Ends listen `key` (it was cancelled): its lines not yet taken are dropped, later ones refused.
+  void drop(std::uint64_t key) {
+    std::lock_guard lock{mu_};
+    std::erase(open_, key);
+    std::erase_if(lines_, [key](const std::pair<std::uint64_t, std::string>& l) { return l.first == key; });
+  }
+  /// The next line, waiting for one; nothing once closed and empty.
+  std::optional<std::string> pop() {
+    std::unique_lock lock{mu_};
+    cv_.wait(lock, [this] { return closed_ || !lines_.empty(); });
+    if (lines_.empty()) return std::nullopt;
+    std::string line = std::move(lines_.front().second);
+    lines_.pop_front();
+    return line;
+  }
+  /// No more lines: `pop` hands out what is left (nothing when `discard`), then nothing.
+  void close(bool discard) {
+    {
+      std::lock_guard lock{mu_};
+      closed_ = true;
+      if (discard) lines_.clear();
+    }
+    cv_.notify_all();
+  }
+  /// Empty and open again (a new `run`).
+  void reopen() {
+    std::lock_guard lock{mu_};
+    closed_ = false;
+    lines_.clear();
+    open_.clear();
+  }
+
+ private:
+  std::mutex mu_;  // a leaf
+  std::condition_variable cv_;
+  std::deque<std::pair<std::uint64_t, std::string>> lines_;
+  std::vector<std::uint64_t> open_;  // the listens whose lines are queued (at most `max_listens`)
+  bool closed_ = false;
+};
+
+// One open `subscriptions/listen` of a connection (docs/eras.md#stdio).
+struct stdio_listen {
+  std::uint64_t key = 0;  // tags its queued lines
+  request_id id;          // the listen's id: a cancellation names it
+  std::string id_json;    // its subscriptionId, as sent
+  event_subscription subscription;
+};
+
 }  // namespace detail
 
 struct stdio_transport::impl {
@@ -117,6 +201,12 @@ struct stdio_transport::impl {
   std::stop_source stop;
   int wake[2] = {-1, -1};
   detail::stdio_pin pinned = detail::stdio_pin::none;  // the reader's own (`run`'s thread)
+  // Listens: their lines wait in `events` for `event_writer` (started by the first listen). The
+  // listens are the reader's own, declared after `events` so that their subscriptions end first.
+  detail::stdio_event_queue events;
+  std::thread event_writer;                   // `run`'s thread starts and joins it
+  std::vector<detail::stdio_listen> listens;  // the reader's own
+  std::uint64_t listen_keys = 0;              // the reader's own
 
   impl(server& s, principal p, stdio_options o) : srv(s), caller(std::move(p)), options(o) {}
 
@@ -215,6 +305,10 @@ struct stdio_transport::impl {
       answer_now(out);
       return;
     }
+    if (j.envelope && j.msg.method == "subscriptions/listen") {
+      open_listen(j.msg);  // answered on the reader: it never waits for a worker
+      return;
+    }
     {
       std::lock_guard lock{mu};
       if (queue.size() < options.max_queued) {
@@ -297,21 +391,99 @@ struct stdio_transport::impl {
   void cancel(json::value rid) {
     const std::optional<request_id_view> id = detail::stdio_cancelled_id(rid);
     if (!id) return;
-    std::lock_guard lock{mu};
-    std::erase_if(queue, [&](const job& q) { return q.msg.id && *q.msg.id == *id; });
-    for (running_call& r : running) {
-      if (r.id == *id) r.stop.request_stop();
+    {
+      std::lock_guard lock{mu};
+      std::erase_if(queue, [&](const job& q) { return q.msg.id && *q.msg.id == *id; });
+      for (running_call& r : running) {
+        if (r.id == *id) r.stop.request_stop();
+      }
+    }
+    // A cancelled listen ends without an answer; its lines not yet written are dropped.
+    for (auto it = listens.begin(); it != listens.end();) {
+      if (it->id.view() != *id) {
+        ++it;
+        continue;
+      }
+      it->subscription.cancel();  // once it returns, its callback queues nothing more
+      events.drop(it->key);
+      it = listens.erase(it);
     }
   }
 
-  void too_large() {
+  // An error answer written at once, with a fresh correlation id.
+  void answer_error(const std::optional<request_id_view>& id, errc code, std::string_view text,
+                    std::string_view remediation) {
     std::string out;
     const auto cid = next_correlation_id();
     error_data d;
     d.correlation_id = cid.view();
-    d.remediation = "Send messages no longer than the server's limit (4 MiB by default), one per line.";
-    write_error_response(out, std::nullopt, errc::invalid_request, "Message too large", d);
+    d.remediation = remediation;
+    write_error_response(out, id, code, text, d);
     answer_now(out);
+  }
+
+  // `subscriptions/listen` on a per-request connection (docs/eras.md#stdio): the filter checked
+  // as on HTTP, the acknowledgement, then the events the filter asks for, each line stamped with
+  // the listen's id. A listen granted nothing is answered its result at once.
+  void open_listen(const message& msg) noexcept {
+    constexpr std::string_view see = "See docs/eras.md#subscriptions for what subscriptions/listen accepts.";
+    if (!msg.id) return;  // a request always has one
+    try {
+      auto filter = detail::read_listen_filter(msg, srv, options.max_listen_uris);
+      if (!filter) return answer_error(msg.id, errc::invalid_params, filter.error(), see);
+      if (options.max_listens != 0 && listens.size() >= options.max_listens) {
+        return answer_error(msg.id, errc::stream_cap, "Subscription limit reached",
+                            "Cancel a listen (notifications/cancelled naming its id) before opening another.");
+      }
+      std::string id_json = detail::listen_id_json(msg.id);
+      std::string ack = detail::listen_frame("notifications/subscriptions/acknowledged", id_json, &*filter, {});
+      if (filter->empty()) {
+        answer_now(ack);
+        return answer_now(detail::listen_result(msg.id, id_json, srv.info()));
+      }
+      request_id id{*msg.id};
+      listens.reserve(listens.size() + 1);  // no throw once subscribed
+      if (!event_writer.joinable()) event_writer = std::thread{[this] { write_events(); }};
+      // Subscribed first, then opened with the acknowledgement: an event the client causes once it
+      // has read the acknowledgement is never missed, and none is written before it (one published
+      // in between is dropped: the client could not have caused it).
+      const std::uint64_t key = ++listen_keys;
+      auto subscription = srv.subscribe([q = &events, f = std::move(*filter), id_json, key](const server_event& e) {
+        if (auto line = detail::listen_event(f, id_json, e)) (void)q->push(key, std::move(*line));
+      });
+      events.open(key, std::move(ack));
+      listens.push_back({key, std::move(id), std::move(id_json), std::move(subscription)});
+    } catch (...) {
+      try {
+        answer_error(msg.id, errc::internal_error, {}, "The server ran out of resources; retry later.");
+      } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for the answer either
+      }
+    }
+  }
+
+  // The event writer: the listens' lines, in the order they were published.
+  void write_events() {
+    while (auto line = events.pop()) (void)sink->send(*line);
+  }
+
+  // The end of the connection (docs/eras.md#stdio): every open listen is answered its result,
+  // after the lines already queued for it (dropped on `stop()`: everything ends at once).
+  void close_listens(bool discard) {
+    for (detail::stdio_listen& l : listens) l.subscription.cancel();
+    events.close(discard);
+    if (event_writer.joinable()) event_writer.join();
+    for (const detail::stdio_listen& l : listens) {
+      try {
+        answer_now(detail::listen_result(l.id.view(), l.id_json, srv.info()));
+      } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for this result; the others still go
+      }
+    }
+    listens.clear();
+  }
+
+  void too_large() {
+    answer_error(std::nullopt, errc::invalid_request, "Message too large",
+                 "Send messages no longer than the server's limit (4 MiB by default), one per line.");
   }
 };
 
@@ -359,6 +531,7 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
     st.closing = false;
   }
   st.pinned = detail::stdio_pin::none;  // a new connection: its first request decides
+  st.events.reopen();
   st.running.reserve(st.options.workers);  // registering a running call never allocates
   std::vector<std::thread> workers;
   workers.reserve(st.options.workers);
@@ -411,10 +584,11 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   if (!discarding && !pending.empty() && !st.stop.stop_requested()) st.dispatch_line(pending);  // last line without '\n'
 
   // Shutdown: no answer from the client can arrive any more.
+  const bool stopped = st.stop.stop_requested();
   st.client.input_closed();
   {
     std::unique_lock lock{st.mu};
-    if (!st.stop.stop_requested()) {
+    if (!stopped) {
       st.idle_cv.wait_for(lock, st.options.drain_timeout, [&] { return st.queue.empty() && st.busy == 0; });
     }
     st.closing = true;
@@ -424,6 +598,7 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   st.client.close();
   st.work_cv.notify_all();
   for (auto& t : workers) t.join();
+  st.close_listens(stopped);
   return status;
 }
 
