@@ -96,15 +96,6 @@ constexpr std::string_view anonymous_id = "conformance-anonymous";
 
 // ---- tool helpers ----------------------------------------------------------------------------
 
-/// Waits `d` unless the call is cancelled first; returns false when it was cancelled.
-bool wait_unless_cancelled(const call_context& ctx, std::chrono::milliseconds d) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock{m};
-  (void)cv.wait_for(lock, ctx.stop_token(), d, [] { return false; });
-  return !ctx.stop_requested();
-}
-
 /// Sends `elicitation/create` with `params_json` and describes the client's answer as
 /// "<prefix>: action=<action>, content=<compact JSON>".
 tool_result elicit(call_context& ctx, std::string_view params_json, std::string_view prefix) {
@@ -130,12 +121,8 @@ tool_result elicit(call_context& ctx, std::string_view params_json, std::string_
 /// The tools of the conformance scenario table (docs/conformance.md), every one read-only on
 /// the securable "Fixture".
 void declare_conformance_tools(mcpcore::server_builder& b) {
-  using mcpcore::operation;
-  using mcpcore::tool_effect;
   const auto fixture = [&b](std::string name, std::string description) {
-    auto t = b.tool(std::move(name));
-    t.description(std::move(description)).security("Fixture", operation::read).effect(tool_effect::read_only, true);
-    return t;
+    return conformance::fixture_tool(b, std::move(name), std::move(description));
   };
 
   // tools-call-simple-text
@@ -171,9 +158,9 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
   fixture("test_tool_with_logging", "Sends three log messages (level info) while it runs.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
         ctx.log(mcpcore::log_level::info, "Tool execution started", "conformance");
-        if (!wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+        if (!conformance::wait_or_stop(ctx, step_pause)) return tool_result::error("cancelled");
         ctx.log(mcpcore::log_level::info, "Tool processing data", "conformance");
-        if (!wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+        if (!conformance::wait_or_stop(ctx, step_pause)) return tool_result::error("cancelled");
         ctx.log(mcpcore::log_level::info, "Tool execution completed", "conformance");
         return tool_result::text("Tool with logging executed successfully");
       });
@@ -186,7 +173,7 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
   fixture("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100 while it runs.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
         for (const int step : {0, 50, 100}) {
-          if (step != 0 && !wait_unless_cancelled(ctx, step_pause)) return tool_result::error("cancelled");
+          if (step != 0 && !conformance::wait_or_stop(ctx, step_pause)) return tool_result::error("cancelled");
           ctx.progress(step, 100.0, "Completed step " + std::to_string(step) + " of 100");
         }
         return tool_result::text("Progress reported: 0, 50, 100 of 100");
@@ -259,7 +246,7 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
           "with GET and Last-Event-ID.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
         const bool closed = ctx.close_stream(reconnection_retry);
-        if (!wait_unless_cancelled(ctx, reconnection_work)) return tool_result::error("cancelled");
+        if (!conformance::wait_or_stop(ctx, reconnection_work)) return tool_result::error("cancelled");
         if (!closed) return tool_result::error("the transport could not end the response stream");
         return tool_result::text(
             "Reconnection test completed successfully. If you received this, the client properly reconnected "

@@ -71,13 +71,19 @@ inline bool wait_or_stop(const call_context& ctx, std::chrono::milliseconds d) {
   return !ctx.stop_requested();
 }
 
+/// Declares a fixture tool: read-only, idempotent, on the securable "Fixture" (every tool of the
+/// conformance fixture is one).
+inline mcpcore::tool_builder fixture_tool(mcpcore::server_builder& b, std::string name, std::string description) {
+  auto t = b.tool(std::move(name));
+  t.description(std::move(description))
+      .security("Fixture", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, true);
+  return t;
+}
+
 inline void declare_per_request_tools(mcpcore::server_builder& b, const server_slot& slot) {
-  using mcpcore::operation;
-  using mcpcore::tool_effect;
   const auto fixture = [&b](std::string name, std::string description) {
-    auto t = b.tool(std::move(name));
-    t.description(std::move(description)).security("Fixture", operation::read).effect(tool_effect::read_only, true);
-    return t;
+    return fixture_tool(b, std::move(name), std::move(description));
   };
 
   fixture("test_input_required_result_elicitation", "Asks the user's name (elicitation), then greets them.")
