@@ -36,18 +36,19 @@
 #include <mcpcore/wire/http.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/log_level.hpp>
 
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
 #include <CLI/Validators.hpp>
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,7 +56,6 @@
 #include <utility>
 #include <vector>
 
-#include <pthread.h>
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, sigwait
 
 namespace {
@@ -442,7 +442,7 @@ int serve_stdio(mcpcore::server& srv) {
   }};
   std::fprintf(stderr, "mcpcore-conformance-server: serving MCP on stdin/stdout\n");
   const int rc = transport.run();
-  (void)pthread_kill(signals.native_handle(), SIGTERM);  // wakes the signal thread if no signal came
+  (void)pthread_kill(signals.native_handle(), SIGINT);  // wakes the signal thread if no signal came
   signals.join();
   return rc;
 }

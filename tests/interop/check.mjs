@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The check harness shared by the interop scripts (stdio_client.mjs, http_client.mjs): assertions that throw
-// CheckFailure, a runner that prints one line per check, "ok - <name>" or "not ok - <name>: <why>", and the
-// "# N passed, M failed" summary, the global timeout, and the tap transport that records the raw JSON-RPC.
+// The check harness shared by the interop scripts (stdio_client.mjs, http_client.mjs, v2_client.mjs,
+// host_e2e.mjs, host_v2.mjs): assertions that throw CheckFailure, a runner that prints one line per check,
+// "ok - <name>" or "not ok - <name>: <why>", and the "# N passed, M failed" summary, the global timeout, the tap
+// transport that records the raw JSON-RPC, the recording fetch for the v2 client, and starting server processes
+// (mcpcore-host among them).
 
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect, isDeepStrictEqual } from 'node:util';
 
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -133,6 +136,14 @@ export function createChecks({ timeoutMs, showCause = false }) {
     }
   }
 
+  /** A check that needs `needs()` to be truthy (a connected client); otherwise it fails without running. */
+  function checkWith(needs, what) {
+    return (name, body) => check(name, async () => {
+      if (!needs()) throw new CheckFailure(`not run, ${what} failed`);
+      await body();
+    }, { needsSdk: false });
+  }
+
   /** The initialize handshake completed: the other checks run from now on. */
   function markInitialized() {
     initialized = true;
@@ -144,7 +155,7 @@ export function createChecks({ timeoutMs, showCause = false }) {
     return failed === 0 ? 0 : 1;
   }
 
-  return { check, describe, expectMcpError, markInitialized, summary };
+  return { check, checkWith, describe, expectMcpError, markInitialized, summary };
 }
 
 /**
@@ -210,6 +221,69 @@ export class TapTransport {
   }
 }
 
+// ---- the wire: a recording fetch (the v2 client's HTTP transport) ----------------------------------------
+
+/** Bound on reading a recorded response body (a copy of what the client read). */
+const READ_TIMEOUT_MS = 10_000;
+
+/** The JSON-RPC messages of a recorded response body: the JSON body, or every SSE `data` event. */
+export function messagesOfBody(contentType, text) {
+  if (text === undefined || text === '') return [];
+  if ((contentType ?? '').startsWith('application/json')) return [JSON.parse(text)];
+  const out = [];
+  for (const block of text.split(/\r\n\r\n|\n\n|\r\r/)) {
+    const data = block.split(/\r\n|\n|\r/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
+    if (data.length > 0) {
+      try { out.push(JSON.parse(data.join('\n'))); } catch { /* not JSON: ignored */ }
+    }
+  }
+  return out;
+}
+
+/**
+ * A fetch for the v2 transport that records every exchange in `log`:
+ * `{at, method, headers, body, status, contentType, messages(), aborted}`. The response is cloned and the
+ * copy read in the background; `messages()` resolves with the JSON-RPC messages it carried.
+ */
+export function recordingFetch(log) {
+  return async (url, init = {}) => {
+    const entry = { at: performance.now(), method: init.method ?? 'GET', headers: {}, body: undefined, aborted: false };
+    new Headers(init.headers).forEach((value, key) => { entry.headers[key] = value; });
+    if (typeof init.body === 'string') {
+      try { entry.body = JSON.parse(init.body); } catch { entry.body = init.body; }
+    }
+    let text = Promise.resolve(undefined);
+    entry.messages = async () => messagesOfBody(entry.contentType,
+      await Promise.race([text, sleep(READ_TIMEOUT_MS).then(() => { throw new CheckFailure('a recorded body did not end'); })]));
+    log.push(entry);
+    init.signal?.addEventListener('abort', () => { entry.aborted = true; }, { once: true });
+    let response;
+    try {
+      response = await fetch(url, init);
+    } catch (error) {
+      entry.fetchError = error;
+      throw error;
+    }
+    entry.status = response.status;
+    entry.contentType = response.headers.get('content-type') ?? '';
+    text = response.clone().text().catch((error) => { entry.readError = error; return undefined; });
+    return response;
+  };
+}
+
+/** The recorded POSTs of JSON-RPC method `method` (optionally matching `predicate` on the body). */
+export function posts(log, method, predicate = () => true) {
+  return log.filter((e) => e.method === 'POST' && e.body?.method === method && predicate(e.body));
+}
+
+/** The response (result or error) to the recorded POST `entry`, as it came over the wire. */
+export async function wireResponse(entry) {
+  const messages = await entry.messages();
+  const response = messages.find((m) => m.id === entry.body.id && m.method === undefined);
+  if (!response) throw new CheckFailure(`no response on the wire to ${entry.body.method} id ${fmt(entry.body.id)}`);
+  return response;
+}
+
 // ---- server processes -----------------------------------------------------------------------------------
 
 /**
@@ -252,4 +326,43 @@ export async function stopServerProcess(child, waitMs) {
   const exit = await exited;
   clearTimeout(timer);
   return { ...exit, killed };
+}
+
+// ---- mcpcore-host ----------------------------------------------------------------------------------------
+
+/**
+ * Starts mcpcore-host (`binary`) on an ephemeral 127.0.0.1 port with the data directory `dataDir`, writing its
+ * port to `portFile`, without the journal as a log source, with `--allowlist` and `--tick-ms` when given;
+ * resolves with `{child, url}` (the MCP endpoint). Its stdout is collected: `child.printed()` returns what it
+ * printed so far.
+ */
+export async function startHost(binary, { dataDir, portFile, allowlist, tickMs, waitMs }) {
+  const { rmSync } = await import('node:fs');
+  rmSync(portFile, { force: true });
+  const args = ['--data-dir', dataDir, '--port', '0', '--port-file', portFile];
+  if (allowlist) args.push('--allowlist', allowlist);
+  if (tickMs !== undefined) args.push('--tick-ms', String(tickMs));
+  args.push('--no-journal');
+  const { child, port } = await startServerProcess(binary, args, portFile, { waitMs, stdout: 'pipe' });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => { out += chunk; });
+  child.printed = () => out;
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+/**
+ * The operator token a first run of mcpcore-host prints once ("Authorization: Bearer <token>"), waited for up
+ * to 5 s in `child.printed()`; resolves with `{token, printed}` (all it printed by then). Fails the running
+ * check when no token is printed.
+ */
+export async function printedOperatorToken(child) {
+  let printed = '';
+  for (let i = 0; i < 100 && !/Authorization: Bearer (\S+)/.test(printed); ++i) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    printed = child.printed();
+  }
+  const match = /Authorization: Bearer (\S+)/.exec(printed);
+  expect(match, `no token in the server's output: ${fmt(printed)}`);
+  return { token: match[1], printed };
 }

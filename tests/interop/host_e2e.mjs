@@ -24,8 +24,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  createChecks, expect, expectEqual, fmt, serverMessage, startGlobalTimer, startServerProcess, stopServerProcess,
-  TapTransport,
+  createChecks, expect, expectEqual, fmt, printedOperatorToken, serverMessage, startGlobalTimer,
+  startHost as startHostProcess, stopServerProcess, TapTransport,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -90,19 +90,12 @@ async function admin(...args) {
   }
 }
 
-/** Starts the host server; resolves with its URL. `firstToken` receives the token a first run prints. */
+/** Starts the host server; resolves with its URL. */
 async function startHost() {
-  rmSync(portFile, { force: true });
-  const started = await startServerProcess(hostBinary,
-    ['--data-dir', dataDir, '--port', '0', '--port-file', portFile, '--allowlist', allowlist, '--tick-ms',
-      String(TICK_MS), '--no-journal'],
-    portFile, { waitMs: PORT_FILE_WAIT_MS, stdout: 'pipe' });
+  const started = await startHostProcess(hostBinary,
+    { dataDir, portFile, allowlist, tickMs: TICK_MS, waitMs: PORT_FILE_WAIT_MS });
   server = started.child;
-  let out = '';
-  server.stdout.setEncoding('utf8');
-  server.stdout.on('data', (chunk) => { out += chunk; });
-  server.printed = () => out;
-  return `http://127.0.0.1:${started.port}/mcp`;
+  return started.url;
 }
 
 const opts = (extra = {}) => ({ timeout: REQUEST_TIMEOUT_MS, ...extra });
@@ -136,14 +129,8 @@ const tagValue = `team-${process.pid}`;
 
 await check('first run: the server starts, creates the token file and prints an operator token once', async () => {
   url = await startHost();
-  let printed = '';
-  for (let i = 0; i < 100 && !/Authorization: Bearer (\S+)/.test(printed); ++i) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    printed = server.printed();
-  }
-  const match = /Authorization: Bearer (\S+)/.exec(printed);
-  expect(match, `no token in the server's output: ${fmt(printed)}`);
-  operatorToken = match[1];
+  let printed;
+  ({ token: operatorToken, printed } = await printedOperatorToken(server));
   expect(printed.includes(`listening on ${url}`), `the URL is not printed: ${fmt(printed)}`);
   const tokens = readFileSync(join(dataDir, 'tokens'), 'utf8');
   expect(!tokens.includes(operatorToken), 'the token file holds the token itself, not only its digest');

@@ -37,8 +37,8 @@ import { StdioClientTransport as StdioTransportV1 } from '@modelcontextprotocol/
 import { StreamableHTTPClientTransport as HttpTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fail, fmt, startGlobalTimer, startServerProcess, stopServerProcess,
-  TapTransport, textOf, withTimeout,
+  CheckFailure, createChecks, expect, expectEqual, fail, fmt, posts, recordingFetch, startGlobalTimer, startServerProcess,
+  stopServerProcess, TapTransport, textOf, wireResponse, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -55,8 +55,6 @@ const CHECK_TIMEOUT_MS = 30_000;
 const CANCEL_AFTER_MS = 200;
 /** After the abort, the call's promise must reject within this long. */
 const CANCEL_REJECT_WITHIN_MS = 2_000;
-/** Bound on reading a recorded response body (a copy of what the client read). */
-const READ_TIMEOUT_MS = 10_000;
 /** A change notification must reach the listen's handler within this long of the call that caused it. */
 const NOTIFY_WITHIN_MS = 5_000;
 /** After `McpSubscription.close()`, its `closed` promise must resolve within this long. */
@@ -138,14 +136,7 @@ const negotiation = (mode) => (mode === 'pin' ? { mode: { pin: MODERN_VERSION } 
 
 // ---- check plumbing (check.mjs) -------------------------------------------------------------------------
 
-const { check, describe, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
-/** A check that needs `needs()` to be truthy (a connected client); otherwise it fails without running. */
-function checkWith(needs, what) {
-  return (name, body) => check(name, async () => {
-    if (!needs()) throw new CheckFailure(`not run, ${what} failed`);
-    await body();
-  }, { needsSdk: false });
-}
+const { check, checkWith, describe, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
 
 // ---- the server: spawn, kill by PID ---------------------------------------------------------------------
 
@@ -172,66 +163,6 @@ const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
   process.stdout.write('FAIL\n');
   cleanup();
 });
-
-// ---- the wire: a recording fetch ------------------------------------------------------------------------
-
-/** The JSON-RPC messages of a recorded response body: the JSON body, or every SSE `data` event. */
-function messagesOfBody(contentType, text) {
-  if (text === undefined || text === '') return [];
-  if ((contentType ?? '').startsWith('application/json')) return [JSON.parse(text)];
-  const out = [];
-  for (const block of text.split(/\r\n\r\n|\n\n|\r\r/)) {
-    const data = block.split(/\r\n|\n|\r/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
-    if (data.length > 0) {
-      try { out.push(JSON.parse(data.join('\n'))); } catch { /* not JSON: ignored */ }
-    }
-  }
-  return out;
-}
-
-/**
- * A fetch for the v2 transport that records every exchange in `log`:
- * `{at, method, headers, body, status, contentType, messages(), aborted}`. The response is cloned and the
- * copy read in the background; `messages()` resolves with the JSON-RPC messages it carried.
- */
-function recordingFetch(log) {
-  return async (url, init = {}) => {
-    const entry = { at: performance.now(), method: init.method ?? 'GET', headers: {}, body: undefined, aborted: false };
-    new Headers(init.headers).forEach((value, key) => { entry.headers[key] = value; });
-    if (typeof init.body === 'string') {
-      try { entry.body = JSON.parse(init.body); } catch { entry.body = init.body; }
-    }
-    let text = Promise.resolve(undefined);
-    entry.messages = async () => messagesOfBody(entry.contentType,
-      await Promise.race([text, sleep(READ_TIMEOUT_MS).then(() => { throw new CheckFailure('a recorded body did not end'); })]));
-    log.push(entry);
-    init.signal?.addEventListener('abort', () => { entry.aborted = true; }, { once: true });
-    let response;
-    try {
-      response = await fetch(url, init);
-    } catch (error) {
-      entry.fetchError = error;
-      throw error;
-    }
-    entry.status = response.status;
-    entry.contentType = response.headers.get('content-type') ?? '';
-    text = response.clone().text().catch((error) => { entry.readError = error; return undefined; });
-    return response;
-  };
-}
-
-/** The recorded POSTs of JSON-RPC method `method` (optionally matching `predicate` on the body). */
-function posts(log, method, predicate = () => true) {
-  return log.filter((e) => e.method === 'POST' && e.body?.method === method && predicate(e.body));
-}
-
-/** The response (result or error) to the recorded POST `entry`, as it came over the wire. */
-async function wireResponse(entry) {
-  const messages = await entry.messages();
-  const response = messages.find((m) => m.id === entry.body.id && m.method === undefined);
-  if (!response) throw new CheckFailure(`no response on the wire to ${entry.body.method} id ${fmt(entry.body.id)}`);
-  return response;
-}
 
 // ---- the wire over stdio: the session child's lines, recorded both ways -----------------------------------
 
