@@ -56,7 +56,7 @@ inline bool handle_discover(request_env& e) {
 /// (`{"jsonrpc":"2.0","id":..,"result":{..}}`, written compactly by the library): `resultType`,
 /// then `ttlMs`/`cacheScope` when `cache` is set, then the server's `_meta`. No result the
 /// library writes carries a `_meta` of its own.
-inline void stamp_per_request_result(std::string& out, std::size_t start, const server::impl& s,
+inline void stamp_per_request_result(std::string& out, [[maybe_unused]] std::size_t start, const server::impl& s,
                                      const cache_hint* cache) {
   MCPCORE_ASSERT(out.size() >= start + 4 && out.back() == '}' && out[out.size() - 2] == '}');
   std::string tail;
