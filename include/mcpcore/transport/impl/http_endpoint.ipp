@@ -204,7 +204,7 @@ struct http_executor_slot {
 struct http_post_exchange;
 struct per_request_channel;
 /// Closes every live per-request stream (shutdown); defined in http_per_request.ipp.
-void close_per_request_streams(http_endpoint::impl& ep) noexcept;
+inline void close_per_request_streams(http_endpoint::impl& ep) noexcept;
 
 }  // namespace detail
 
