@@ -260,6 +260,8 @@ struct request_env {
   input_round round{};
   /// The result written is `input_required` (the encoder stamps no `complete`).
   bool input_required = false;
+  /// The cache hint of the resource a `resources/read` found (its own, else the server's).
+  const cache_hint* read_cache = nullptr;
 };
 
 inline void write_error(request_env& e, errc code, std::string_view message, std::string_view cid,

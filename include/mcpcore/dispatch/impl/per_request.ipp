@@ -72,12 +72,6 @@ inline void stamp_per_request_result(std::string& out, [[maybe_unused]] std::siz
   out.insert(out.size() - 2, tail);
 }
 
-/// The cache hint of a `resources/read` of `uri`: the resource's own, else the server's.
-inline const cache_hint* read_cache_of(const server::impl& s, std::string_view uri) {
-  if (auto m = find_resource(s, uri); m && m->r->def.cache) return &*m->r->def.cache;
-  return &s.options.read_cache;
-}
-
 /// One request of the per-request era (`ctx.envelope` set).
 inline bool handle_per_request(server::impl& s, const message& msg, const dispatch_context& ctx, std::string& out) {
   MCPCORE_ASSERT(msg.id.has_value());
@@ -121,8 +115,8 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
                               s.prompt_hidden.get());
         break;
       case method_id::resources_read:
-        if (const json::value uri = msg.params["uri"]; uri.is_string()) cache = read_cache_of(s, uri.as_string());
         answered = !read_input_round(e) || handle_resources_read(e);
+        cache = e.read_cache;  // found by the read, which matched the URI once
         break;
       case method_id::prompts_get: answered = !read_input_round(e) || handle_prompts_get(e); break;
       case method_id::completion_complete: answered = handle_completion(e); break;

@@ -195,6 +195,7 @@ inline bool handle_resources_read(request_env& e) {
   if (!uri.is_string()) return bad_params(e, "resources/read needs params.uri (a string)");
   auto m = find_resource(e.s, uri.as_string());
   if (!m) return resource_not_found(e, uri.as_string());
+  e.read_cache = m->r->def.cache ? &*m->r->def.cache : &e.s.options.read_cache;
   call_scope scope{e.ctx, e.id};
   scope.link(e.ctx.stop);
   call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
