@@ -392,82 +392,65 @@ inline bool per_request_param_ok(const http_request_view& req, const message& ms
 inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view& req, const message& msg,
                                request_envelope& env, const std::optional<request_id_view>& echo,
                                std::string_view cid, http_completion& done) {
-  const auto refuse = [&](std::string body) { http_deliver(done, http_json_body(400, std::move(body))); };
   std::string body;
+  // Every refusal here is 400 with the body written just before (docs/eras.md#the-checks).
+  const auto refuse = [&] {
+    http_deliver(done, http_json_body(400, std::move(body)));
+    return false;
+  };
+  const auto mismatch = [&](std::string_view header, const std::string& detail) {
+    write_header_mismatch(body, echo, header, detail, cid);
+    return refuse();
+  };
   auto read = read_envelope(msg);
   if (!read) {
     write_envelope_error(body, echo, read.error(), cid);
-    refuse(std::move(body));
-    return false;
+    return refuse();
   }
   env = *read;
   const std::optional<std::string_view> version_header = req.header("MCP-Protocol-Version");
   const std::optional<std::string_view> method_header = req.header("Mcp-Method");
   if (version_header && http_trim(*version_header) != env.protocol_version) {
-    write_header_mismatch(body, echo, http_trim(*version_header),
-                          "the body envelope names protocol version " + std::string{env.protocol_version} +
-                              " but the MCP-Protocol-Version header names " + std::string{http_trim(*version_header)},
-                          cid);
-    refuse(std::move(body));
-    return false;
+    return mismatch(http_trim(*version_header), "the body envelope names protocol version " +
+                                                    std::string{env.protocol_version} +
+                                                    " but the MCP-Protocol-Version header names " +
+                                                    std::string{http_trim(*version_header)});
   }
   if (method_header && http_trim(*method_header) != msg.method) {
-    write_header_mismatch(body, echo, http_trim(*method_header),
-                          "the body names method " + std::string{msg.method} + " but the Mcp-Method header names " +
-                              std::string{http_trim(*method_header)},
-                          cid);
-    refuse(std::move(body));
-    return false;
+    return mismatch(http_trim(*method_header), "the body names method " + std::string{msg.method} +
+                                                   " but the Mcp-Method header names " +
+                                                   std::string{http_trim(*method_header)});
   }
   if (!serves(ep.options.eras, protocol_era::per_request)) {
     write_unsupported_revision(body, echo, supported_protocol_versions, env.protocol_version, cid);
-    refuse(std::move(body));
-    return false;
+    return refuse();
   }
   if (!is_per_request_protocol_version(env.protocol_version)) {
     write_unsupported_revision(body, echo, per_request_protocol_versions, env.protocol_version, cid);
-    refuse(std::move(body));
-    return false;
+    return refuse();
   }
   if (msg.kind != message_kind::request) return true;  // notifications need no method headers
   if (!version_header) {
-    write_header_mismatch(body, echo, "(missing)",
-                          "the body envelope names protocol version " + std::string{env.protocol_version} +
-                              " but the required MCP-Protocol-Version header is absent",
-                          cid);
-    refuse(std::move(body));
-    return false;
+    return mismatch("(missing)", "the body envelope names protocol version " + std::string{env.protocol_version} +
+                                     " but the required MCP-Protocol-Version header is absent");
   }
   if (!method_header) {
-    write_header_mismatch(body, echo, "(missing)",
-                          "the body names method " + std::string{msg.method} +
-                              " but the required Mcp-Method header is absent",
-                          cid);
-    refuse(std::move(body));
-    return false;
+    return mismatch("(missing)", "the body names method " + std::string{msg.method} +
+                                     " but the required Mcp-Method header is absent");
   }
   if (const auto name = per_request_name_of(msg)) {
     const std::optional<std::string_view> name_header = req.header("Mcp-Name");
     if (!name_header) {
-      write_header_mismatch(body, echo, "(missing)",
-                            "the body carries " + std::string{*name} + " but the required Mcp-Name header is absent",
-                            cid);
-      refuse(std::move(body));
-      return false;
+      return mismatch("(missing)",
+                      "the body carries " + std::string{*name} + " but the required Mcp-Name header is absent");
     }
     const std::optional<std::string> decoded = per_request_header_value(http_trim(*name_header));
     if (!decoded) {
-      write_header_mismatch(body, echo, http_trim(*name_header),
-                            "the Mcp-Name header carries an invalid Base64 sentinel value", cid);
-      refuse(std::move(body));
-      return false;
+      return mismatch(http_trim(*name_header), "the Mcp-Name header carries an invalid Base64 sentinel value");
     }
     if (*decoded != *name) {
-      write_header_mismatch(body, echo, http_trim(*name_header),
-                            "the body carries " + std::string{*name} + " but the Mcp-Name header names " + *decoded,
-                            cid);
-      refuse(std::move(body));
-      return false;
+      return mismatch(http_trim(*name_header),
+                      "the body carries " + std::string{*name} + " but the Mcp-Name header names " + *decoded);
     }
   }
   if (msg.method == "tools/call" && msg.params["name"].is_string()) {
@@ -475,9 +458,7 @@ inline bool per_request_checks(http_endpoint::impl& ep, const http_request_view&
     std::string detail;
     for (const param_header& h : ep.srv.param_headers(msg.params["name"].as_string())) {
       if (per_request_param_ok(req, msg, h, shown, detail)) continue;
-      write_header_mismatch(body, echo, shown, detail, cid);
-      refuse(std::move(body));
-      return false;
+      return mismatch(shown, detail);
     }
   }
   return true;
