@@ -242,7 +242,7 @@ std::string pr_call(std::string_view id_json, std::string_view tool, std::string
 }
 
 /// The params members of a retry: the answers and the state (any JSON).
-std::string retry(std::string_view responses_json, std::string_view state_json) {
+std::string retry_with(std::string_view responses_json, std::string_view state_json) {
   std::string m;
   if (!responses_json.empty()) {
     m += R"("inputResponses":)";
@@ -401,7 +401,7 @@ TEST_CASE("eras.md/input-requests: the retry with inputResponses and the request
   const std::string caps = R"({"elicitation":{}})";
   const std::string st = state_of(send_pr(is.srv, pr_call("1", "greet", caps)));
   dispatch_report report;
-  const auto done = send_pr(is.srv, pr_call("2", "greet", caps, retry(ada, quoted(st))), "alice", &report);
+  const auto done = send_pr(is.srv, pr_call("2", "greet", caps, retry_with(ada, quoted(st))), "alice", &report);
   CAPTURE(done.text);
   CHECK_FALSE(report.error.has_value());
   CHECK(fx::to_json(done.root["id"]) == "2");
@@ -413,7 +413,7 @@ TEST_CASE("eras.md/input-requests: the retry with inputResponses and the request
   CHECK(is.seen.last_input() == R"({"action":"accept","content":{"name":"Ada"}})");
   SUBCASE("a declined answer reads as present, and the handler asks again") {
     const auto again =
-        send_pr(is.srv, pr_call("3", "greet", caps, retry(R"({"name":{"action":"decline"}})", quoted(st))));
+        send_pr(is.srv, pr_call("3", "greet", caps, retry_with(R"({"name":{"action":"decline"}})", quoted(st))));
     CHECK(fx::str(again.result()["resultType"]) == "input_required");
     CHECK(is.seen.last_input() == R"({"action":"decline"})");
   }
@@ -427,14 +427,14 @@ TEST_CASE("eras.md/the-handler-contract: several rounds, each with its own signe
   CHECK(fx::str(r1.result()["inputRequests"]["step1"]["method"]) == "elicitation/create");
 
   const auto r2 = send_pr(
-      is.srv, pr_call("2", "multi", caps, retry(R"({"step1":{"action":"accept","content":{"name":"Ada"}}})", quoted(s1))));
+      is.srv, pr_call("2", "multi", caps, retry_with(R"({"step1":{"action":"accept","content":{"name":"Ada"}}})", quoted(s1))));
   const std::string s2 = state_of(r2);
   CHECK(s2 != s1);
   CHECK(fx::str(r2.result()["inputRequests"]["step2"]["method"]) == "elicitation/create");
   CHECK_FALSE(r2.result()["inputRequests"]["step1"].exists());
 
   const auto r3 = send_pr(
-      is.srv, pr_call("3", "multi", caps, retry(R"({"step2":{"action":"accept","content":{"color":"green"}}})", quoted(s2))));
+      is.srv, pr_call("3", "multi", caps, retry_with(R"({"step2":{"action":"accept","content":{"color":"green"}}})", quoted(s2))));
   CAPTURE(r3.text);
   CHECK(fx::str(r3.result()["resultType"]) == "complete");
   CHECK(text_of(r3) == "Ada likes green");
@@ -481,12 +481,12 @@ TEST_CASE("eras.md/request-state: an altered requestState is refused -32602 inva
   for (const auto& v : variants) {
     CAPTURE(v.what);
     dispatch_report report;
-    const auto a = send_pr(is.srv, pr_call(R"("t-1")", "greet", caps, retry(ada, v.state_json)), "alice", &report);
+    const auto a = send_pr(is.srv, pr_call(R"("t-1")", "greet", caps, retry_with(ada, v.state_json)), "alice", &report);
     check_state_refused(a, R"("t-1")", report);
     CHECK(is.seen.runs() == 1);  // the handler did not run
   }
   // The state itself is still good.
-  const auto ok = send_pr(is.srv, pr_call("2", "greet", caps, retry(ada, quoted(st))));
+  const auto ok = send_pr(is.srv, pr_call("2", "greet", caps, retry_with(ada, quoted(st))));
   CHECK(text_of(ok) == "Hello, Ada");
   CHECK(is.seen.runs() == 2);
 }
@@ -498,18 +498,18 @@ TEST_CASE("eras.md/request-state: a requestState past request_state_lifetime is 
   const std::string caps = R"({"elicitation":{}})";
   const std::string st = state_of(send_pr(is.srv, pr_call("1", "greet", caps)));
   is.clk.advance(60s);  // at its expiry second: still valid
-  CHECK(text_of(send_pr(is.srv, pr_call("2", "greet", caps, retry(ada, quoted(st))))) == "Hello, Ada");
+  CHECK(text_of(send_pr(is.srv, pr_call("2", "greet", caps, retry_with(ada, quoted(st))))) == "Hello, Ada");
   CHECK(is.seen.runs() == 2);
   is.clk.advance(1s);
   dispatch_report report;
-  check_state_refused(send_pr(is.srv, pr_call("3", "greet", caps, retry(ada, quoted(st))), "alice", &report), "3",
+  check_state_refused(send_pr(is.srv, pr_call("3", "greet", caps, retry_with(ada, quoted(st))), "alice", &report), "3",
                       report);
   CHECK(is.seen.runs() == 2);
   SUBCASE("the wall clock stepping past it counts too") {
     const std::string fresh = state_of(send_pr(is.srv, pr_call("4", "greet", caps)));
     is.clk.set_system(is.clk.system_now() + 1h);
     dispatch_report r2;
-    check_state_refused(send_pr(is.srv, pr_call("5", "greet", caps, retry(ada, quoted(fresh))), "alice", &r2), "5", r2);
+    check_state_refused(send_pr(is.srv, pr_call("5", "greet", caps, retry_with(ada, quoted(fresh))), "alice", &r2), "5", r2);
   }
 }
 
@@ -520,21 +520,21 @@ TEST_CASE("eras.md/request-state: a state replayed by another caller, for anothe
   const int runs = is.seen.runs();
   dispatch_report report;
   SUBCASE("another principal") {
-    check_state_refused(send_pr(is.srv, pr_call("2", "greet", caps, retry(ada, quoted(st))), "bob", &report), "2",
+    check_state_refused(send_pr(is.srv, pr_call("2", "greet", caps, retry_with(ada, quoted(st))), "bob", &report), "2",
                         report);
   }
   SUBCASE("another tool (the same handler)") {
-    check_state_refused(send_pr(is.srv, pr_call("2", "greet2", caps, retry(ada, quoted(st))), "alice", &report), "2",
+    check_state_refused(send_pr(is.srv, pr_call("2", "greet2", caps, retry_with(ada, quoted(st))), "alice", &report), "2",
                         report);
   }
   SUBCASE("another method: prompts/get of a prompt with the tool's name") {
     check_state_refused(
-        send_pr(is.srv, pr_request("2", "prompts/get", "greet", caps, retry(ada, quoted(st))), "alice", &report), "2",
+        send_pr(is.srv, pr_request("2", "prompts/get", "greet", caps, retry_with(ada, quoted(st))), "alice", &report), "2",
         report);
   }
   CHECK(is.seen.runs() == runs);
   // The owner, for the same tool, still completes.
-  CHECK(text_of(send_pr(is.srv, pr_call("3", "greet", caps, retry(ada, quoted(st))))) == "Hello, Ada");
+  CHECK(text_of(send_pr(is.srv, pr_call("3", "greet", caps, retry_with(ada, quoted(st))))) == "Hello, Ada");
 }
 
 TEST_CASE("eras.md/request-state: a state signed by another server is refused, one sharing the key accepts it") {
@@ -544,16 +544,16 @@ TEST_CASE("eras.md/request-state: a state signed by another server is refused, o
   const std::string caps = R"({"elicitation":{}})";
   const std::string st = state_of(send_pr(a.srv, pr_call("1", "greet", caps)));
   dispatch_report report;
-  check_state_refused(send_pr(b.srv, pr_call("2", "greet", caps, retry(ada, quoted(st))), "alice", &report), "2", report);
+  check_state_refused(send_pr(b.srv, pr_call("2", "greet", caps, retry_with(ada, quoted(st))), "alice", &report), "2", report);
   CHECK(b.seen.runs() == 0);
-  CHECK(text_of(send_pr(a2.srv, pr_call("3", "greet", caps, retry(ada, quoted(st))))) == "Hello, Ada");
+  CHECK(text_of(send_pr(a2.srv, pr_call("3", "greet", caps, retry_with(ada, quoted(st))))) == "Hello, Ada");
   SUBCASE("without a key each server signs with its own random one") {
     input_server r1{server_options{}};
     input_server r2{server_options{}};
     const std::string own = state_of(send_pr(r1.srv, pr_call("4", "greet", caps)));
     dispatch_report rr;
-    check_state_refused(send_pr(r2.srv, pr_call("5", "greet", caps, retry(ada, quoted(own))), "alice", &rr), "5", rr);
-    CHECK(text_of(send_pr(r1.srv, pr_call("6", "greet", caps, retry(ada, quoted(own))))) == "Hello, Ada");
+    check_state_refused(send_pr(r2.srv, pr_call("5", "greet", caps, retry_with(ada, quoted(own))), "alice", &rr), "5", rr);
+    CHECK(text_of(send_pr(r1.srv, pr_call("6", "greet", caps, retry_with(ada, quoted(own))))) == "Hello, Ada");
   }
 }
 
@@ -594,14 +594,14 @@ TEST_CASE("eras.md/the-handler-contract: inputResponses entries that are not bar
   for (const char* responses : absent) {
     CAPTURE(responses);
     const int before = is.seen.runs();
-    const auto a = send_pr(is.srv, pr_call("1", "greet", caps, retry(responses, {})));
+    const auto a = send_pr(is.srv, pr_call("1", "greet", caps, retry_with(responses, {})));
     CAPTURE(a.text);
     CHECK(is.seen.runs() == before + 1);  // the handler ran ...
     CHECK(is.seen.last_input() == "<absent>");  // ... without an answer
     CHECK(fx::str(a.result()["resultType"]) == "input_required");
   }
   // A bare result object is an answer, with or without a requestState.
-  CHECK(text_of(send_pr(is.srv, pr_call("2", "greet", caps, retry(ada, {})))) == "Hello, Ada");
+  CHECK(text_of(send_pr(is.srv, pr_call("2", "greet", caps, retry_with(ada, {})))) == "Hello, Ada");
   CHECK(is.seen.last_input() == R"({"action":"accept","content":{"name":"Ada"}})");
 }
 
@@ -703,7 +703,7 @@ TEST_CASE("eras.md/input-requests: prompts/get asks for input and completes the 
   CHECK_FALSE(first.result()["messages"].exists());
   const std::string st = state_of(first);
 
-  const auto done = send_pr(is.srv, pr_request("2", "prompts/get", "greet", caps, retry(ada, quoted(st))));
+  const auto done = send_pr(is.srv, pr_request("2", "prompts/get", "greet", caps, retry_with(ada, quoted(st))));
   CAPTURE(done.text);
   CHECK(fx::str(done.result()["resultType"]) == "complete");
   CHECK(fx::str(done.result()["description"]) == "A greeting");
@@ -713,7 +713,7 @@ TEST_CASE("eras.md/input-requests: prompts/get asks for input and completes the 
   SUBCASE("a tampered state is refused and the prompt does not run") {
     dispatch_report r;
     check_state_refused(
-        send_pr(is.srv, pr_request("3", "prompts/get", "greet", caps, retry(ada, quoted(flip_at(st, 6)))), "alice", &r),
+        send_pr(is.srv, pr_request("3", "prompts/get", "greet", caps, retry_with(ada, quoted(flip_at(st, 6)))), "alice", &r),
         "3", r);
     CHECK(is.seen.runs() == 2);
   }
@@ -721,7 +721,7 @@ TEST_CASE("eras.md/input-requests: prompts/get asks for input and completes the 
     const std::string tool_state = state_of(send_pr(is.srv, pr_call("4", "greet", caps)));
     dispatch_report r;
     check_state_refused(
-        send_pr(is.srv, pr_request("5", "prompts/get", "greet", caps, retry(ada, quoted(tool_state))), "alice", &r),
+        send_pr(is.srv, pr_request("5", "prompts/get", "greet", caps, retry_with(ada, quoted(tool_state))), "alice", &r),
         "5", r);
   }
   SUBCASE("without the capability: -32021") {
