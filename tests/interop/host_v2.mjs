@@ -3,10 +3,6 @@
 // docs/eras.md), driven by the official MCP TypeScript client v2 (`@modelcontextprotocol/client`, pinned in
 // package.json), over Streamable HTTP with a bearer token and over stdio.
 //
-// Not yet a ctest entry: its execute_instruction check fails until detached work streams in the
-// per-request era (the per-request transports give a call no record to detach onto, so the host's
-// progress and final result go nowhere; docs/eras.md#status). Every other check passes.
-//
 // Usage: node host_v2.mjs <path-to-mcpcore-host> [<allow-list file>]
 //
 // In a fresh data directory: starts mcpcore-host on an ephemeral 127.0.0.1 port (first run: it creates the

@@ -11,6 +11,7 @@
 #include "support/http_endpoint_fixture.hpp"
 #include "support/server_fixture.hpp"
 
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/clock.hpp>
@@ -24,6 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -900,6 +903,180 @@ TEST_CASE("eras.md/streams: begin_shutdown closes a live per-request stream and 
   for (const auto& e : reader.messages()) CHECK_FALSE(is_response_for(e, "8"));
   CHECK(eventually([&] { return f.held_saw_stop.load(); }));
   CHECK(eventually([&] { return f.held_returned.load() == 1; }));
+}
+
+// ---- detached work ------------------------------------------------------------------------------------
+
+/// The handles the `detached` tool's calls produced (the test reports through them).
+struct detached_ops {
+  std::mutex mu;
+  std::vector<operation_handle> ops;
+  /// Detached calls finish before they return.
+  bool finish_early = false;
+  void put(operation_handle op) {
+    const std::lock_guard lock{mu};
+    ops.push_back(std::move(op));
+  }
+  operation_handle take() {
+    REQUIRE(eventually([&] {
+      const std::lock_guard lock{mu};
+      return !ops.empty();
+    }));
+    const std::lock_guard lock{mu};
+    auto op = std::move(ops.front());
+    ops.erase(ops.begin());
+    return op;
+  }
+};
+
+/// A fixture with the tool `detached`: it detaches its work as "exec-<n>" and answers "started".
+fixture_config with_detached(const std::shared_ptr<detached_ops>& ops) {
+  fixture_config c;
+  c.extra = [ops](server_builder& b) {
+    add_tool(b, "detached", [ops](call_context& ctx, const arguments&) {
+      std::string id = "exec-" + std::to_string(ctx.id().is_string() ? 0 : ctx.id().as_integer());
+      operation_handle op = detach(ctx, std::move(id));
+      if (ops->finish_early) CHECK(op.finish("completed", R"({"exit_code":0})"));
+      ops->put(std::move(op));
+      return tool_result::text("started");
+    });
+  };
+  return c;
+}
+
+TEST_CASE("eras.md/detached-work: with a progress token the stream carries the work's progress, then its final") {
+  const auto ops = std::make_shared<detached_ops>();
+  fixture f{with_detached(ops)};
+  auto r = f.send(pr_call("11", "detached", envelope(R"("progressToken":"t-11")")));
+  REQUIRE(r.head.status == 200);
+  REQUIRE(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  operation_handle op = ops->take();
+  CHECK(op.bound());
+  CHECK(op.execution_id() == "exec-11");
+  // The call returned: its answer waits for the work's terminal.
+  (void)reader.pull();
+  CHECK_FALSE(reader.finished());
+  CHECK(reader.messages().empty());
+
+  CHECK(op.progress(1, 4, "line one"));
+  CHECK_FALSE(op.progress(1, 4));  // not above the last value sent
+  CHECK_FALSE(op.progress(2, 0));  // no meaningful total
+  CHECK(op.progress(9, 4));        // clamped to the total
+  REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 2; }));
+  CHECK(op.finish("completed", R"({"exit_code":0})"));
+  CHECK_FALSE(op.finish("failed"));  // one terminal
+  CHECK_FALSE(op.progress(10, 11));  // nothing after it
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE(msgs.size() == 3);
+  const auto first = fx::parse(msgs[0].data);
+  CHECK(fx::str(first.root["params"]["progressToken"]) == "t-11");
+  CHECK(fx::str(first.root["params"]["message"]) == "line one");
+  CHECK(fx::str(first.root["params"]["_meta"]["mcpcore/executionId"]) == "exec-11");
+  CHECK(fx::parse(msgs[1].data).root["params"]["progress"].to_int64() == 4);
+  REQUIRE(is_response_for(msgs[2], "11"));
+  const auto final_result = fx::parse(msgs[2].data);
+  check_complete(final_result);
+  const json::value res = final_result.root["result"];
+  CHECK(fx::str(fx::at(res["content"], 0)["text"]) == "started");
+  CHECK(fx::str(res["status"]) == "completed");
+  CHECK(fx::str(res["execution_id"]) == "exec-11");
+  CHECK(res["exit_code"].to_int64() == 0);
+  reader.destroy();
+  CHECK(f.ep->budget().in_use() == 0);
+  CHECK(f.ep->sessions().size() == 0);
+}
+
+TEST_CASE("eras.md/detached-work: a terminal reported before the call returned is the final at once") {
+  const auto ops = std::make_shared<detached_ops>();
+  ops->finish_early = true;
+  fixture f{with_detached(ops)};
+  auto r = f.send(pr_call("12", "detached", envelope(R"("progressToken":12)")));
+  REQUIRE(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE(msgs.size() == 1);
+  REQUIRE(is_response_for(msgs[0], "12"));
+  const json::value res = fx::parse(msgs[0].data).root["result"];
+  CHECK(fx::str(res["status"]) == "completed");
+  CHECK(fx::str(res["execution_id"]) == "exec-12");
+  CHECK(fx::str(fx::at(res["content"], 0)["text"]) == "started");
+}
+
+TEST_CASE("eras.md/detached-work: without a progress token, or past the stream cap, the call answers at once, unbound") {
+  const auto ops = std::make_shared<detached_ops>();
+  auto cfg = with_detached(ops);
+  cfg.endpoint = [](http_endpoint_options& o) { o.per_request.streams_per_principal = 1; };
+  fixture f{cfg};
+  SUBCASE("no progress token") {
+    const auto r = f.send(pr_call("13", "detached"));
+    CHECK(header_of(r, "Content-Type") == "application/json");
+    CHECK(fx::str(fx::at(body_of(r).root["result"]["content"], 0)["text"]) == "started");
+    operation_handle op = ops->take();
+    CHECK_FALSE(op.bound());
+    CHECK(op.execution_id() == "exec-13");
+    CHECK_FALSE(op.finish("completed"));
+  }
+  SUBCASE("the principal's one stream is taken") {
+    auto held = f.send(pr_call("1", "held", envelope(R"("progressToken":1)")));
+    REQUIRE(header_of(held, "Content-Type") == "text/event-stream");
+    auto held_reader = f.read(held);
+    REQUIRE(f.held_started.wait_arrived());
+    const auto r = f.send(pr_call("14", "detached", envelope(R"("progressToken":14)")));
+    CHECK(header_of(r, "Content-Type") == "application/json");
+    CHECK_FALSE(ops->take().bound());
+    f.held_gate.open();
+    held_reader.drive_to_end();
+  }
+  SUBCASE("the client does not accept an event stream") {
+    auto req = pr_call("15", "detached", envelope(R"("progressToken":15)"));
+    req.set("Accept", "application/json");
+    const auto r = f.send(req);
+    CHECK(header_of(r, "Content-Type") == "application/json");
+    CHECK_FALSE(ops->take().bound());
+  }
+}
+
+TEST_CASE("eras.md/detached-work: the last handle gone without a terminal ends the stream with -32014") {
+  const auto ops = std::make_shared<detached_ops>();
+  fixture f{with_detached(ops)};
+  auto r = f.send(pr_call("16", "detached", envelope(R"("progressToken":16)")));
+  REQUIRE(header_of(r, "Content-Type") == "text/event-stream");
+  auto reader = f.read(r);
+  {
+    operation_handle op = ops->take();
+    CHECK(op.progress(1));
+  }
+  reader.drive_to_end();
+  const auto msgs = reader.messages();
+  REQUIRE(msgs.size() == 2);
+  REQUIRE(is_response_for(msgs[1], "16"));
+  const auto err = fx::parse(msgs[1].data);
+  CHECK(err.root["error"]["code"].to_int64() == -32014);
+  CHECK(fx::str(err.root["error"]["data"]["execution_id"]) == "exec-16");
+}
+
+TEST_CASE("eras.md/detached-work: the client closing the stream stops the reports, not the work") {
+  const auto ops = std::make_shared<detached_ops>();
+  fixture f{with_detached(ops)};
+  auto r = f.send(pr_call("17", "detached", envelope(R"("progressToken":17)")));
+  auto reader = f.read(r);
+  operation_handle op = ops->take();
+  CHECK(op.progress(1));
+  SUBCASE("the client leaves") {
+    reader.drop();
+  }
+  SUBCASE("the server shuts down") {
+    f.ep->begin_shutdown();
+    reader.drive_to_end();
+    for (const auto& e : reader.messages()) CHECK_FALSE(is_response_for(e, "17"));
+    reader.destroy();
+  }
+  CHECK_FALSE(op.progress(2));
+  CHECK(op.finish("completed"));  // accepted: the one terminal, delivered nowhere
+  CHECK(eventually([&] { return f.ep->budget().in_use() == 0; }));
 }
 
 // ---- notifications and the Origin ---------------------------------------------------------------------------

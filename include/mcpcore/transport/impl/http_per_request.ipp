@@ -11,13 +11,17 @@
 
 #include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/base64.hpp>
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/session/impl/progress_bridge.ipp>
+#include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/wire/accept.hpp>
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/sse.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -162,9 +166,100 @@ struct per_request_sink final : message_sink {
   per_request_call& call;
 };
 
-struct per_request_call {
+/// Detached work of a per-request call (docs/eras.md#detached-work): its progress frames and its
+/// final go onto the call's SSE stream, which stays open after the call returned until the
+/// terminal. The final is the call's response with `status`, `execution_id` and the terminal's
+/// members added (as on a session, docs/sessions.md#projection-and-finals). Shared by every
+/// `operation_handle` of the call; the last one gone without a terminal ends the stream with a
+/// -32014 "terminal unavailable" error, so no client waits for a final that cannot come.
+class per_request_operation final : public operation_link {
+ public:
+  per_request_operation(std::shared_ptr<per_request_channel> channel, request_id id, request_id token,
+                        std::string execution_id)
+      : ch_(std::move(channel)), id_(std::move(id)), token_(std::move(token)), execution_id_(std::move(execution_id)) {}
+  ~per_request_operation() {
+    std::optional<std::string> unfinished;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!finished_) unfinished = std::move(base_);
+    }
+    if (!unfinished) return;
+    try {
+      (void)ch_->push(bridge_unavailable_final(id_, execution_id_, std::chrono::system_clock::now()), true);
+    } catch (...) {
+      ch_->close();  // no memory for the error: the stream ends without it
+    }
+  }
+  per_request_operation(const per_request_operation&) = delete;
+  per_request_operation& operator=(const per_request_operation&) = delete;
+
+  // Same rules as a session's record (docs/concepts/operation_source.md): no meaningful total
+  // skips, progress past the total is clamped, and only a value above the last one sent goes.
+  bool progress(double progress, std::optional<double> total, std::string_view message) override {
+    if (!std::isfinite(progress) || (total && (!std::isfinite(*total) || *total <= 0))) return false;
+    if (total && progress > *total) progress = *total;
+    bridge_snapshot snap;
+    snap.progress = progress;
+    snap.total = total;
+    snap.message.assign(message);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_ || (watermark_ && !(progress > *watermark_))) return false;
+    if (!ch_->push(bridge_progress_frame(token_, snap, execution_id_), false)) return false;
+    watermark_ = progress;
+    return true;
+  }
+  bool finish(std::string_view status, std::string_view extra_members) override {
+    std::optional<std::string> text;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (finished_) return false;
+      if (!based_) {
+        early_.emplace(std::string{status}, std::string{extra_members});  // built when the base comes
+        finished_ = true;
+        return true;
+      }
+      text = bridge_finish_final(base_, id_, status, extra_members, execution_id_);
+      finished_ = true;
+      base_.reset();
+    }
+    if (!ch_->push(*text, true)) ch_->close();
+    return true;
+  }
+  /// The call returned `response`: the base of the final (published now if `finish` came first).
+  void defer(std::string response) {
+    std::optional<std::string> text;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (based_) return;
+      based_ = true;
+      base_ = std::move(response);
+      if (!early_) return;
+      text = bridge_finish_final(base_, id_, early_->first, early_->second, execution_id_);
+      base_.reset();
+      early_.reset();
+    }
+    if (!ch_->push(*text, true)) ch_->close();
+  }
+
+ private:
+  std::shared_ptr<per_request_channel> ch_;
+  const request_id id_;
+  const request_id token_;
+  const std::string execution_id_;
+  std::mutex mutex_;  // a leaf above the channel's mutex
+  std::optional<std::string> base_;
+  std::optional<std::pair<std::string, std::string>> early_;  // a terminal before the base
+  std::optional<double> watermark_;
+  bool based_ = false;
+  bool finished_ = false;
+};
+
+struct per_request_call final : call_link {
   per_request_call(http_endpoint::impl& e, std::shared_ptr<http_post_exchange> b, request_envelope env, bool sse)
       : ep(e), base(std::move(b)), envelope(env), accepts_sse(sse), channel(std::make_shared<per_request_channel>()) {}
+  per_request_call(const per_request_call&) = delete;
+  per_request_call& operator=(const per_request_call&) = delete;
+  ~per_request_call() = default;
 
   http_endpoint::impl& ep;
   std::shared_ptr<http_post_exchange> base;  // the document the message and envelope view
@@ -172,9 +267,12 @@ struct per_request_call {
   const bool accepts_sse;
   const std::shared_ptr<per_request_channel> channel;
   per_request_sink sink{*this};
-  std::mutex mutex;         // a leaf; guards `done` and `streaming`
+  std::mutex mutex;         // a leaf; guards `done`, `streaming` and `operation`
   http_completion done;     // until the answer (JSON or the stream) was delivered
   bool streaming = false;   // the stream was delivered: the final goes onto it
+  /// Set by `detach` (docs/eras.md#detached-work): the call's response becomes the base of the
+  /// operation's final.
+  std::shared_ptr<per_request_operation> operation;
   /// The client leaving (http_request_view::disconnected) cancels the call.
   std::optional<std::stop_callback<std::function<void()>>> on_gone;
   /// The call's entry in the endpoint's table of live per-request calls (shutdown cancels them).
@@ -183,6 +281,10 @@ struct per_request_call {
   /// Opens the stream (under no lock); the reply to deliver, or nothing when it cannot.
   std::optional<http_reply> open_stream();
   void run() noexcept;
+  /// `call_link`: with a progress token and an SSE answer possible, opens the stream now and
+  /// returns the record the work reports to; otherwise null (the call answers at once and the
+  /// client polls by execution id).
+  std::shared_ptr<operation_link> detach(std::string execution_id) override;
 };
 
 
@@ -225,6 +327,31 @@ inline bool per_request_sink::send(std::string_view message) noexcept {
   }
 }
 
+inline std::shared_ptr<operation_link> per_request_call::detach(std::string execution_id) {
+  const std::optional<request_id> token = progress_token_of(base->msg.params["_meta"]["progressToken"]);
+  if (!token || !base->msg.id) return nullptr;
+  std::optional<http_reply> opened;
+  http_completion d;
+  std::shared_ptr<per_request_operation> op;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (operation) return operation;  // a second detach shares the record
+    if (!streaming) {
+      if (!accepts_sse || !done) return nullptr;
+      opened = open_stream();
+      if (!opened) return nullptr;  // over the stream budget: unbound, the client polls
+    }
+    op = std::make_shared<per_request_operation>(channel, request_id{*base->msg.id}, *token, std::move(execution_id));
+    operation = op;
+    if (opened) {
+      streaming = true;
+      d = std::exchange(done, nullptr);
+    }
+  }
+  if (d && opened) http_deliver(d, std::move(*opened));
+  return op;
+}
+
 /// The HTTP status of a per-request answer that is an error (docs/eras.md#errors).
 [[nodiscard]] constexpr int per_request_status(std::optional<errc> e) noexcept {
   if (!e) return 200;
@@ -243,7 +370,7 @@ inline void per_request_call::run() noexcept {
     ~unregister() { c.ep.unregister_per_request(c.key); }
   } const at_end{*this};
   dispatch_report report;
-  const dispatch_context ctx{base->who, nullptr, &sink, channel->stop.get_token(), nullptr, &envelope, &report};
+  const dispatch_context ctx{base->who, nullptr, &sink, channel->stop.get_token(), this, &envelope, &report};
   std::string out;
   bool answered = false;
   try {
@@ -261,9 +388,16 @@ inline void per_request_call::run() noexcept {
     report.error = errc::internal_error;
   }
   http_completion d;
+  std::shared_ptr<per_request_operation> detached;
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (!streaming) d = std::exchange(done, nullptr);
+    detached = std::move(operation);
+  }
+  if (detached) {
+    // The work goes on: this response is the base of its final (the stream stays open).
+    detached->defer(std::move(out));
+    return;
   }
   if (!d) {
     try {
