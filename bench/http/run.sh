@@ -11,9 +11,16 @@
 #                    fixed body from a plain handler (no MCP), to split mcpcore's cost
 #          inline    (only when listed in --targets) echo_server --inline-dispatch: mcpcore with
 #                    dispatch on the I/O thread, to measure the handler-pool hand-off
+#          and, only when listed in --targets, the same call at MCP revision 2026-07-28 (the
+#          per-request era: no initialize, no session), with echo2026.lua, against
+#          mcpcore2026  the same echo_server as mcpcore (its http_endpoint serves both eras)
+#          ts2026       bench/http/ts2026_echo_server.mjs: the official TypeScript SDK v2
+#                       (@modelcontextprotocol/server), createMcpHandler, a new McpServer per
+#                       request, JSON responses (its default)
 #          after a warm-up run of each, in rounds that alternate them (the order rotates each
 #          round); requests/s, p50, p99, the server's RSS after each run and its CPU time per
-#          request;
+#          request; with --out, the medians of requests/s and of CPU time per request also as bar
+#          charts (bars.pl);
 #   idle   memory of idle sessions and of idle open SSE GET streams (idle_streams.cpp), on fresh
 #          servers: mcpcore and, as the reference, the TypeScript SDK server.
 # Every server is started by this script, checked (its first echo answer must be right) before it
@@ -32,16 +39,20 @@
 #   --idle-sessions N     idle sessions on mcpcore (default 10000)
 #   --ts-idle N           idle sessions, then idle streams, on the TypeScript server (default 1000)
 #   --only load|idle      run one part only
-#   --targets "LIST"      servers to measure, among mcpcore ts nginx asio inline (default:
-#                         "mcpcore ts nginx asio")
+#   --targets "LIST"      servers to measure, among mcpcore ts nginx asio inline mcpcore2026
+#                         ts2026 (default: "mcpcore ts nginx asio"); idle measures mcpcore and ts
 #   --build-dir DIR       where to build mcpcore in Release (default: build/release-bench, the
 #                         release-bench preset's directory)
 #   --bin-dir DIR         use mcpcore_bench_http_echo_server and mcpcore_bench_http_idle_streams
 #                         from DIR instead of building
 #   --smoke               a short self-check of the mcpcore side only (no wrk, nginx or Node):
 #                         start, first echo, 20 idle streams; what ctest runs
-#   --out FILE            also write the result lines to FILE
+#   --out FILE            also write the result lines to FILE and, after a load run,
+#                         FILE.rps.tsv and FILE.cpu.tsv (per target: the median requests/s, or
+#                         server CPU µs per request, and each round's value), drawn by bars.pl as
+#                         FILE.rps.svg and FILE.cpu.svg
 # Missing tools are installed once with apt-get (wrk, nginx, curl) and npm ci (tests/interop).
+# shellcheck disable=SC2034,SC2154 # each server's <name>_pid, _port and _sid are set by printf -v and read as ${!var}; set -u still stops on an unset one
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -69,7 +80,7 @@ while (($#)); do
     --bin-dir) bin_dir="$2"; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e '/^# shellcheck /d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,7 +98,7 @@ esac
 read -r -a targets <<<"$targets_arg"
 has() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 for t in "${targets[@]}"; do
-  [[ "$t" == mcpcore || "$t" == ts || "$t" == nginx || "$t" == asio || "$t" == inline ]] ||
+  [[ " mcpcore ts nginx asio inline mcpcore2026 ts2026 " == *" $t "* ]] ||
     { echo "run.sh: unknown target $t" >&2; exit 2; }
 done
 ((smoke)) && targets=(mcpcore)
@@ -129,15 +140,16 @@ if ((smoke == 0)); then
     ensure_apt nginx nginx
     nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
   fi
-  if has ts; then
-    command -v node >/dev/null || die "node is needed for the TypeScript SDK server (scripts/install-deps installs it)"
+  if has ts || has ts2026; then
+    command -v node >/dev/null || die "node is needed for the TypeScript SDK servers (scripts/install-deps installs it)"
   fi
-  if has ts && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/sdk" ]]; then
-    log "run.sh: npm ci in tests/interop (the pinned TypeScript SDK)"
+  if { has ts && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/sdk" ]]; } ||
+     { has ts2026 && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/server" ]]; }; then
+    log "run.sh: npm ci in tests/interop (the pinned TypeScript SDKs)"
     npm ci --prefix "$root/tests/interop" --no-audit --no-fund --loglevel=error
   fi
 fi
-# The TypeScript server runs on the Node that tests/interop pins (the npm package node@22) when it
+# The TypeScript servers run on the Node that tests/interop pins (the npm package node@22) when it
 # is installed there, else on the node on PATH; the version goes into the result header.
 node_bin="$root/tests/interop/node_modules/.bin/node"
 [[ -x "$node_bin" ]] || node_bin="node"
@@ -159,7 +171,7 @@ if [[ -z "$bin_dir" ]]; then  # (the idle client is built with it; the TypeScrip
 fi
 echo_server="$bin_dir/mcpcore_bench_http_echo_server"
 idle_client="$bin_dir/mcpcore_bench_http_idle_streams"
-if { has mcpcore || has asio || has inline; } && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
+if { has mcpcore || has asio || has inline || has mcpcore2026; } && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
 if ((run_idle)) && [[ ! -x "$idle_client" ]]; then die "missing $idle_client"; fi
 
 # ---- file descriptors for the idle streams (the client and each server hold one per stream) -------
@@ -207,6 +219,14 @@ start_mcpcore() {
 start_ts() {
   local name="$1"; shift
   "$node_bin" "$here/ts_echo_server.mjs" --port 0 --port-file "$work/$name.port" \
+       --modules "$root/tests/interop/node_modules" 2>"$work/$name.log" &
+  local pid=$!; pids+=("$pid")
+  printf -v "${name}_pid" '%s' "$pid"
+  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+}
+start_ts2026() {
+  local name="$1"; shift
+  "$node_bin" "$here/ts2026_echo_server.mjs" --port 0 --port-file "$work/$name.port" \
        --modules "$root/tests/interop/node_modules" 2>"$work/$name.log" &
   local pid=$!; pids+=("$pid")
   printf -v "${name}_pid" '%s' "$pid"
@@ -285,19 +305,28 @@ open_session() {
 }
 
 # check_first_echo <name> <port> <session> <mode>: the first tools/call must be answered 200 with
-# the echo result (and, for mode "id", with its own id). Prints the answer.
+# the echo result (and, for modes "id" and "2026", with its own id). Mode "2026" sends the call of
+# echo2026.lua (revision 2026-07-28, no session) and expects what that script expects. Prints the
+# answer.
 check_first_echo() {
-  local name="$1" port="$2" sid="$3" mode="$4" status body
-  local hdr=("${mcp_headers[@]}" -H 'MCP-Protocol-Version: 2025-11-25')
+  local name="$1" port="$2" sid="$3" mode="$4" status body request
+  local hdr=("${mcp_headers[@]}") expected=('"result":{"content":[{"type":"text","text":"hello"}]}')
+  if [[ "$mode" == 2026 ]]; then
+    hdr+=(-H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo')
+    request='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+    expected=('"content":[{"type":"text","text":"hello"}]' '"resultType":"complete"')
+  else
+    hdr+=(-H 'MCP-Protocol-Version: 2025-11-25')
+    request='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
+  fi
   [[ -n "$sid" ]] && hdr+=(-H "Mcp-Session-Id: $sid")
   status=$(curl -sS --max-time 10 -D "$work/$name.first.head" -o "$work/$name.first.body" -w '%{http_code}' \
-           -X POST "http://127.0.0.1:$port/mcp" "${hdr[@]}" \
-           -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}')
+           -X POST "http://127.0.0.1:$port/mcp" "${hdr[@]}" -d "$request")
   body=$(cat "$work/$name.first.body")
-  local ok=1
+  local ok=1 e
   [[ "$status" == 200 ]] || ok=0
-  [[ "$body" == *'"result":{"content":[{"type":"text","text":"hello"}]}'* ]] || ok=0
-  [[ "$mode" != id || "$body" == *'"id":1}'* || "$body" == *'"id":1,'* ]] || ok=0
+  for e in "${expected[@]}"; do [[ "$body" == *"$e"* ]] || ok=0; done
+  [[ "$mode" == fixed || "$body" == *'"id":1}'* || "$body" == *'"id":1,'* ]] || ok=0
   if ((ok == 0)); then
     log "run.sh: $name: wrong first echo answer (HTTP $status):"; cat "$work/$name.first.head" >&2; log "$body"
     return 1
@@ -323,7 +352,7 @@ machine_notes() {  # the machine, its load and the tools, as comment lines
   local tools="" v
   if command -v wrk >/dev/null; then v=$(wrk -v 2>&1 | head -1 || true); tools+="; ${v%% Copyright*}"; fi
   if [[ -n "$nginx_bin" ]]; then v=$("$nginx_bin" -v 2>&1 || true); tools+="; nginx ${v##*/}"; fi
-  if has ts; then tools+="; node $("$node_bin" --version)"; fi
+  if has ts || has ts2026; then tools+="; node $("$node_bin" --version)"; fi
   result "#${tools#;}"
 }
 
@@ -356,15 +385,30 @@ if ((run_load)); then
     inline_sid=$(open_session "$inline_port")
     check_first_echo inline "$inline_port" "$inline_sid" id
   fi
-  declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id)
+  # The per-request era has no session: nothing to open before the first call.
+  if has mcpcore2026; then
+    start_mcpcore mcpcore2026
+    mcpcore2026_sid=""
+    check_first_echo mcpcore2026 "$mcpcore2026_port" "" 2026
+    result "# mcpcore2026 echo_server: $(sed -n 's/.*(\(io .*threads\))$/\1/p' "$work/mcpcore2026.log")"
+  fi
+  if has ts2026; then
+    start_ts2026 ts2026
+    ts2026_sid=""
+    check_first_echo ts2026 "$ts2026_port" "" 2026
+  fi
+  declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id [mcpcore2026]=2026 [ts2026]=2026)
 
   # load <target> <seconds> <first id>: one wrk run; prints its RESULT line (zeros when wrk
   # failed) and fails when wrk failed or a response was not a correct 200.
   load() {
     local t="$1" secs="$2" first="$3" port_var="${1}_port" sid_var="${1}_sid" rc=0
+    local script=echo.lua args=("${mode[$t]}" "$first")
+    # echo2026.lua always checks ids, so it takes the first id alone.
+    if [[ "${mode[$t]}" == 2026 ]]; then script=echo2026.lua args=("$first"); fi
     MCP_PATH=/mcp MCP_SESSION_ID="${!sid_var}" \
-      wrk -t"$wrk_threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/echo.lua" \
-          "http://127.0.0.1:${!port_var}" -- "${mode[$t]}" "$first" >"$work/wrk.out" 2>&1 || rc=$?
+      wrk -t"$wrk_threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/$script" \
+          "http://127.0.0.1:${!port_var}" -- "${args[@]}" >"$work/wrk.out" 2>&1 || rc=$?
     local line
     line=$(grep '^RESULT ' "$work/wrk.out" || true)
     printf '%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0}"
@@ -408,23 +452,44 @@ if ((run_load)); then
     }
     END {
       for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f rounds=%d\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), n[t]
+      # Ratios of two targets (mcpcore2026/mcpcore: what the per-request era costs mcpcore, against
+      # calls on an open session); round by round for all but mcpcore/inline.
+      nr = split("mcpcore/ts mcpcore/nginx mcpcore/asio asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore", pairs, " ")
       for (r = 1; r <= last; r++) {
         line = ""
-        if (by_round[r, "mcpcore"] > 0 && by_round[r, "ts"] > 0) line = line sprintf(" mcpcore/ts=%.2f", by_round[r, "mcpcore"] / by_round[r, "ts"])
-        if (by_round[r, "mcpcore"] > 0 && by_round[r, "nginx"] > 0) line = line sprintf(" mcpcore/nginx=%.2f", by_round[r, "mcpcore"] / by_round[r, "nginx"])
-        if (by_round[r, "mcpcore"] > 0 && by_round[r, "asio"] > 0) line = line sprintf(" mcpcore/asio=%.2f", by_round[r, "mcpcore"] / by_round[r, "asio"])
-        if (by_round[r, "asio"] > 0 && by_round[r, "nginx"] > 0) line = line sprintf(" asio/nginx=%.2f", by_round[r, "asio"] / by_round[r, "nginx"])
+        for (i = 1; i <= nr; i++) {
+          split(pairs[i], p, "/")
+          if (by_round[r, p[1]] > 0 && by_round[r, p[2]] > 0) line = line sprintf(" %s=%.2f", pairs[i], by_round[r, p[1]] / by_round[r, p[2]])
+        }
         if (line != "") printf "ROUND_RATIO %d rps%s\n", r, line
       }
-      for (i = 1; i <= 4; i++) {
-        ref = i == 1 ? "ts" : i == 2 ? "nginx" : i == 3 ? "asio" : "inline"
-        if (!("mcpcore" in n) || !(ref in n) || med(rps, ref) == 0 || med(cpu, ref) == 0) continue
-        printf "RATIO mcpcore/%s rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", ref, med(rps, "mcpcore") / med(rps, ref), med(p50, "mcpcore") / med(p50, ref), med(p99, "mcpcore") / med(p99, ref), med(cpu, "mcpcore") / med(cpu, ref)
+      np = split("mcpcore/ts mcpcore/nginx mcpcore/asio mcpcore/inline asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore", pairs, " ")
+      for (i = 1; i <= np; i++) {
+        split(pairs[i], p, "/")
+        if (!(p[1] in n) || !(p[2] in n) || med(rps, p[2]) == 0 || med(cpu, p[2]) == 0) continue
+        printf "RATIO %s rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", pairs[i], med(rps, p[1]) / med(rps, p[2]), med(p50, p[1]) / med(p50, p[2]), med(p99, p[1]) / med(p99, p[2]), med(cpu, p[1]) / med(cpu, p[2])
       }
-      if (("asio" in n) && ("nginx" in n) && med(rps, "nginx") > 0 && med(cpu, "nginx") > 0)
-        printf "RATIO asio/nginx rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", med(rps, "asio") / med(rps, "nginx"), med(p50, "asio") / med(p50, "nginx"), med(p99, "asio") / med(p99, "nginx"), med(cpu, "asio") / med(cpu, "nginx")
     }' "$work/results")
   printf '%s\n' "$summary" | sort | while IFS= read -r l; do result "$l"; done
+
+  # The two figures to read first, as bar charts beside --out: one bar per target, in --targets
+  # order, its median written at its end and each round's value under it.
+  if [[ -n "$out" ]]; then
+    chart() {  # chart <kind> <MEDIAN field> <LOAD column> <title> <unit>: writes $out.<kind>.tsv and .svg
+      local kind="$1" key="$2" column="$3" t
+      {
+        printf '# %s\t%s\n' "$4" "$5"
+        for t in "${targets[@]}"; do
+          printf '%s\t%s\trounds: %s\n' "$t" "$(field "$(grep "^MEDIAN $t " <<<"$summary")" "$key")" \
+                 "$(awk -v t="$t" -v c="$column" '$1 == "LOAD" && $3 == t { printf "%s%.0f", (k++ ? "; " : ""), $c }' "$work/results")"
+        done
+      } >"$out.$kind.tsv"
+      perl "$here/bars.pl" <"$out.$kind.tsv" >"$out.$kind.svg"
+    }
+    chart rps rps 4 "Requests per second, median of $rounds rounds (wrk -t$wrk_threads -c$connections -d${duration}s, loopback)" "req/s"
+    chart cpu cpu_us_per_request 8 "Server CPU time per request, median of $rounds rounds" "µs"
+    log "run.sh: charts in $out.rps.svg and $out.cpu.svg"
+  fi
 fi
 
 # ---- idle sessions and idle streams ---------------------------------------------------------------
