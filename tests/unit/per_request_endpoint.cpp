@@ -999,7 +999,8 @@ TEST_CASE("eras.md/detached-work: a terminal reported before the call returned i
   const auto msgs = reader.messages();
   REQUIRE(msgs.size() == 1);
   REQUIRE(is_response_for(msgs[0], "12"));
-  const json::value res = fx::parse(msgs[0].data).root["result"];
+  const auto final_result = fx::parse(msgs[0].data);
+  const json::value res = final_result.root["result"];
   CHECK(fx::str(res["status"]) == "completed");
   CHECK(fx::str(res["execution_id"]) == "exec-12");
   CHECK(fx::str(fx::at(res["content"], 0)["text"]) == "started");

@@ -329,7 +329,8 @@ inline bool per_request_sink::send(std::string_view message) noexcept {
 
 inline std::shared_ptr<operation_link> per_request_call::detach(std::string execution_id) {
   const std::optional<request_id> token = progress_token_of(base->msg.params["_meta"]["progressToken"]);
-  if (!token || !base->msg.id) return nullptr;
+  const std::optional<request_id_view> call_id = base->msg.id;
+  if (!token || !call_id) return nullptr;
   std::optional<http_reply> opened;
   http_completion d;
   std::shared_ptr<per_request_operation> op;
@@ -341,7 +342,7 @@ inline std::shared_ptr<operation_link> per_request_call::detach(std::string exec
       opened = open_stream();
       if (!opened) return nullptr;  // over the stream budget: unbound, the client polls
     }
-    op = std::make_shared<per_request_operation>(channel, request_id{*base->msg.id}, *token, std::move(execution_id));
+    op = std::make_shared<per_request_operation>(channel, request_id{*call_id}, *token, std::move(execution_id));
     operation = op;
     if (opened) {
       streaming = true;
