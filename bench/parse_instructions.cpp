@@ -3,7 +3,8 @@
 // bench_dispatch.cpp's echo tools/call N times, for counting instructions under
 // `valgrind --tool=callgrind` (deterministic, unlike timings on a shared machine;
 // docs/performance.md).
-// Usage: mcpcore_parse_instructions <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup> [N]
+// Usage: mcpcore_parse_instructions <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup|
+//                                    endpoint2025|endpoint2026|endpoint_setup> [N]
 //
 // `dispatch` builds BM_dispatch_tools_call's server (open tier policy, allow-all RBAC, null audit,
 // a metrics registry) and sends it the echo tools/call N times (parse_message, then
@@ -16,12 +17,46 @@
 // session_stream::publish_ring_only (a ring at its default bounds, so that eviction runs once it
 // is full) and prints how many got an id; `publish_setup` builds the same stream and frame and
 // publishes nothing, so that publish N - publish_setup N is N ring publishes.
+//
+// `endpoint2025` and `endpoint2026` send the HTTP load benchmark's echo tools/call N times through
+// the whole sans-I/O endpoint (`http_endpoint::handle`), over the same echo server as `dispatch`,
+// with bench/http/echo_server.cpp's endpoint (default options, a fixed authenticator answering the
+// service principal "bench", the metrics registry bound with set_metrics) and an inline executor
+// (bound with bind_executor; it runs each submitted task on the calling thread before returning
+// true, so every reply is delivered before handle() returns). Every request is a POST to /mcp
+// from 127.0.0.1:50000 to 127.0.0.1:8765 (so the loopback Host check runs) with a `disconnected`
+// stop token that can be signalled (as asio_http_server's per-connection one) and never is.
+//   endpoint2025: the handshake era, as bench/http/echo.lua after run.sh's open_session: one
+//     session opened first (initialize + notifications/initialized, setup, not counted), then N
+//     POSTs with Host, Content-Type, Accept: application/json, text/event-stream,
+//     MCP-Protocol-Version: 2025-11-25 and Mcp-Session-Id; ids 1..N.
+//   endpoint2026: the per-request era, as bench/http/echo2026.lua: no session; N POSTs with Host,
+//     Content-Type, Accept, MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call and
+//     Mcp-Name: echo, the body's params._meta carrying the protocol version and
+//     clientCapabilities {}; ids 1..N.
+//   endpoint_setup: builds the same server and endpoint and opens the session, sends nothing,
+//     and prints 1 (the session is open): what endpoint2025 N spends besides its N calls
+//     (endpoint2026 0 is the build without the session).
+// Each prints how many replies were right: status 200, no stream, and a body that is
+// `{"jsonrpc":"2.0","id":<the id>,"result":{"content":[{"type":"text","text":"hello"}]` followed by
+// `}}` (endpoint2025: the whole body) or by `,"resultType":"complete"` (endpoint2026: the stamp
+// the dispatch core appends; the server's `_meta` after it is not checked). The check compares at
+// fixed positions rather than searching, so that it costs the same in both modes. Besides
+// handle() the loop does, per request: the body written into one reused string (a fixed prefix,
+// the id by std::to_chars, a fixed suffix: the same three appends in both modes, only the suffix
+// is longer in 2026), a request view over headers built once (no Content-Length: the endpoint
+// never reads it), a completion capturing one pointer (stored in the std::function, no
+// allocation) that moves the reply into a reused optional, and that check.
+// Per request: (mode N - mode 0) / N.
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/authenticator.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/wire/http.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
@@ -29,11 +64,16 @@
 
 #include "bench_inputs.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -78,13 +118,123 @@ struct echo_server {
   std::optional<mcpcore::server> server;
 };
 
+// ---- the endpoint modes ---------------------------------------------------------------------------
+
+// The bodies of echo.lua and echo2026.lua around the id.
+constexpr std::string_view body_prefix = R"({"jsonrpc":"2.0","id":)";
+constexpr std::string_view body_suffix_2025 =
+    R"(,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}})";
+constexpr std::string_view body_suffix_2026 =
+    R"(,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},)"
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
+// What a right reply holds after its id: the echo content, then the end of the result and of
+// the message (2025) or the per-request era's stamp (2026).
+constexpr std::string_view expected_result = R"(,"result":{"content":[{"type":"text","text":"hello"}])";
+constexpr std::string_view expected_end_2025 = "}}";
+constexpr std::string_view expected_stamp_2026 = R"(,"resultType":"complete")";
+// run.sh's open_session.
+constexpr std::string_view initialize_body =
+    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+    R"("capabilities":{},"clientInfo":{"name":"mcpcore-http-bench","version":"1"}}})";
+constexpr std::string_view initialized_body = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+
+mcpcore::principal bench_principal() {
+  mcpcore::principal p;
+  p.id = "bench";
+  p.kind = mcpcore::principal_kind::service;
+  return p;
+}
+
+// echo_server.cpp's endpoint over the `dispatch` echo server, with an inline executor, and the
+// "connection" its requests arrive on.
+struct endpoint_bench {
+  endpoint_bench() {
+    if (!s.server) return;
+    endpoint.emplace(*s.server, mcpcore::fixed_authenticator{bench_principal()});
+    endpoint->set_metrics(s.metrics);
+    binding = endpoint->bind_executor([](std::function<void()> task) {
+      task();
+      return true;
+    });
+  }
+
+  // One POST to /mcp with `headers` and `body`; the reply (delivered before handle returns,
+  // since the executor is inline), or nothing.
+  std::optional<mcpcore::http_reply>& post(const std::vector<mcpcore::http_header>& headers, std::string_view body) {
+    reply.reset();
+    const mcpcore::http_request_view view{.method = "POST",
+                                          .target = "/mcp",
+                                          .body = body,
+                                          .headers = headers,
+                                          .remote = "127.0.0.1:50000",
+                                          .local = "127.0.0.1:8765",
+                                          .disconnected = connection.get_token()};
+    endpoint->handle(view, [this](mcpcore::http_reply r) { reply = std::move(r); });
+    return reply;
+  }
+
+  // run.sh's open_session: initialize, then notifications/initialized on the minted session;
+  // the session id, or empty when either step failed.
+  std::string open_session() {
+    std::vector<mcpcore::http_header> h{{"Host", "127.0.0.1:8765"},
+                                        {"Content-Type", "application/json"},
+                                        {"Accept", "application/json, text/event-stream"}};
+    auto& init = post(h, initialize_body);
+    if (!init || init->head.status != 200) return {};
+    const auto sid = init->head.header("Mcp-Session-Id");
+    if (!sid) return {};
+    std::string id{*sid};
+    h.push_back({"MCP-Protocol-Version", "2025-11-25"});
+    h.push_back({"Mcp-Session-Id", id});
+    auto& note = post(h, initialized_body);
+    if (!note || note->head.status != 202) return {};
+    return id;
+  }
+
+  echo_server s;
+  std::optional<mcpcore::http_endpoint> endpoint;  // empty when the server was refused
+  mcpcore::http_executor_binding binding;
+  std::stop_source connection;  // asio_http_server's per-connection `gone_`, never signalled
+  std::optional<mcpcore::http_reply> reply;
+};
+
+// Sends N echo tools/calls with `headers` and the body `body_prefix <id> suffix`, ids 1..N;
+// how many replies were right.
+long send_echo_calls(endpoint_bench& b, const std::vector<mcpcore::http_header>& headers, std::string_view suffix,
+                     bool per_request, long n) {
+  long right = 0;
+  std::string body;
+  body.reserve(body_prefix.size() + 24 + suffix.size());
+  for (long i = 1; i <= n; ++i) {
+    char digits[24];
+    const char* const end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+    const std::string_view id{digits, static_cast<std::size_t>(end - digits)};
+    body.assign(body_prefix);
+    body.append(id);
+    body.append(suffix);
+    const auto& r = b.post(headers, body);
+    if (!r || r->head.status != 200 || r->stream) continue;
+    std::string_view got = r->head.body;
+    if (!got.starts_with(body_prefix)) continue;
+    got.remove_prefix(body_prefix.size());
+    if (!got.starts_with(id)) continue;
+    got.remove_prefix(id.size());
+    if (!got.starts_with(expected_result)) continue;
+    got.remove_prefix(expected_result.size());
+    if (per_request ? !got.starts_with(expected_stamp_2026) : got != expected_end_2025) continue;
+    ++right;
+  }
+  return right;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup> "
-                 "[iterations]\n",
+                 "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup|"
+                 "endpoint2025|endpoint2026|endpoint_setup> [iterations]\n",
                  argv[0]);
     return 2;
   }
@@ -133,6 +283,34 @@ int main(int argc, char** argv) {
     } else {
       checksum = n;
     }
+  } else if (mode == "endpoint2025" || mode == "endpoint_setup") {
+    endpoint_bench b;
+    if (!b.endpoint) return 1;
+    const std::string sid = b.open_session();
+    if (sid.empty()) {
+      std::fprintf(stderr, "the session could not be opened\n");
+      return 1;
+    }
+    if (mode == "endpoint_setup") {
+      checksum = 1;  // the session is open
+    } else {
+      const std::vector<mcpcore::http_header> headers{{"Host", "127.0.0.1:8765"},
+                                                      {"Content-Type", "application/json"},
+                                                      {"Accept", "application/json, text/event-stream"},
+                                                      {"MCP-Protocol-Version", "2025-11-25"},
+                                                      {"Mcp-Session-Id", sid}};
+      checksum = send_echo_calls(b, headers, body_suffix_2025, false, n);
+    }
+  } else if (mode == "endpoint2026") {
+    endpoint_bench b;
+    if (!b.endpoint) return 1;
+    const std::vector<mcpcore::http_header> headers{{"Host", "127.0.0.1:8765"},
+                                                    {"Content-Type", "application/json"},
+                                                    {"Accept", "application/json, text/event-stream"},
+                                                    {"MCP-Protocol-Version", "2026-07-28"},
+                                                    {"Mcp-Method", "tools/call"},
+                                                    {"Mcp-Name", "echo"}};
+    checksum = send_echo_calls(b, headers, body_suffix_2026, true, n);
   } else if (mode != "none") {
     std::fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
