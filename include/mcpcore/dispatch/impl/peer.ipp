@@ -21,6 +21,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -31,6 +32,10 @@ struct peer::impl {
     bool done = false;
     std::error_code ec;
     std::optional<client_reply> reply;
+    /// Called once the waiter is done, on the thread that finished it, under no lock of the
+    /// peer's (a call waiting without a thread: docs/eras.md#waiting-for-the-client). Set
+    /// before the waiter is published, never changed after.
+    std::function<void()> on_done;
   };
 
   // Guards every member but the two atomics, which are read on each request without it.
@@ -58,12 +63,40 @@ struct peer::impl {
       if (reply != nullptr) w.reply.emplace(std::move(*reply));
     }
     w.cv.notify_all();
+    if (w.on_done) w.on_done();
   }
 
-  // Fails every outstanding client request; called with `mu` held.
-  void fail_pending_locked() {
-    for (auto& [id, w] : pending) finish(*w, client_request_errc::closed, nullptr);
-    pending.clear();
+  // Closes input (and, with `stop_calls`, the peer) under `mu`, then, after unlocking, stops the
+  // calls in flight and fails every outstanding client request: their wake-ups run no callback
+  // under `mu` (a resumed call takes it). A call woken here finds `input_closed` already set, so it
+  // reports the closed connection, not a cancellation. Without memory for the lists, the same
+  // under `mu` (the waiters' callbacks only schedule work).
+  void close_input(bool stop_calls) noexcept {
+    std::vector<std::stop_source> stops;
+    std::vector<std::shared_ptr<waiter>> failed;
+    {
+      std::lock_guard lock{mu};
+      input_closed = true;
+      if (stop_calls) closed = true;
+      try {
+        if (stop_calls) {
+          stops.reserve(in_flight.size());
+          for (auto& [id, src] : in_flight) stops.push_back(src);
+        }
+        failed.reserve(pending.size());
+        for (auto& [id, w] : pending) failed.push_back(w);
+      } catch (...) {
+        if (stop_calls) {
+          for (auto& [id, src] : in_flight) src.request_stop();
+        }
+        for (auto& [id, w] : pending) finish(*w, client_request_errc::closed, nullptr);
+        stops.clear();
+        failed.clear();
+      }
+      pending.clear();
+    }
+    for (auto& src : stops) src.request_stop();
+    for (auto& w : failed) finish(*w, client_request_errc::closed, nullptr);
   }
 };
 
@@ -95,18 +128,8 @@ MCPCORE_DECL std::size_t peer::active_calls() const noexcept {
   std::lock_guard lock{impl_->mu};
   return impl_->in_flight.size();
 }
-MCPCORE_DECL void peer::close() noexcept {
-  std::lock_guard lock{impl_->mu};
-  impl_->closed = true;
-  impl_->input_closed = true;
-  for (auto& [id, src] : impl_->in_flight) src.request_stop();
-  impl_->fail_pending_locked();
-}
-MCPCORE_DECL void peer::input_closed() noexcept {
-  std::lock_guard lock{impl_->mu};
-  impl_->input_closed = true;
-  impl_->fail_pending_locked();
-}
+MCPCORE_DECL void peer::close() noexcept { impl_->close_input(true); }
+MCPCORE_DECL void peer::input_closed() noexcept { impl_->close_input(false); }
 
 MCPCORE_END_NAMESPACE
 
