@@ -86,6 +86,9 @@ inline constexpr std::size_t min_request_state_key_bytes = 32;
 /// Rounds of input one handshake-era call may ask for before it fails
 /// (docs/eras.md#the-handler-contract).
 inline constexpr std::size_t default_max_input_rounds = 8;
+/// Default cap on one principal's calls waiting for a client's answer at once
+/// (docs/eras.md#waiting-for-the-client).
+inline constexpr std::size_t default_max_waiting_calls_per_principal = 4;
 
 /// Behaviour switches of the dispatch core; every default is documented in docs/configuration.md.
 struct server_options {
@@ -119,6 +122,9 @@ struct server_options {
   /// Rounds of input a handshake-era call may ask for (each round's requests go to the client on
   /// the session); the next one fails the call.
   std::size_t max_input_rounds = default_max_input_rounds;
+  /// Calls of one principal waiting for a client's answer at once (an input round, or a handler
+  /// in `call_context::request`); one more fails its request with `too_many_waiting`.
+  std::size_t max_waiting_calls_per_principal = default_max_waiting_calls_per_principal;
 };
 
 /// Live kill switches (docs/security.md#kill-switches-and-read-only-mode), read on every request;
@@ -215,6 +221,35 @@ struct dispatch_report {
   std::optional<errc> error;
 };
 
+/// A transport's way to let a handshake-era call that waits for its client give its thread back
+/// (docs/eras.md#waiting-for-the-client): the dispatch core sends the round's requests, returns
+/// from `server::handle` without an answer, and resumes the handler on a handler thread when the
+/// answers (or a timeout, a cancellation, the connection's end) arrive.
+///
+/// Semantic requirements: (1) `suspend` is called at most once per call, on the dispatching
+/// thread, before `server::handle` returns false with nothing written; the transport then owes the
+/// call's answer to `finish`, not to `handle`'s return; (2) `finish` is then called exactly once,
+/// from any thread, possibly before `handle` returned; (3) `post` and `finish` are thread-safe and
+/// never throw.
+class call_resumer {
+ public:
+  /// The call will answer later: returns what keeps the call's message, caller, peer, sink and
+  /// link alive until `finish` has run; null refuses (the call then waits on its thread).
+  virtual std::shared_ptr<void> suspend() noexcept = 0;
+  /// Runs `task` later on a handler thread; false when it cannot (the task is then dropped).
+  virtual bool post(std::function<void()> task) noexcept = 0;
+  /// The suspended call's answer: what `server::handle` would have returned, and written.
+  virtual void finish(bool answered, std::string out) noexcept = 0;
+
+ protected:
+  call_resumer() = default;
+  call_resumer(const call_resumer&) = default;
+  call_resumer(call_resumer&&) = default;
+  call_resumer& operator=(const call_resumer&) = default;
+  call_resumer& operator=(call_resumer&&) = default;
+  ~call_resumer() = default;
+};
+
 /// Where a message came from and where in-call messages go.
 struct dispatch_context {
   /// The authenticated caller.
@@ -237,6 +272,8 @@ struct dispatch_context {
   const request_envelope* envelope = nullptr;
   /// Filled in after a request was answered; null: not wanted.
   dispatch_report* report = nullptr;
+  /// Lets a handshake-era call that waits for its client free its thread; null: it waits on it.
+  call_resumer* resumer = nullptr;
 };
 
 /// A tool argument the client mirrors in an `Mcp-Param-<name>` header: a property of the input
@@ -669,8 +706,15 @@ class server {
 
   /// The live kill switches.
   [[nodiscard]] MCPCORE_DECL kill_switches& switches() noexcept;
-  /// From now on `initialize` answers -32015 (docs/errors.md#error-codes).
+  /// From now on `initialize` answers -32015 (docs/errors.md#error-codes); the calls waiting for
+  /// a client without a thread are cancelled.
   MCPCORE_DECL void begin_shutdown() noexcept;
+  /// Ends the waits for a client whose deadline (`max_client_request_timeout` from the round's
+  /// start, on the server's clock) has passed; a transport's maintenance tick calls it
+  /// (docs/eras.md#waiting-for-the-client). No-throw.
+  MCPCORE_DECL void expire_waiting() noexcept;
+  /// The calls waiting for a client without a thread now.
+  [[nodiscard]] MCPCORE_DECL std::size_t waiting_calls() const noexcept;
   /// Non-fatal registration findings (for example unclassified tools).
   [[nodiscard]] MCPCORE_DECL const std::vector<std::string>& warnings() const noexcept;
   [[nodiscard]] MCPCORE_DECL const server_info& info() const noexcept;

@@ -281,6 +281,7 @@ enum class client_request_errc : std::uint8_t {
   cancelled,        ///< the call itself was cancelled while waiting
   closed,           ///< the connection closed or the server is shutting down
   too_many_pending, ///< the peer's table of outstanding requests is full
+  too_many_waiting, ///< the caller has `max_waiting_calls_per_principal` calls waiting already
 };
 [[nodiscard]] MCPCORE_DECL const std::error_category& client_request_category() noexcept;
 [[nodiscard]] inline std::error_code make_error_code(client_request_errc e) noexcept {

@@ -23,6 +23,7 @@
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/dispatch/impl/tool.ipp>
 #include <mcpcore/dispatch/impl/tools_call.ipp>
+#include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/governance/impl/approval.ipp>
 #include <mcpcore/governance/impl/approval_endpoint.ipp>
 #include <mcpcore/governance/impl/audit.ipp>

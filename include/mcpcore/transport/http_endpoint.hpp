@@ -298,7 +298,8 @@ class http_endpoint {
   [[nodiscard]] MCPCORE_DECL bool matches(std::string_view target) const noexcept;
 
   /// The maintenance tick (call every `session.stream.tick`-ish interval, default 3 s): idle
-  /// session collection and the bridge's sweep; no-throw, failures are counted.
+  /// session collection, the bridge's sweep, and the expiry of calls waiting for a client
+  /// (`server::expire_waiting`); no-throw, failures are counted.
   MCPCORE_DECL void tick() noexcept;
   /// Graceful shutdown (docs/sessions.md#shutdown): `initialize` answers -32015 / 503 from now on,
   /// every live stream closes `session_terminated`, the bridge stops admitting. Idempotent.

@@ -139,6 +139,8 @@ class call_state_impl final : public call_state {
         (method == "elicitation/create" && !caps.elicitation) || (method == "roots/list" && !caps.roots)) {
       return std::unexpected(make_error_code(client_request_errc::not_supported));
     }
+    const waiting_slot slot{s_.waiting, ctx_.caller.id, s_.options.max_waiting_calls_per_principal};
+    if (!slot) return std::unexpected(make_error_code(client_request_errc::too_many_waiting));
     auto w = std::make_shared<peer::impl::waiter>();
     std::int64_t rid = 0;
     {
@@ -172,8 +174,9 @@ class call_state_impl final : public call_state {
         p.pending.erase(rid);
         connection_closed = p.input_closed;
       }
-      // peer::close() stops the calls in flight and fails their requests under one lock: a call
-      // woken by the stop reports the closed connection, not a cancellation, and sends nothing.
+      // peer::close() sets input_closed before it stops the calls in flight and fails their
+      // requests: a call woken by the stop reports the closed connection, not a cancellation, and
+      // sends nothing.
       if (connection_closed) return std::unexpected(make_error_code(client_request_errc::closed));
       // MCP: the sender of a request that is abandoned tells the receiver.
       std::string cancel;
@@ -218,15 +221,28 @@ class call_scope {
       registered_ = true;
     }
   }
-  ~call_scope() {
-    if (ctx_.client != nullptr && id_) {
-      auto& p = ctx_.client->state();
-      std::lock_guard lock{p.mu};
-      p.in_flight.erase(*id_);
-    }
+  ~call_scope() { release(); }
+  /// Takes over `from`'s registration and stop source (`from` then owns neither), linked to the
+  /// stop token of `ctx` (a copy of `from`'s context that outlives it: a call waiting for its
+  /// client, docs/eras.md#waiting-for-the-client).
+  call_scope(call_scope& from, const dispatch_context& ctx)
+      : ctx_(ctx), source_(from.source_), id_(std::move(from.id_)), registered_(from.registered_) {
+    from.id_.reset();
+    from.link_.reset();
+    link(ctx.stop);
   }
   call_scope(const call_scope&) = delete;
   call_scope& operator=(const call_scope&) = delete;
+  /// Ends the registration now (the id may be used again); idempotent.
+  void release() noexcept {
+    if (ctx_.client == nullptr || !id_) return;
+    auto& p = ctx_.client->state();
+    std::lock_guard lock{p.mu};
+    p.in_flight.erase(*id_);
+    id_.reset();
+  }
+  /// Stops the call (shutdown).
+  void cancel() noexcept { (void)source_.request_stop(); }
 
   /// False when the id is already in flight on this peer (MCP: ids are not reused).
   [[nodiscard]] bool registered() const noexcept { return registered_; }

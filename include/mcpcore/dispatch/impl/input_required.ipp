@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -170,12 +171,19 @@ inline bool write_input_required(request_env& e, const input_required& ir) {
   return true;
 }
 
-/// The handshake era: sends each request to the client on the session and collects the answers
-/// into `e.round` for the handler's next run. An empty string on success, else why the input
-/// could not be had.
-inline std::string gather_input(request_env& e, call_state_impl& state, const input_required& ir, std::size_t& rounds) {
-  if (++rounds > e.s.options.max_input_rounds) return "the tool asked for input too many times";
+/// Why a round of input is refused before anything is sent: too many rounds, or none asked.
+inline std::string refuse_input_round(const server::impl& s, const input_required& ir, std::size_t& rounds) {
+  if (++rounds > s.options.max_input_rounds) return "the tool asked for input too many times";
   if (ir.requests().empty()) return "the tool asked for input without saying which";
+  return {};
+}
+
+/// The handshake era without a resumer: sends each request to the client on the session, waits
+/// for each answer on this thread, and collects them into `e.round` for the handler's next run.
+/// An empty string on success, else why the input could not be had.
+inline std::string gather_input(request_env& e, std::stop_token stop, const input_required& ir, std::size_t& rounds) {
+  if (std::string why = refuse_input_round(e.s, ir, rounds); !why.empty()) return why;
+  call_state_impl state{e.s, e.ctx, e.id, {}, std::move(stop)};
   decltype(e.round.replies) replies;
   for (const auto& [key, r] : ir.requests()) {
     auto reply = state.request(r.method(), r.params_json(), e.s.options.max_client_request_timeout);

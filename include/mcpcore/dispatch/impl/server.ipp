@@ -2,7 +2,8 @@
 // The dispatch core's entry points: `server` itself and `server::handle`, which routes one parsed
 // message to its method. The rest lives beside it: peer.ipp (the peer state), server_state.ipp
 // (tables and `server::impl`), server_builder.ipp (validation and build), call_state.ipp (the
-// call context), tools_call.ipp (the gate pipeline) and server_methods.ipp (the other methods).
+// call context), tools_call.ipp (the gate pipeline), waiting_call.ipp (handlers that ask their
+// client for input) and server_methods.ipp (the other methods).
 #ifndef MCPCORE_IMPL_SERVER_IPP
 #define MCPCORE_IMPL_SERVER_IPP
 
@@ -16,8 +17,10 @@
 #include <mcpcore/dispatch/impl/server_methods.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/dispatch/impl/tools_call.ipp>
+#include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/wire/error.hpp>
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,7 +40,20 @@ MCPCORE_DECL server& server::operator=(server&& o) noexcept {
 }
 MCPCORE_DECL server::~server() { delete impl_; }
 MCPCORE_DECL kill_switches& server::switches() noexcept { return impl_->switches; }
-MCPCORE_DECL void server::begin_shutdown() noexcept { impl_->shutting_down.store(true); }
+MCPCORE_DECL void server::begin_shutdown() noexcept {
+  impl_->shutting_down.store(true);
+  for (const auto& c : impl_->waiting.snapshot()) c->cancel();  // docs/eras.md#waiting-for-the-client
+}
+
+MCPCORE_DECL std::size_t server::waiting_calls() const noexcept {
+  const std::lock_guard lock{impl_->waiting.mu};
+  return impl_->waiting.calls.size();
+}
+
+MCPCORE_DECL void server::expire_waiting() noexcept {
+  const auto now = impl_->clock->steady_now();
+  for (const auto& c : impl_->waiting.snapshot()) c->expire(now);
+}
 MCPCORE_DECL const std::vector<std::string>& server::warnings() const noexcept { return impl_->warnings; }
 MCPCORE_DECL const server_info& server::info() const noexcept { return impl_->info; }
 

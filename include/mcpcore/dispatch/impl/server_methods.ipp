@@ -12,6 +12,7 @@
 #include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/wire/error.hpp>
 
 #include <algorithm>
@@ -277,6 +278,50 @@ inline void write_content_message(json::writer& w, prompt_result::role r, const 
   w.end_object();
 }
 
+// A prompt's rounds (docs/eras.md#the-handler-contract), for `drive_input_loop`.
+class prompt_loop final : public input_loop {
+ public:
+  prompt_loop(const compiled_prompt& p, prompt_arguments args) : p_(p), args_(std::move(args)) {}
+  prompt_loop(const prompt_loop&) = default;
+  prompt_loop(prompt_loop&&) = default;
+  prompt_loop& operator=(const prompt_loop&) = delete;
+  prompt_loop& operator=(prompt_loop&&) = delete;
+  ~prompt_loop() override = default;
+
+  round_end run(request_env& e, call_scope& scope, std::optional<input_required>& ask) override {
+    call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
+    state.round = &e.round;
+    call_context cc{state};
+    std::optional<prompt_result> r;
+    try {
+      r.emplace(p_.def.handler(cc, args_));
+    } catch (...) {
+      return round_end_of(internal_fault(e, "The prompt could not be produced"));
+    }
+    if (scope.cancelled()) return round_end::no_answer;
+    if (const input_required* ir = r->input()) {
+      ask.emplace(*ir);
+      return round_end::needs_input;
+    }
+    write_result_response(e.out, e.id, [&](json::writer& w) {
+      w.begin_object();
+      if (!r->description().empty()) w.member("description", r->description());
+      w.key("messages").begin_array();
+      for (const auto& [role, content] : r->messages()) write_content_message(w, role, content);
+      w.end_array().end_object();
+    });
+    return round_end::answered;
+  }
+  bool give_up(request_env& e, std::string_view why) override {
+    return internal_fault(e, "The prompt needs input the client did not give: " + std::string{why});
+  }
+  bool cancelled(request_env& /*e*/) override { return false; }
+
+ private:
+  const compiled_prompt& p_;
+  prompt_arguments args_;
+};
+
 inline bool handle_prompts_get(request_env& e) {
   const auto name = e.msg.params["name"];
   if (!name.is_string()) return bad_params(e, "prompts/get needs params.name (a string)");
@@ -305,34 +350,8 @@ inline bool handle_prompts_get(request_env& e) {
   }
   call_scope scope{e.ctx, e.id};
   scope.link(e.ctx.stop);
-  std::optional<prompt_result> r;
-  // docs/eras.md#the-handler-contract: the handler runs again for each round of input.
-  for (std::size_t rounds = 0;;) {
-    call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
-    state.round = &e.round;
-    call_context cc{state};
-    r.reset();
-    try {
-      r.emplace(p.def.handler(cc, args));
-    } catch (...) {
-      return internal_fault(e, "The prompt could not be produced");
-    }
-    if (scope.cancelled()) return false;
-    const input_required* ir = r->input();
-    if (ir == nullptr) break;
-    if (e.ctx.envelope != nullptr) return write_input_required(e, *ir);
-    if (const std::string why = gather_input(e, state, *ir, rounds); !why.empty()) {
-      return internal_fault(e, "The prompt needs input the client did not give: " + why);
-    }
-  }
-  write_result_response(e.out, e.id, [&](json::writer& w) {
-    w.begin_object();
-    if (!r->description().empty()) w.member("description", r->description());
-    w.key("messages").begin_array();
-    for (const auto& [role, content] : r->messages()) write_content_message(w, role, content);
-    w.end_array().end_object();
-  });
-  return true;
+  prompt_loop loop{p, std::move(args)};
+  return drive_input_loop(e, scope, loop);
 }
 
 // ---- completion --------------------------------------------------------------------------------
@@ -442,11 +461,14 @@ inline void handle_notification(server::impl& s, const message& msg, const dispa
       }
       if (id) {
         auto& p = ctx.client->state();
-        std::lock_guard lock{p.mu};
-        if (auto it = p.in_flight.find(request_id{*id}); it != p.in_flight.end()) {
-          it->second.request_stop();
-          hit = true;
+        std::stop_source target{std::nostopstate};
+        {
+          std::lock_guard lock{p.mu};
+          if (auto it = p.in_flight.find(request_id{*id}); it != p.in_flight.end()) target = it->second;
         }
+        // Outside the peer's lock: a call waiting without a thread resumes on a stop, and takes it.
+        hit = target.stop_possible();
+        (void)target.request_stop();
       }
     }
     (hit ? s.cancel_accepted : s.cancel_noop).inc();

@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -241,6 +242,69 @@ inline std::string_view trim_blanks(std::string_view s) noexcept {
   return s;
 }
 
+class waiting_call;
+
+/// The calls waiting for a client (docs/eras.md#waiting-for-the-client): each principal's count
+/// (calls suspended between rounds and handlers blocked in `call_context::request`, capped by
+/// `server_options::max_waiting_calls_per_principal`), and the suspended calls themselves, which
+/// this table owns until they end (the maintenance tick expires them, shutdown cancels them).
+struct waiting_table {
+  std::mutex mu;  // a leaf
+  std::map<std::string, std::size_t, std::less<>> per_principal;
+  std::map<std::uint64_t, std::shared_ptr<waiting_call>> calls;
+  std::uint64_t next_key = 0;
+
+  /// Counts one more waiting call of `who`; false at `cap` (or without memory for the entry).
+  bool try_add(std::string_view who, std::size_t cap) noexcept {
+    const std::lock_guard lock{mu};
+    try {
+      auto it = per_principal.find(who);
+      if (it == per_principal.end()) it = per_principal.emplace(std::string{who}, 0).first;
+      if (it->second >= cap) return false;
+      ++it->second;
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  /// Counts one waiting call of `who` less.
+  void remove(std::string_view who) noexcept {
+    const std::lock_guard lock{mu};
+    const auto it = per_principal.find(who);
+    if (it == per_principal.end()) return;
+    if (--it->second == 0) per_principal.erase(it);
+  }
+  /// The suspended calls now (expiry and shutdown act on them outside the lock).
+  std::vector<std::shared_ptr<waiting_call>> snapshot() noexcept {
+    std::vector<std::shared_ptr<waiting_call>> out;
+    const std::lock_guard lock{mu};
+    try {
+      out.reserve(calls.size());
+      for (const auto& [key, c] : calls) out.push_back(c);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort; the next tick tries again
+    }
+    return out;
+  }
+};
+
+/// A handshake-era call blocked in a request to its client counts as waiting while it waits.
+class waiting_slot {
+ public:
+  waiting_slot(waiting_table& t, std::string_view who, std::size_t cap) noexcept
+      : t_(t), who_(who), held_(t.try_add(who, cap)) {}
+  ~waiting_slot() {
+    if (held_) t_.remove(who_);
+  }
+  waiting_slot(const waiting_slot&) = delete;
+  waiting_slot& operator=(const waiting_slot&) = delete;
+  explicit operator bool() const noexcept { return held_; }
+
+ private:
+  waiting_table& t_;
+  std::string_view who_;  // the caller's id, alive for the call
+  bool held_;
+};
+
 }  // namespace detail
 
 struct server::impl {
@@ -248,6 +312,8 @@ struct server::impl {
   server_options options;
   kill_switches switches;
   std::atomic<bool> shutting_down{false};
+  /// The calls waiting for a client.
+  detail::waiting_table waiting;
   std::vector<detail::compiled_tool> tools;
   std::map<std::string, std::size_t, std::less<>> tool_index;
   /// Run-time visibility (`server::set_tool_enabled`), one flag per tool; and per prompt below.

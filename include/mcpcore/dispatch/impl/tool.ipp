@@ -86,6 +86,7 @@ class client_request_category_impl final : public std::error_category {
       case client_request_errc::cancelled: return "the call was cancelled while waiting for the client";
       case client_request_errc::closed: return "the connection to the client closed";
       case client_request_errc::too_many_pending: return "too many requests to the client are outstanding";
+      case client_request_errc::too_many_waiting: return "too many of this caller's calls are waiting for the client";
     }
     return "unknown client request error";
   }

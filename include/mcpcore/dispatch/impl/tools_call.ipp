@@ -10,6 +10,7 @@
 #include <mcpcore/dispatch/impl/call_state.ipp>
 #include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/retry.hpp>
@@ -523,32 +524,60 @@ inline bool handler_threw(tool_call& c) {
                            .outcome = call_outcome::failure});
 }
 
+// A tool's rounds (docs/eras.md#the-handler-contract), for `drive_input_loop`. Copied onto the
+// heap when the call waits for its client without a thread.
+class tool_loop final : public input_loop {
+ public:
+  explicit tool_loop(const tool_call& c) noexcept : t_(c.t), args_(c.args), decision_(c.decision), consumed_(c.consumed) {}
+  tool_loop(const tool_loop&) = default;
+  tool_loop(tool_loop&&) = default;
+  tool_loop& operator=(const tool_loop&) = delete;
+  tool_loop& operator=(tool_loop&&) = delete;
+  ~tool_loop() override = default;
+
+  round_end run(request_env& e, call_scope& scope, std::optional<input_required>& ask) override {
+    tool_call c = call(e);
+    call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
+    state.round = &e.round;
+    call_context cc{state};
+    std::optional<tool_result> r;
+    try {
+      r.emplace(t_.def.handler(cc, args_));
+    } catch (...) {
+      r.reset();
+    }
+    if (scope.cancelled()) return round_end_of(cancelled_call(c, true));
+    if (!r) return round_end_of(handler_threw(c));
+    const input_required* ir = r->input();
+    if (ir == nullptr) return round_end_of(write_outcome(c, *r));
+    ask.emplace(*ir);
+    return round_end::needs_input;
+  }
+  bool give_up(request_env& e, std::string_view why) override {
+    tool_call c = call(e);
+    return write_outcome(c, tool_result::error("The tool needs input the client did not give: " + std::string{why}));
+  }
+  bool cancelled(request_env& e) override {
+    tool_call c = call(e);
+    return cancelled_call(c, true);
+  }
+
+ private:
+  [[nodiscard]] tool_call call(request_env& e) const noexcept { return tool_call{e, t_, args_, decision_, consumed_}; }
+  compiled_tool& t_;
+  json::value args_;
+  tier_decision decision_;
+  bool consumed_;
+};
+
 // 7. The handler (the approver tools' handler is the library's own).
 inline bool run_tool(tool_call& c, call_scope& scope) {
   auto& t = c.t;
   if (t.def.builtin != builtin_tool::none) return review_step(c.e, t, c.args);
   // The connection closed (or the transport stopped) before the handler started: nothing runs.
   if (scope.cancelled()) return cancelled_call(c, false);
-  // docs/eras.md#the-handler-contract: the handler runs again for each round of input.
-  for (std::size_t rounds = 0;;) {
-    call_state_impl state{c.e.s, c.e.ctx, c.e.id, c.e.msg.params["_meta"]["progressToken"], scope.token()};
-    state.round = &c.e.round;
-    call_context cc{state};
-    std::optional<tool_result> r;
-    try {
-      r.emplace(t.def.handler(cc, c.args));
-    } catch (...) {
-      r.reset();
-    }
-    if (scope.cancelled()) return cancelled_call(c, true);
-    if (!r) return handler_threw(c);
-    const input_required* ir = r->input();
-    if (ir == nullptr) return write_outcome(c, *r);
-    if (c.e.ctx.envelope != nullptr) return write_input_required(c.e, *ir);
-    if (const std::string why = gather_input(c.e, state, *ir, rounds); !why.empty()) {
-      return write_outcome(c, tool_result::error("The tool needs input the client did not give: " + why));
-    }
-  }
+  tool_loop loop{c};
+  return drive_input_loop(c.e, scope, loop);
 }
 
 #if defined(__GNUC__)

@@ -762,6 +762,7 @@ MCPCORE_DECL bool http_endpoint::matches(std::string_view target) const noexcept
 MCPCORE_DECL void http_endpoint::tick() noexcept {
   (void)impl_->registry->collect_garbage();  // no-throw; failures counted
   impl_->bridge->sweep();                   // no-throw; failures counted
+  impl_->srv.expire_waiting();              // docs/eras.md#waiting-for-the-client
 }
 
 MCPCORE_DECL void http_endpoint::begin_shutdown() noexcept {

@@ -93,6 +93,22 @@ struct post_upgrade {
 
 /// One POST request carrying a JSON-RPC request: its parsed message, its session, its progress
 /// record and its one reply. Shared by the request path, the dispatch task and the SSE stream.
+struct http_post_exchange;
+
+/// Lets a handshake-era call that waits for its client give its thread back
+/// (docs/eras.md#waiting-for-the-client): the exchange stays alive until the answer, which then
+/// ends the POST as the dispatch task would have.
+struct http_post_resumer final : call_resumer {
+  explicit http_post_resumer(http_post_exchange& e) noexcept : ex(e) {}
+  std::shared_ptr<void> suspend() noexcept override;
+  bool post(std::function<void()> task) noexcept override;
+  void finish(bool answered, std::string out) noexcept override;
+
+  http_post_exchange& ex;
+  /// Set by `suspend` on the dispatching thread, read by it after `server::handle` returned.
+  bool suspended = false;
+};
+
 struct http_post_exchange {
   // Not noexcept: the document allocates (a bad_alloc here is handle's "allocation failure
   // before done was called", never std::terminate; docs/sessions.md#exception-boundaries).
@@ -119,6 +135,7 @@ struct http_post_exchange {
   message_sink* dispatch_sink = nullptr;    // null: in-call messages have no channel
   progress_call* dispatch_call = nullptr;   // the record admitted before dispatch, if any (in `call`)
   http_post_sink sink{*this};
+  http_post_resumer resumer{*this};
   // Set by the request path before dispatch: the upgrade hands the exchange to its SSE stream.
   std::weak_ptr<http_post_exchange> self_weak;
 
@@ -421,13 +438,33 @@ inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& s
   bool returned = false;
   bool threw = false;
   try {
-    const dispatch_context ctx{who, attached != nullptr ? &attached->client : nullptr, dispatch_sink, {},
-                               dispatch_call};
+    const dispatch_context ctx{who,    attached != nullptr ? &attached->client : nullptr,
+                               dispatch_sink, {}, dispatch_call, nullptr, nullptr, &resumer};
     returned = ep.srv.handle(msg, ctx, out);
   } catch (...) {
     threw = true;
   }
+  // A suspended call answers through the resumer's `finish` (perhaps already did).
+  if (resumer.suspended && !threw) return;
   finish(returned, threw, std::move(out));
+}
+
+inline std::shared_ptr<void> http_post_resumer::suspend() noexcept {
+  std::shared_ptr<http_post_exchange> keep = ex.self_weak.lock();
+  suspended = keep != nullptr;
+  return keep;
+}
+
+inline bool http_post_resumer::post(std::function<void()> task) noexcept {
+  try {
+    return ex.ep.submit(std::move(task));
+  } catch (...) {
+    return false;
+  }
+}
+
+inline void http_post_resumer::finish(bool answered, std::string out) noexcept {
+  ex.finish(answered, false, std::move(out));
 }
 
 // ---- the request path ----------------------------------------------------------------------------
