@@ -96,13 +96,17 @@ constexpr std::string_view anonymous_id = "conformance-anonymous";
 
 // ---- tool helpers ----------------------------------------------------------------------------
 
-/// Sends `elicitation/create` with `params_json` and describes the client's answer as
-/// "<prefix>: action=<action>, content=<compact JSON>".
-tool_result elicit(call_context& ctx, std::string_view params_json, std::string_view prefix) {
-  auto reply = ctx.request("elicitation/create", params_json, client_request_timeout);
-  if (!reply) return tool_result::error("elicitation failed: " + reply.error().message());
-  if (reply->is_error()) return tool_result::error("the client refused the elicitation request");
-  const auto answer = reply->value();
+/// Asks the user through `elicitation/create` (a form: `message`, `schema_json`) and describes the
+/// client's answer as "<prefix>: action=<action>, content=<compact JSON>". The call asks and
+/// returns; the server sends the request and runs the handler again with the answer, without
+/// holding a thread while the user thinks (docs/eras.md#waiting-for-the-client).
+tool_result elicit(call_context& ctx, std::string_view message, std::string_view schema_json, std::string_view prefix) {
+  const mcpcore::json::value answer = ctx.input("answer");
+  if (!answer.exists()) {
+    if (ctx.round_state() == "asked") return tool_result::error("the client refused the elicitation request");
+    return tool_result::need_input(
+        mcpcore::input_required{}.ask("answer", mcpcore::input_request::elicit(message, schema_json)).state("asked"));
+  }
   std::string text{prefix};
   text += ": action=";
   text += answer["action"].is_string() ? answer["action"].as_string() : std::string_view{"(none)"};
@@ -183,15 +187,19 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
       .input_schema(R"({"type":"object","properties":{"prompt":{"type":"string","description":)"
                     R"("The prompt to send to the LLM"}},"required":["prompt"],"additionalProperties":false})")
       .handler([](call_context& ctx, const mcpcore::arguments& args) {
-        std::string params;
-        mcpcore::json::writer w{params};
-        w.begin_object().key("messages").begin_array().begin_object().member("role", "user").key("content")
-            .begin_object().member("type", "text").member("text", args["prompt"].as_string()).end_object()
-            .end_object().end_array().member("maxTokens", 100).end_object();
-        auto reply = ctx.request("sampling/createMessage", params, client_request_timeout);
-        if (!reply) return tool_result::error("sampling failed: " + reply.error().message());
-        if (reply->is_error()) return tool_result::error("the client refused the sampling request");
-        const auto text = reply->value()["content"]["text"];
+        const mcpcore::json::value reply = ctx.input("reply");
+        if (!reply.exists()) {
+          if (ctx.round_state() == "asked") return tool_result::error("the client refused the sampling request");
+          std::string params;
+          mcpcore::json::writer w{params};
+          w.begin_object().key("messages").begin_array().begin_object().member("role", "user").key("content")
+              .begin_object().member("type", "text").member("text", args["prompt"].as_string()).end_object()
+              .end_object().end_array().member("maxTokens", 100).end_object();
+          return tool_result::need_input(mcpcore::input_required{}
+                                             .ask("reply", mcpcore::input_request::create_message(params))
+                                             .state("asked"));
+        }
+        const auto text = reply["content"]["text"];
         if (!text.is_string()) return tool_result::error("the client's answer has no text content");
         return tool_result::text("LLM response: " + std::string{text.as_string()});
       });
@@ -200,13 +208,11 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
       .input_schema(R"({"type":"object","properties":{"message":{"type":"string","description":)"
                     R"("The message to show the user"}},"required":["message"],"additionalProperties":false})")
       .handler([](call_context& ctx, const mcpcore::arguments& args) {
-        std::string params;
-        mcpcore::json::writer w{params};
-        w.begin_object().member("message", args["message"].as_string()).key("requestedSchema").raw(
+        return elicit(
+            ctx, args["message"].as_string(),
             R"({"type":"object","properties":{"username":{"type":"string","description":"User's response"},)"
-            R"("email":{"type":"string","description":"User's email address"}},"required":["username","email"]})");
-        w.end_object();
-        return elicit(ctx, params, "User response");
+            R"("email":{"type":"string","description":"User's email address"}},"required":["username","email"]})",
+            "User response");
       });
   // json-schema-2020-12: the 2020-12 keywords are served verbatim.
   fixture("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features")
@@ -227,16 +233,15 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
   // elicitation-sep1034-defaults: a default for every primitive type.
   fixture("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults (SEP-1034).")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
-        return elicit(ctx,
-                      R"({"message":"Please review and update the form fields with defaults",)"
-                      R"("requestedSchema":{"type":"object","properties":{)"
+        return elicit(ctx, "Please review and update the form fields with defaults",
+                      R"({"type":"object","properties":{)"
                       R"("name":{"type":"string","description":"User name","default":"John Doe"},)"
                       R"("age":{"type":"integer","description":"User age","default":30},)"
                       R"("score":{"type":"number","description":"User score","default":95.5},)"
                       R"("status":{"type":"string","description":"User status",)"
                       R"("enum":["active","inactive","pending"],"default":"active"},)"
                       R"("verified":{"type":"boolean","description":"Verification status","default":true}},)"
-                      R"("required":[]}})",
+                      R"("required":[]})",
                       "Elicitation completed");
       });
   // server-sse-polling (SEP-1699): the response stream ends after the priming event; the
@@ -256,8 +261,8 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
   fixture("test_elicitation_sep1330_enums", "Elicits a form with every enum shape of SEP-1330.")
       .handler([](call_context& ctx, const mcpcore::arguments&) {
         return elicit(
-            ctx,
-            R"({"message":"Please choose from the enum fields","requestedSchema":{"type":"object","properties":{)"
+            ctx, "Please choose from the enum fields",
+            R"({"type":"object","properties":{)"
             R"("untitledSingle":{"type":"string","description":"Untitled single-select",)"
             R"("enum":["option1","option2","option3"]},)"
             R"("titledSingle":{"type":"string","description":"Titled single-select","oneOf":[)"
@@ -269,7 +274,7 @@ void declare_conformance_tools(mcpcore::server_builder& b) {
             R"("items":{"type":"string","enum":["option1","option2","option3"]}},)"
             R"("titledMulti":{"type":"array","description":"Titled multi-select","items":{"anyOf":[)"
             R"({"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},)"
-            R"({"const":"value3","title":"Third Choice"}]}}},"required":[]}})",
+            R"({"const":"value3","title":"Third Choice"}]}}},"required":[]})",
             "Elicitation completed");
       });
 }
@@ -489,6 +494,8 @@ int run(int argc, char** argv) {
 
   mcpcore::server_options server_options;
   server_options.policy_tiers = {"", "supervised"};
+  // How long a call waits for the client's answer to its sampling or elicitation request.
+  server_options.max_client_request_timeout = client_request_timeout;
   mcpcore::server_builder b{{.name = "mcpcore-conformance-server",
                              .version = MCPCORE_VERSION_STRING,
                              .title = "mcpcore conformance fixture",
