@@ -8,6 +8,7 @@
 #include "support/server_fixture.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/governance/clock.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -392,6 +393,94 @@ TEST_CASE("design.md/the-stdio-transport stdio: at the end of input a call waiti
   const auto r = parse(lines[0]);
   CHECK(r.root["id"].to_int64() == 2);
   CHECK(r.root["result"]["isError"].is_bool());
+}
+
+// A server whose tool asks for the roots with need_input, on a manual clock.
+struct need_input_server {
+  manual_clock clk;
+  std::atomic<int> runs{0};
+  server srv;
+
+  need_input_server() : srv(make()) {}
+  server make() {
+    server_options o;
+    o.max_client_request_timeout = std::chrono::seconds{5};
+    server_builder b{{.name = "stdio-test", .version = "1"}, o};
+    b.clock(clock_ref<manual_clock>{clk});
+    b.tool("roots").description("Asks the client for its roots.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([this](call_context& ctx, const arguments&) {
+          ++runs;
+          const auto roots = ctx.input("roots");
+          if (roots.exists()) return tool_result::text(to_json(roots));
+          return tool_result::need_input(input_required{}.ask("roots", input_request::list_roots()));
+        });
+    return build(b);
+  }
+};
+
+TEST_CASE("eras.md/waiting-for-the-client: over stdio a call waiting for the client gives its worker back") {
+  need_input_server ns;
+  stdio_options o;
+  o.workers = 1;  // the only worker: a ping answered meanwhile proves it is free
+  harness h{ns.srv, o};
+  h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
+  (void)h.next();
+  h.send(call_tool(2, "roots"));
+  const auto req = h.next();
+  CHECK(str(req.root["method"]) == "roots/list");
+  REQUIRE(req.root["id"].is_integer());
+  h.send(ping(3));
+  CHECK(h.next().root["id"].to_int64() == 3);
+  CHECK(ns.srv.waiting_calls() == 1);
+  h.send(client_result(*req.root["id"].to_int64(), R"({"roots":[{"uri":"file:///w","name":"w"}]})"));
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(str(at(r.root["result"]["content"], 0)["text"]) == R"({"roots":[{"uri":"file:///w","name":"w"}]})");
+  CHECK(ns.runs.load() == 2);
+  CHECK(ns.srv.waiting_calls() == 0);
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/waiting-for-the-client: over stdio an idle worker expires a wait past its deadline") {
+  need_input_server ns;
+  stdio_options o;
+  o.expiry_tick = std::chrono::milliseconds{5};
+  harness h{ns.srv, o};
+  h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
+  (void)h.next();
+  h.send(call_tool(2, "roots"));
+  const auto req = h.next();
+  REQUIRE(str(req.root["method"]) == "roots/list");
+  ns.clk.advance(std::chrono::seconds{6});
+  // The client hears that its request was abandoned, then the call's tool error.
+  const auto cancelled = h.next();
+  CHECK(str(cancelled.root["method"]) == "notifications/cancelled");
+  CHECK(cancelled.root["params"]["requestId"].to_int64() == req.root["id"].to_int64());
+  const auto r = h.next();
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(r.root["result"]["isError"].is_bool());
+  CHECK(ns.runs.load() == 1);
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/waiting-for-the-client: over stdio the end of input ends a waiting call with a tool error") {
+  need_input_server ns;
+  harness h{ns.srv};
+  h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
+  (void)h.next();
+  h.send(call_tool(2, "roots"));
+  CHECK(str(h.next().root["method"]) == "roots/list");
+  h.close_input();
+  CHECK(h.join() == 0);
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 1);
+  const auto r = parse(lines[0]);
+  CHECK(r.root["id"].to_int64() == 2);
+  CHECK(r.root["result"]["isError"].is_bool());
+  CHECK(ns.srv.waiting_calls() == 0);
 }
 
 TEST_CASE("design.md/the-stdio-transport stdio: calls still running after drain_timeout are cancelled") {

@@ -33,6 +33,9 @@ inline constexpr std::chrono::milliseconds default_stdio_drain_timeout{5000};
 inline constexpr std::size_t default_stdio_max_listens = 8;
 /// Default cap on the resource URIs one `subscriptions/listen` may name (as on HTTP).
 inline constexpr std::size_t default_stdio_max_listen_uris = 1024;
+/// Default interval at which an idle worker ends the waits for the client that passed their
+/// deadline (`server::expire_waiting`, docs/eras.md#waiting-for-the-client).
+inline constexpr std::chrono::milliseconds default_stdio_expiry_tick{1000};
 
 /// Limits of the stdio transport (docs/configuration.md).
 struct stdio_options {
@@ -50,6 +53,8 @@ struct stdio_options {
   std::size_t max_listens = default_stdio_max_listens;
   /// Resource URIs one listen may subscribe to; more is -32602.
   std::size_t max_listen_uris = default_stdio_max_listen_uris;
+  /// How often an idle worker expires the calls waiting for the client past their deadline.
+  std::chrono::milliseconds expiry_tick = default_stdio_expiry_tick;
 };
 
 /// Serves one client over newline-delimited JSON-RPC (MCP's stdio transport, POSIX).
@@ -64,6 +69,10 @@ struct stdio_options {
 ///
 /// A `notifications/cancelled` for a request still waiting in the queue removes it: it never
 /// runs and is never answered.
+///
+/// A handshake-era call that asks its client for input (`need_input`) gives its worker back while
+/// the client answers; the answer resumes it on a worker, and an idle worker expires waits past
+/// their deadline every `expiry_tick` (docs/eras.md#waiting-for-the-client).
 ///
 /// Eras (docs/eras.md#stdio): the first request pins the connection's era. A request without a
 /// per-request claim (`initialize`, or any other) pins the handshake era, served with the one

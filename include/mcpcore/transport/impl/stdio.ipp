@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <mutex>
@@ -186,6 +187,24 @@ struct stdio_transport::impl {
     std::stop_source stop;
   };
 
+  /// A handshake-era call's way to wait for its client without a worker
+  /// (docs/eras.md#waiting-for-the-client): it keeps the job alive, its continuations run on the
+  /// workers, and its answer is written when it comes.
+  struct handshake_resumer final : call_resumer, std::enable_shared_from_this<handshake_resumer> {
+    handshake_resumer(impl& t, job j) : transport(t), request(std::move(j)) {}
+    std::shared_ptr<void> suspend() noexcept override {
+      suspended = true;
+      return shared_from_this();
+    }
+    bool post(std::function<void()> task) noexcept override { return transport.post_task(std::move(task)); }
+    void finish(bool answered, std::string out) noexcept override {
+      if (answered) (void)transport.sink->send(out);
+    }
+    impl& transport;
+    job request;
+    bool suspended = false;  // the worker's own: set during its dispatch, read after it
+  };
+
   server& srv;
   principal caller;
   stdio_options options;
@@ -195,6 +214,8 @@ struct stdio_transport::impl {
   std::condition_variable work_cv;
   std::condition_variable idle_cv;
   std::deque<job> queue;
+  /// Continuations of calls that waited for the client, run before queued requests.
+  std::deque<std::function<void()>> tasks;
   std::vector<running_call> running;  // guarded by `mu`
   std::size_t busy = 0;
   bool closing = false;
@@ -213,30 +234,48 @@ struct stdio_transport::impl {
   void worker() {
     for (;;) {
       std::optional<job> j;
+      std::function<void()> task;
       std::stop_source call_stop;  // a per-request call's own: cancelled by the client or by `stop`
       {
         std::unique_lock lock{mu};
-        work_cv.wait(lock, [&] { return closing || !queue.empty(); });
-        if (queue.empty()) return;
-        j.emplace(std::move(queue.front()));
-        queue.pop_front();
+        // An idle worker also ends the waits for the client past their deadline.
+        while (!closing && queue.empty() && tasks.empty()) {
+          if (work_cv.wait_for(lock, options.expiry_tick) == std::cv_status::timeout) {
+            lock.unlock();
+            srv.expire_waiting();
+            lock.lock();
+          }
+        }
+        if (!tasks.empty()) {
+          task = std::move(tasks.front());
+          tasks.pop_front();
+        } else if (queue.empty()) {
+          return;  // closing, nothing left
+        } else {
+          j.emplace(std::move(queue.front()));
+          queue.pop_front();
+          // Registered in the same step as the pop: a cancellation finds the call queued or running.
+          if (j->envelope && j->msg.id) running.push_back({*j->msg.id, call_stop});
+        }
         ++busy;
-        // Registered in the same step as the pop: a cancellation finds the call queued or running.
-        if (j->envelope && j->msg.id) running.push_back({*j->msg.id, call_stop});
       }
-      if (j->envelope) {
+      const bool per_request = j && j->envelope.has_value();
+      if (task) {
+        task();  // a call that waited for the client goes on
+      } else if (j && j->envelope) {
         run_per_request(*j, *j->envelope, call_stop);
-      } else {
-        run_handshake(*j);
+      } else if (j) {
+        run_handshake(std::move(*j));
       }
       {
         std::lock_guard lock{mu};
-        if (j->envelope) {
+        if (per_request) {
           std::erase_if(running, [&](const running_call& r) { return r.stop == call_stop; });
         }
         --busy;
       }
       j.reset();
+      task = nullptr;
       idle_cv.notify_all();
     }
   }
@@ -261,10 +300,36 @@ struct stdio_transport::impl {
     }
   }
 
-  void run_handshake(const job& j) {
+  // A handshake-era call; one that waits for its client gives the worker back
+  // (docs/eras.md#waiting-for-the-client) and is answered by its resumer.
+  void run_handshake(job&& j) {
+    std::shared_ptr<handshake_resumer> r;
+    try {
+      r = std::make_shared<handshake_resumer>(*this, std::move(j));
+    } catch (...) {  // no memory for the resumer: the call runs without one (a wait holds the worker)
+      std::string out;
+      const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
+      if (dispatch(j, ctx, out)) (void)sink->send(out);
+      return;
+    }
     std::string out;
-    const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
-    if (dispatch(j, ctx, out)) (void)sink->send(out);
+    const dispatch_context ctx{caller, &client, sink.get(), stop.get_token(), nullptr, nullptr, nullptr, r.get()};
+    const bool answered = dispatch(r->request, ctx, out);
+    if (r->suspended) return;
+    if (answered) (void)sink->send(out);
+  }
+
+  // Queues a continuation for the workers; false once the connection is closing.
+  bool post_task(std::function<void()> task) noexcept {
+    try {
+      std::lock_guard lock{mu};
+      if (closing) return false;
+      tasks.push_back(std::move(task));
+    } catch (...) {
+      return false;
+    }
+    work_cv.notify_one();
+    return true;
   }
 
   // A per-request call: its envelope, no peer, its own stop token (docs/eras.md#stdio). A call
@@ -589,10 +654,13 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   {
     std::unique_lock lock{st.mu};
     if (!stopped) {
-      st.idle_cv.wait_for(lock, st.options.drain_timeout, [&] { return st.queue.empty() && st.busy == 0; });
+      st.idle_cv.wait_for(lock, st.options.drain_timeout,
+                          [&] { return st.queue.empty() && st.tasks.empty() && st.busy == 0; });
     }
     st.closing = true;
     st.queue.clear();  // requests never started are dropped with the connection
+    // Continuations still queued run (they end their calls); later ones are refused and end
+    // their calls where they arise.
   }
   st.stop.request_stop();
   st.client.close();
