@@ -14,8 +14,8 @@
 // host_health_briefing, execute_instruction with a progress token (an allow-listed command's output lines as
 // progress, then the final result; skipped, with the reason printed, when no allow-list was given), and a
 // client without a token or with an unknown one (401). A raw enveloped request without a token is 401 with
-// `WWW-Authenticate: Bearer`. Then the server is stopped (SIGTERM, exit 0) and the v2 client, pinned, spawns
-// `mcpcore-host --stdio` on the same data directory (no token on stdio: the caller is the local user at
+// `WWW-Authenticate: Bearer`. Then the server is stopped (SIGTERM, exit 0) and the v2 client, pinned and then
+// negotiating, spawns `mcpcore-host --stdio` on the same data directory (no token on stdio: the caller is the local user at
 // --stdio-tier, operator by default): connect, tools/list, tools/call get_system_summary.
 //
 // Prints one line per check, "ok - <name>" or "not ok - <name>: <why>" (a skipped check: "ok - <name> # SKIP
@@ -370,17 +370,17 @@ await check('the server exits 0 on SIGTERM', async () => {
   expectEqual([exit.code, exit.signal], [0, null], '[exit code, signal]');
 }, { needsSdk: false });
 
-// ---- over stdio, pinned ------------------------------------------------------------------------------------
+// ---- over stdio, pinned and negotiating --------------------------------------------------------------------
 
-{
+for (const mode of ['pin', 'auto']) {
   let v2;
   const c = checkWith(() => v2, 'connect');
   const args = ['--stdio', '--data-dir', dataDir, '--no-journal', ...(allowlist ? ['--allowlist', allowlist] : [])];
   let tools;
 
-  await check('stdio pin: connect to `mcpcore-host --stdio` (no token: the local user): negotiated 2026-07-28', async () => {
+  await check(`stdio ${mode}: connect to \`mcpcore-host --stdio\` (no token: the local user): negotiated 2026-07-28`, async () => {
     const transport = new StdioClientTransport({ command: hostBinary, args });
-    const client = newClient('pin', 'stdio');
+    const client = newClient(mode, 'stdio');
     try {
       await client.connect(transport, opts());
     } finally {
@@ -392,11 +392,11 @@ await check('the server exits 0 on SIGTERM', async () => {
     expectEqual(client.getServerVersion()?.name, SERVER_NAME, 'getServerVersion().name');
   }, { needsSdk: false });
 
-  await c('stdio pin: tools/list: the read-only tools, annotated read-only with an object outputSchema', async () => {
+  await c(`stdio ${mode}: tools/list: the read-only tools, annotated read-only with an object outputSchema`, async () => {
     tools = await checkToolsList(v2.client);
   });
 
-  await c('stdio pin: tools/call get_system_summary: the documented structured result', async () => {
+  await c(`stdio ${mode}: tools/call get_system_summary: the documented structured result`, async () => {
     await checkSystemSummary(v2.client, tools ?? []);
   });
 
