@@ -245,8 +245,8 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
       stranded = stranded_;
       timed_out = timed_out_;
     }
+    if (scope_.cancelled()) return verdict::cancelled;  // before stranded: shutdown answers nothing
     if (stranded) return verdict::stranded;
-    if (scope_.cancelled()) return verdict::cancelled;
     bool pending = false;
     std::string_view first_pending;
     for (const auto& a : asked_) {
