@@ -34,48 +34,14 @@ namespace {
 
 constexpr std::chrono::milliseconds patience{10000};
 
-struct by_token {
-  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const {
-    const auto a = req.header("Authorization");
-    if (!a) return std::nullopt;
-    principal p;
-    p.id = *a == "Bearer bob" ? "bob" : "alice";
-    return p;
-  }
-  [[nodiscard]] credential_verdict revalidate(const principal& /*p*/) const noexcept { return credential_verdict::valid; }
-};
+using http_endpoint_fixture::post;
+using http_endpoint_fixture::request;
 
-struct owned_request {
-  std::string method = "POST";
-  std::string body;
-  std::vector<http_header> headers;
-  [[nodiscard]] http_request_view view() const {
-    http_request_view v;
-    v.method = method;
-    v.target = "/mcp";
-    v.body = body;
-    v.headers = headers;
-    v.local = "127.0.0.1:1";
-    return v;
-  }
-};
-
-owned_request make(std::string method, std::string body, const std::string& who, const std::string& sid) {
-  owned_request r;
-  r.method = std::move(method);
-  r.body = std::move(body);
-  r.headers.push_back({"Host", "localhost"});
-  r.headers.push_back({"Authorization", "Bearer " + who});
-  if (r.method == "POST") r.headers.push_back({"Content-Type", "application/json"});
-  r.headers.push_back({"Accept", "application/json, text/event-stream"});
-  if (!sid.empty()) r.headers.push_back({"Mcp-Session-Id", sid});
-  return r;
-}
-
-http_reply send(http_endpoint& ep, const owned_request& r) {
+// Sends `r` and waits for its reply (no doctest assertion: this runs on the clients' threads).
+std::optional<http_reply> send(http_endpoint& ep, const request& r) {
   auto box = std::make_shared<http_endpoint_fixture::reply_box>();
   ep.handle(r.view(), http_endpoint_fixture::into(box));
-  REQUIRE(box->wait(patience));
+  if (!box->wait(patience)) return std::nullopt;
   std::lock_guard lock{box->mu};
   return std::move(*box->reply);
 }
@@ -168,7 +134,8 @@ TEST_CASE("eras.md/waiting-for-the-client: answers, cancels, drops, timeouts, se
   std::atomic<int> failures{0};
   std::atomic<int> greeted{0};
   {
-    http_endpoint ep{srv, by_token{}, http_endpoint_fixture::test_options(), clock_ref<manual_clock>{clk}};
+    http_endpoint ep{srv, http_endpoint_fixture::two_principals{}, http_endpoint_fixture::test_options(),
+                     clock_ref<manual_clock>{clk}};
     const http_executor_binding binding = ep.bind_executor(exec.get());
 
     std::atomic<bool> stop{false};
@@ -185,26 +152,29 @@ TEST_CASE("eras.md/waiting-for-the-client: answers, cancels, drops, timeouts, se
     std::vector<std::thread> ts;
     for (int c = 0; c < clients; ++c) {
       ts.emplace_back([&, c] {
-        const std::string who = c % 2 == 0 ? "alice" : "bob";
-        auto init = send(ep, make("POST",
-                                  R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-                                  R"("capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}})",
-                                  who, {}));
-        const auto sid_view = init.head.header("Mcp-Session-Id");
-        if (init.head.status != 200 || !sid_view) {
+        const std::string who = c % 2 == 0 ? "alice-token" : "bob-token";
+        // A session declaring elicitation; empty when none was opened.
+        const auto open = [&] {
+          const auto init = send(ep, post(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                                          R"("capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}})",
+                                          {}, who));
+          const auto sid_view = init ? init->head.header("Mcp-Session-Id") : std::nullopt;
+          return sid_view ? std::string{*sid_view} : std::string{};
+        };
+        std::string sid = open();
+        if (sid.empty()) {
           ++failures;
           return;
         }
-        std::string sid{*sid_view};
         for (int round = 0; round < rounds; ++round) {
           const std::int64_t id = 100 + round;
           const std::string name = "n" + std::to_string(c) + "-" + std::to_string(round);
-          auto r = send(ep, make("POST", call(id, name), who, sid));
-          if (r.head.status != 200 || !r.stream) {
+          auto r = send(ep, post(call(id, name), sid, who));
+          if (!r || r->head.status != 200 || !r->stream) {
             ++failures;
             continue;
           }
-          reader rd{std::move(r.stream), clk};
+          reader rd{std::move(r->stream), clk};
           if (!rd.until("elicitation/create")) {
             ++failures;
             continue;
@@ -213,7 +183,7 @@ TEST_CASE("eras.md/waiting-for-the-client: answers, cancels, drops, timeouts, se
           const std::string result_of_id = R"("id":)" + std::to_string(id) + R"(,"result")";
           switch ((round + c) % 5) {
             case 0:  // answered: the greeting is this call's own
-              (void)send(ep, make("POST", answer(rid, name), who, sid));
+              (void)send(ep, post(answer(rid, name), sid, who));
               if (!rd.to_end() || rd.wire().find("Hello, " + name) == std::string::npos) {
                 ++failures;
               } else {
@@ -221,33 +191,25 @@ TEST_CASE("eras.md/waiting-for-the-client: answers, cancels, drops, timeouts, se
               }
               break;
             case 1:  // cancelled: no result
-              (void)send(ep, make("POST",
-                                  R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" +
+              (void)send(ep, post(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" +
                                       std::to_string(id) + "}}",
-                                  who, sid));
+                                  sid, who));
               if (!rd.to_end() || rd.wire().find(result_of_id) != std::string::npos) ++failures;
               break;
             case 2:  // the stream dropped, then a late answer
               rd.drop();
-              (void)send(ep, make("POST", answer(rid, name), who, sid));
+              (void)send(ep, post(answer(rid, name), sid, who));
               break;
             case 3:  // left to time out: a tool error
               if (!rd.to_end() || rd.wire().find(R"("isError":true)") == std::string::npos) ++failures;
               break;
             default:  // the session ends under it, and a new one starts
-              (void)send(ep, make("DELETE", "", who, sid));
+              (void)send(ep, http_endpoint_fixture::del(sid, who));
               (void)rd.to_end();
-              {
-                auto again = send(ep, make("POST",
-                                           R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-                                           R"("capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}})",
-                                           who, {}));
-                const auto s = again.head.header("Mcp-Session-Id");
-                if (!s) {
-                  ++failures;
-                  return;
-                }
-                sid = std::string{*s};
+              sid = open();
+              if (sid.empty()) {
+                ++failures;
+                return;
               }
               break;
           }

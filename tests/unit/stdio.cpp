@@ -155,11 +155,16 @@ class harness {
 struct stdio_server {
   gate hold;
   std::atomic<int> finished{0};
+  manual_clock clk;             // the server's: the deadline of a call waiting for the client
+  std::atomic<int> ask_runs{0};  // runs of ask_roots
   server srv;
 
   stdio_server() : srv(make()) {}
   server make() {
-    server_builder b{{.name = "stdio-test", .version = "1"}};
+    server_options o;
+    o.max_client_request_timeout = std::chrono::seconds{5};
+    server_builder b{{.name = "stdio-test", .version = "1"}, o};
+    b.clock(clock_ref<manual_clock>{clk});
     b.tool("echo")
         .description("Returns the text.")
         .input_schema(R"({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})")
@@ -195,6 +200,14 @@ struct stdio_server {
           auto r = ctx.request("roots/list", {});
           if (!r) return tool_result::error(r.error().message());
           return tool_result::text(to_json(r->value()));
+        });
+    b.tool("ask_roots").description("Asks the client for its roots with need_input.").security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([this](call_context& ctx, const arguments&) {
+          ++ask_runs;
+          const auto roots = ctx.input("roots");
+          if (roots.exists()) return tool_result::text(to_json(roots));
+          return tool_result::need_input(input_required{}.ask("roots", input_request::list_roots()));
         });
     b.resource("res://a").name("a").handler([](call_context&, std::string_view uri, const uri_variables&) {
       return std::optional{resource_result{}.add_text(std::string{uri}, "text/plain", "a")};
@@ -379,12 +392,13 @@ TEST_CASE("design.md/the-stdio-transport stdio: at the end of input run() lets c
   CHECK(saw_slow);
 }
 
-TEST_CASE("design.md/the-stdio-transport stdio: at the end of input a call waiting for the client fails with closed and still answers") {
-  stdio_server ss;
-  harness h{ss.srv};
+/// The client ends its input while call 2 (of `tool`) waits for its roots: the call fails with
+/// closed and still answers, a tool error.
+void check_end_of_input_answers(server& srv, std::string_view tool) {
+  harness h{srv};
   h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
   (void)h.next();
-  h.send(call_tool(2, "roots"));
+  h.send(call_tool(2, tool));
   CHECK(str(h.next().root["method"]) == "roots/list");
   h.close_input();
   CHECK(h.join() == 0);
@@ -395,65 +409,46 @@ TEST_CASE("design.md/the-stdio-transport stdio: at the end of input a call waiti
   CHECK(r.root["result"]["isError"].is_bool());
 }
 
-// A server whose tool asks for the roots with need_input, on a manual clock.
-struct need_input_server {
-  manual_clock clk;
-  std::atomic<int> runs{0};
-  server srv;
-
-  need_input_server() : srv(make()) {}
-  server make() {
-    server_options o;
-    o.max_client_request_timeout = std::chrono::seconds{5};
-    server_builder b{{.name = "stdio-test", .version = "1"}, o};
-    b.clock(clock_ref<manual_clock>{clk});
-    b.tool("roots").description("Asks the client for its roots.").security("Echo", operation::read)
-        .effect(tool_effect::read_only, true)
-        .handler([this](call_context& ctx, const arguments&) {
-          ++runs;
-          const auto roots = ctx.input("roots");
-          if (roots.exists()) return tool_result::text(to_json(roots));
-          return tool_result::need_input(input_required{}.ask("roots", input_request::list_roots()));
-        });
-    return build(b);
-  }
-};
+TEST_CASE("design.md/the-stdio-transport stdio: at the end of input a call waiting for the client fails with closed and still answers") {
+  stdio_server ss;
+  check_end_of_input_answers(ss.srv, "roots");  // the handler waits in call_context::request
+}
 
 TEST_CASE("eras.md/waiting-for-the-client: over stdio a call waiting for the client gives its worker back") {
-  need_input_server ns;
+  stdio_server ss;
   stdio_options o;
   o.workers = 1;  // the only worker: a ping answered meanwhile proves it is free
-  harness h{ns.srv, o};
+  harness h{ss.srv, o};
   h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
   (void)h.next();
-  h.send(call_tool(2, "roots"));
+  h.send(call_tool(2, "ask_roots"));
   const auto req = h.next();
   CHECK(str(req.root["method"]) == "roots/list");
   REQUIRE(req.root["id"].is_integer());
   h.send(ping(3));
   CHECK(h.next().root["id"].to_int64() == 3);
-  CHECK(ns.srv.waiting_calls() == 1);
+  CHECK(ss.srv.waiting_calls() == 1);
   h.send(client_result(*req.root["id"].to_int64(), R"({"roots":[{"uri":"file:///w","name":"w"}]})"));
   const auto r = h.next();
   CHECK(r.root["id"].to_int64() == 2);
   CHECK(str(at(r.root["result"]["content"], 0)["text"]) == R"({"roots":[{"uri":"file:///w","name":"w"}]})");
-  CHECK(ns.runs.load() == 2);
-  CHECK(ns.srv.waiting_calls() == 0);
+  CHECK(ss.ask_runs.load() == 2);
+  CHECK(ss.srv.waiting_calls() == 0);
   h.close_input();
   CHECK(h.join() == 0);
 }
 
 TEST_CASE("eras.md/waiting-for-the-client: over stdio an idle worker expires a wait past its deadline") {
-  need_input_server ns;
+  stdio_server ss;
   stdio_options o;
   o.expiry_tick = std::chrono::milliseconds{5};
-  harness h{ns.srv, o};
+  harness h{ss.srv, o};
   h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
   (void)h.next();
-  h.send(call_tool(2, "roots"));
+  h.send(call_tool(2, "ask_roots"));
   const auto req = h.next();
   REQUIRE(str(req.root["method"]) == "roots/list");
-  ns.clk.advance(std::chrono::seconds{6});
+  ss.clk.advance(std::chrono::seconds{6});
   // The client hears that its request was abandoned, then the call's tool error.
   const auto cancelled = h.next();
   CHECK(str(cancelled.root["method"]) == "notifications/cancelled");
@@ -461,26 +456,15 @@ TEST_CASE("eras.md/waiting-for-the-client: over stdio an idle worker expires a w
   const auto r = h.next();
   CHECK(r.root["id"].to_int64() == 2);
   CHECK(r.root["result"]["isError"].is_bool());
-  CHECK(ns.runs.load() == 1);
+  CHECK(ss.ask_runs.load() == 1);
   h.close_input();
   CHECK(h.join() == 0);
 }
 
 TEST_CASE("eras.md/waiting-for-the-client: over stdio the end of input ends a waiting call with a tool error") {
-  need_input_server ns;
-  harness h{ns.srv};
-  h.send(initialize(1, "2025-11-25", R"({"roots":{}})"));
-  (void)h.next();
-  h.send(call_tool(2, "roots"));
-  CHECK(str(h.next().root["method"]) == "roots/list");
-  h.close_input();
-  CHECK(h.join() == 0);
-  const auto lines = h.remaining_lines();
-  REQUIRE(lines.size() == 1);
-  const auto r = parse(lines[0]);
-  CHECK(r.root["id"].to_int64() == 2);
-  CHECK(r.root["result"]["isError"].is_bool());
-  CHECK(ns.srv.waiting_calls() == 0);
+  stdio_server ss;
+  check_end_of_input_answers(ss.srv, "ask_roots");  // the call waits without a worker
+  CHECK(ss.srv.waiting_calls() == 0);
 }
 
 TEST_CASE("design.md/the-stdio-transport stdio: calls still running after drain_timeout are cancelled") {
