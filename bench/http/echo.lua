@@ -21,9 +21,15 @@
 --          connect_errors=N read_errors=N write_errors=N timeouts=N
 -- and exits non-zero (os.exit(3)) when any response was not a correct 200.
 
+-- echo_common.lua (beside this script, wherever wrk is started from) defines wrk's setup(),
+-- request(), response() and done() from what this script sends and expects.
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "echo_common.lua")
+
 local path = os.getenv("MCP_PATH") or "/mcp"
 local session = os.getenv("MCP_SESSION_ID") or ""
-local expected = '"result":{"content":[{"type":"text","text":"hello"}]}'
+-- The request after its id, and what a correct body holds.
+local after_id = ',"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
+local expected = { '"result":{"content":[{"type":"text","text":"hello"}]}' }
 
 local headers = {
   ["Content-Type"] = "application/json",
@@ -32,73 +38,8 @@ local headers = {
 }
 if session ~= "" then headers["Mcp-Session-Id"] = session end
 
--- Per-thread state (each wrk thread has its own Lua state; done() reads them through setup()).
-check_ids = true
-next_id = 1
-outstanding = {}
-ok = 0
-non200 = 0
-wrong = 0
-
-local threads = {}
-
-function setup(thread)
-  thread:set("thread_index", #threads)
-  table.insert(threads, thread)
-end
+common.define("echo.lua", path, headers, after_id, expected)
 
 function init(args)
-  if args[1] == "fixed" then check_ids = false end
-  local first = tonumber(args[2] or "1") or 1
-  next_id = first + (thread_index or 0) * 100000000
-end
-
-function request()
-  local id = next_id
-  next_id = next_id + 1
-  outstanding[id] = true
-  local body = '{"jsonrpc":"2.0","id":' .. id ..
-               ',"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
-  return wrk.format("POST", path, headers, body)
-end
-
-function response(status, hdrs, body)
-  if status ~= 200 then
-    non200 = non200 + 1
-    return
-  end
-  if body == nil or not string.find(body, expected, 1, true) then
-    wrong = wrong + 1
-    return
-  end
-  if check_ids then
-    local id = tonumber(string.match(body, '"id":(%d+)'))
-    if id == nil or not outstanding[id] then
-      wrong = wrong + 1
-      return
-    end
-    outstanding[id] = nil
-  end
-  ok = ok + 1
-end
-
-function done(summary, latency, requests)
-  local t_ok, t_non200, t_wrong = 0, 0, 0
-  for _, thread in ipairs(threads) do
-    t_ok = t_ok + (thread:get("ok") or 0)
-    t_non200 = t_non200 + (thread:get("non200") or 0)
-    t_wrong = t_wrong + (thread:get("wrong") or 0)
-  end
-  local seconds = summary.duration / 1e6
-  local e = summary.errors
-  io.write(string.format(
-    "RESULT requests=%d duration_us=%d rps=%.1f p50_us=%d p99_us=%d ok=%d non200=%d wrong=%d " ..
-    "connect_errors=%d read_errors=%d write_errors=%d timeouts=%d\n",
-    summary.requests, summary.duration, summary.requests / seconds,
-    latency:percentile(50.0), latency:percentile(99.0), t_ok, t_non200, t_wrong,
-    e.connect, e.read, e.write, e.timeout))
-  if t_non200 > 0 or t_wrong > 0 then
-    io.write(string.format("echo.lua: %d non-200 responses and %d wrong bodies\n", t_non200, t_wrong))
-    os.exit(3)
-  end
+  common.start(args[2], args[1] ~= "fixed")
 end

@@ -209,29 +209,29 @@ wait_port() {
 thread_args=()
 [[ -n "$io_threads" ]] && thread_args+=(--io-threads "$io_threads")
 [[ -n "$handler_threads" ]] && thread_args+=(--handler-threads "$handler_threads")
+# started <name> <pid>: the bookkeeping of a server just started in the background that writes
+# its port to $work/<name>.port: killed on exit, ${name}_pid set, its port awaited.
+started() {
+  local name="$1" pid="$2"
+  pids+=("$pid")
+  printf -v "${name}_pid" '%s' "$pid"
+  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+}
 start_mcpcore() {
   local name="$1"; shift
   "$echo_server" --port 0 --port-file "$work/$name.port" "${thread_args[@]}" "$@" 2>"$work/$name.log" &
-  local pid=$!; pids+=("$pid")
-  printf -v "${name}_pid" '%s' "$pid"
-  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+  started "$name" $!
 }
-start_ts() {
-  local name="$1"; shift
-  "$node_bin" "$here/ts_echo_server.mjs" --port 0 --port-file "$work/$name.port" \
+# start_node <script> <name>: one of the TypeScript SDK servers (ts_echo_server.mjs for ts,
+# ts2026_echo_server.mjs for ts2026); both take the same command line (server_cli.mjs).
+start_node() {
+  local script="$1" name="$2"
+  "$node_bin" "$here/$script" --port 0 --port-file "$work/$name.port" \
        --modules "$root/tests/interop/node_modules" 2>"$work/$name.log" &
-  local pid=$!; pids+=("$pid")
-  printf -v "${name}_pid" '%s' "$pid"
-  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+  started "$name" $!
 }
-start_ts2026() {
-  local name="$1"; shift
-  "$node_bin" "$here/ts2026_echo_server.mjs" --port 0 --port-file "$work/$name.port" \
-       --modules "$root/tests/interop/node_modules" 2>"$work/$name.log" &
-  local pid=$!; pids+=("$pid")
-  printf -v "${name}_pid" '%s' "$pid"
-  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
-}
+start_ts() { start_node ts_echo_server.mjs "$1"; }
+start_ts2026() { start_node ts2026_echo_server.mjs "$1"; }
 # The body nginx serves: mcpcore's echo response to a request with id 1, byte for byte.
 fixed_body='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}'
 start_nginx() {

@@ -9,43 +9,21 @@
 // is part of what is measured. Node's http server carries it, through @hono/node-server's
 // getRequestListener (Node request → fetch Request), as the SDK's notes suggest for node:http.
 //
-// Usage: node ts2026_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR]
-//   --port        TCP port on 127.0.0.1 (default 0: an ephemeral port)
-//   --port-file   write the bound port there once listening (the harness waits for it)
+// Usage: node ts2026_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR] (server_cli.mjs)
 //   --modules     node_modules folder holding @modelcontextprotocol/server 2.4.x, @hono/node-server
 //                 and zod (default: tests/interop/node_modules of this checkout, installed by `npm ci`)
 //
 // It binds loopback only and runs until SIGINT or SIGTERM.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
 import process from 'node:process';
-import { fileURLToPath } from 'node:url';
+import { serverCli } from './server_cli.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-function option(name, fallback) {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  if (i + 1 >= args.length) {
-    console.error(`ts2026_echo_server: ${name} needs a value`);
-    process.exit(2);
-  }
-  return args[i + 1];
-}
-const port = Number(option('--port', '0'));
-const portFile = option('--port-file', '');
-const modules = resolve(option('--modules', join(here, '..', '..', 'tests', 'interop', 'node_modules')));
-
-// Resolve the SDK, the Node adapter and zod from that node_modules folder (bench/http has none of its own).
-const require = createRequire(join(modules, 'package.json'));
+// The command line, the SDK, the Node adapter and zod from the --modules folder, and the port file.
+const { port, require, sdkVersion, listening } = serverCli('ts2026_echo_server', '@modelcontextprotocol/server');
 const { McpServer, createMcpHandler } = require('@modelcontextprotocol/server');
 const { getRequestListener } = require('@hono/node-server');
 const z = require('zod');
-// (read the file: the package's export map does not expose its package.json)
-const sdkVersion = JSON.parse(readFileSync(join(modules, '@modelcontextprotocol', 'server', 'package.json'), 'utf8')).version;
 
 function newServer() {
   const server = new McpServer({ name: 'ts2026-echo-server', version: sdkVersion });
@@ -70,11 +48,7 @@ listener.on('error', (err) => {
   console.error('ts2026_echo_server: listen failed:', err);
   process.exit(1);
 });
-listener.listen(port, '127.0.0.1', () => {
-  const bound = listener.address().port;
-  if (portFile) writeFileSync(portFile, `${bound}\n`);
-  console.error(`ts2026_echo_server: SDK ${sdkVersion} listening on http://127.0.0.1:${bound}/mcp (pid ${process.pid})`);
-});
+listener.listen(port, '127.0.0.1', () => listening(listener));
 
 function shutdown() {
   handler.close().catch(() => {});

@@ -7,46 +7,24 @@
 // (priming events and event ids): the SDK's fastest stateful mode on this machine
 // (docs/performance.md#http-load-wrk-loopback).
 //
-// Usage: node ts_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR]
-//   --port        TCP port on 127.0.0.1 (default 0: an ephemeral port)
-//   --port-file   write the bound port there once listening (the harness waits for it)
+// Usage: node ts_echo_server.mjs [--port N] [--port-file PATH] [--modules DIR] (server_cli.mjs)
 //   --modules     node_modules folder holding @modelcontextprotocol/sdk 1.32.x, express and zod
 //                 (default: tests/interop/node_modules of this checkout, installed by `npm ci`)
 //
 // It binds loopback only and runs until SIGINT or SIGTERM.
 
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
-import { dirname, join, resolve } from 'node:path';
 import process from 'node:process';
-import { fileURLToPath } from 'node:url';
+import { serverCli } from './server_cli.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-function option(name, fallback) {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  if (i + 1 >= args.length) {
-    console.error(`ts_echo_server: ${name} needs a value`);
-    process.exit(2);
-  }
-  return args[i + 1];
-}
-const port = Number(option('--port', '0'));
-const portFile = option('--port-file', '');
-const modules = resolve(option('--modules', join(here, '..', '..', 'tests', 'interop', 'node_modules')));
-
-// Resolve the SDK, express and zod from that node_modules folder (bench/http has none of its own).
-const require = createRequire(join(modules, 'package.json'));
+// The command line, the SDK, express and zod from the --modules folder, and the port file.
+const { port, require, sdkVersion, listening } = serverCli('ts_echo_server', '@modelcontextprotocol/sdk');
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { createMcpExpressApp } = require('@modelcontextprotocol/sdk/server/express.js');
 const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const z = require('zod');
-// (the package's export map sends `@modelcontextprotocol/sdk/package.json` to dist/cjs, so read the file)
-const sdkVersion = JSON.parse(readFileSync(join(modules, '@modelcontextprotocol', 'sdk', 'package.json'), 'utf8')).version;
 
 function newServer() {
   const server = new McpServer({ name: 'ts-echo-server', version: sdkVersion });
@@ -127,9 +105,7 @@ const listener = app.listen(port, '127.0.0.1', (err) => {
     console.error('ts_echo_server: listen failed:', err);
     process.exit(1);
   }
-  const bound = listener.address().port;
-  if (portFile) writeFileSync(portFile, `${bound}\n`);
-  console.error(`ts_echo_server: SDK ${sdkVersion} listening on http://127.0.0.1:${bound}/mcp (pid ${process.pid})`);
+  listening(listener);
 });
 // Idle SSE streams must not be cut by node's own timeouts during the idle-stream measurement.
 listener.requestTimeout = 0;

@@ -1,0 +1,108 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- What the wrk scripts of the HTTP load benchmark (echo.lua, echo2026.lua; bench/http/run.sh)
+-- share: wrk's setup(), request(), response() and done(), that is the per-thread id bookkeeping,
+-- the counting of correct and incorrect responses and the RESULT line. Each script keeps its own
+-- request (headers, and the body after the id), what a correct body of its era holds and its
+-- arguments (its init()), and loads this file with dofile from its own directory, so that wrk may
+-- be started from any working directory:
+--   local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "echo_common.lua")
+--   common.define("echo.lua", path, headers, after_id, expected)
+--   function init(args) common.start(first_id, check_ids) end
+--
+-- Per-thread state: each wrk thread has its own Lua state (it loads the script, and so this file,
+-- again), and done() reads the counters of each through the thread objects setup() kept. Those
+-- counters must therefore be globals: thread:get reads a thread's globals only.
+next_id = 1
+outstanding = {}
+ok = 0
+non200 = 0
+wrong = 0
+local check_ids = true
+
+local common = {}
+local threads = {}
+
+-- start(first, ids): for the script's init(). Ids are first + thread_index * 100000000 + n (first
+-- defaults to 1), so that successive wrk runs against one server or session never reuse an id;
+-- with ids false, responses need not carry them (a server that answers one fixed body).
+function common.start(first, ids)
+  next_id = (tonumber(first or "1") or 1) + (thread_index or 0) * 100000000
+  check_ids = ids
+end
+
+-- define(script, path, headers, after_id, expected): defines wrk's functions for that script.
+--   request()  a POST to path with the headers and the JSON-RPC request
+--              {"jsonrpc":"2.0","id":<a new id> followed by after_id (the method and params);
+--              the id is awaited until a response carries it
+--   response() counts one response: it is correct when it is a 200 whose body holds every string
+--              of `expected` and (see start) the id of a request this thread sent and has not had
+--              answered yet (a server that mis-routes responses under concurrency fails it); the
+--              first "id": of the body is taken as the response's own, as no result these scripts
+--              expect holds an "id" member
+--   done()     prints the one line run.sh parses:
+--                RESULT requests=N duration_us=N rps=X p50_us=N p99_us=N ok=N non200=N wrong=N
+--                       connect_errors=N read_errors=N write_errors=N timeouts=N
+--              and exits non-zero (os.exit(3)) when any response was not a correct 200
+function common.define(script, path, headers, after_id, expected)
+  -- Numbers the threads, so that their ids never meet.
+  function setup(thread)
+    thread:set("thread_index", #threads)
+    table.insert(threads, thread)
+  end
+
+  function request()
+    local id = next_id
+    next_id = next_id + 1
+    outstanding[id] = true
+    return wrk.format("POST", path, headers, '{"jsonrpc":"2.0","id":' .. id .. after_id)
+  end
+
+  function response(status, hdrs, body)
+    if status ~= 200 then
+      non200 = non200 + 1
+      return
+    end
+    if body == nil then
+      wrong = wrong + 1
+      return
+    end
+    for _, e in ipairs(expected) do
+      if not string.find(body, e, 1, true) then
+        wrong = wrong + 1
+        return
+      end
+    end
+    if check_ids then
+      local id = tonumber(string.match(body, '"id":(%d+)'))
+      if id == nil or not outstanding[id] then
+        wrong = wrong + 1
+        return
+      end
+      outstanding[id] = nil
+    end
+    ok = ok + 1
+  end
+
+  function done(summary, latency, requests)
+    local t_ok, t_non200, t_wrong = 0, 0, 0
+    for _, thread in ipairs(threads) do
+      t_ok = t_ok + (thread:get("ok") or 0)
+      t_non200 = t_non200 + (thread:get("non200") or 0)
+      t_wrong = t_wrong + (thread:get("wrong") or 0)
+    end
+    local seconds = summary.duration / 1e6
+    local e = summary.errors
+    io.write(string.format(
+      "RESULT requests=%d duration_us=%d rps=%.1f p50_us=%d p99_us=%d ok=%d non200=%d wrong=%d " ..
+      "connect_errors=%d read_errors=%d write_errors=%d timeouts=%d\n",
+      summary.requests, summary.duration, summary.requests / seconds,
+      latency:percentile(50.0), latency:percentile(99.0), t_ok, t_non200, t_wrong,
+      e.connect, e.read, e.write, e.timeout))
+    if t_non200 > 0 or t_wrong > 0 then
+      io.write(string.format("%s: %d non-200 responses and %d wrong bodies\n", script, t_non200, t_wrong))
+      os.exit(3)
+    end
+  end
+end
+
+return common
