@@ -88,6 +88,8 @@ for n in "$rounds" "$duration" "$warmup" "$connections" "$wrk_threads" "${io_thr
          "$idle_streams" "$idle_sessions" "$ts_idle"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: counts and durations must be positive integers" >&2; exit 2; }
 done
+# The --out file's folder is made here, so that a run's results are never lost at the end.
+if [[ -n "$out" ]]; then mkdir -p "$(dirname "$out")"; fi
 run_load=1 run_idle=1
 case "$only" in
   "") ;;
