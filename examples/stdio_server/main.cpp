@@ -15,6 +15,7 @@
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/version.hpp>
 #include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/log_level.hpp>
 
 #include <chrono>
 #include <condition_variable>
