@@ -302,4 +302,22 @@ TEST_CASE("eras.md/waiting-for-the-client: max_waiting_calls_per_principal caps 
   }
 }
 
+TEST_CASE("eras.md/waiting-for-the-client: a call that asks for input once shutdown began ends at once, without an answer") {
+  // Found by fuzz_http_endpoint: a call dispatched after shutdown cancelled the waiting calls
+  // waited for an answer that could never come, and its POST was never answered.
+  fixture f;
+  const auto sid = f.open_session();
+  f.srv->begin_shutdown();
+  auto r = f.send(post(fx::call_tool(20, "ask"), sid));
+  if (r.stream) {
+    auto rd = f.read(r);
+    rd.drive_to_end();
+    CHECK(result_text(rd, "20").empty());
+  } else {
+    CHECK(r.head.status == 202);
+  }
+  CHECK(f.srv->waiting_calls() == 0);
+  CHECK(f.runs.load() == 1);
+}
+
 }  // TEST_SUITE

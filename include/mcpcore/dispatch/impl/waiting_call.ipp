@@ -134,6 +134,19 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
       c.end_turn();
       return;
     }
+    // Shutdown cancels the waiting calls it finds; one registered after that looks for itself
+    // (the flag is set before the table is read), and so does a call already cancelled.
+    if (c.s_.shutting_down.load() || c.scope_.cancelled()) {
+      bool answered = false;
+      try {
+        answered = c.loop_->cancelled(c.e_);
+      } catch (...) {
+        answered = false;
+      }
+      c.complete(answered);
+      c.end_turn();
+      return;
+    }
     c.start_round(ask);
     c.end_turn();
   }
