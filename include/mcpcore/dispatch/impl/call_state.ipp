@@ -22,6 +22,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,17 @@ struct input_round {
     return v;
   }
 };
+
+/// Why the client cannot answer `method` on this connection, or empty.
+inline std::error_code client_cannot_answer(const dispatch_context& ctx, std::string_view method) {
+  if (ctx.client == nullptr || ctx.sink == nullptr) return make_error_code(client_request_errc::no_channel);
+  const auto caps = ctx.client->capabilities();
+  if ((method == "sampling/createMessage" && !caps.sampling) || (method == "elicitation/create" && !caps.elicitation) ||
+      (method == "roots/list" && !caps.roots)) {
+    return make_error_code(client_request_errc::not_supported);
+  }
+  return {};
+}
 
 // The state of one call, behind call_context.
 class call_state_impl final : public call_state {
@@ -130,15 +142,8 @@ class call_state_impl final : public call_state {
 
   result<client_reply> request(std::string_view method, std::string_view params_json,
                                std::chrono::milliseconds timeout) override {
-    if (ctx_.client == nullptr || ctx_.sink == nullptr) {
-      return std::unexpected(make_error_code(client_request_errc::no_channel));
-    }
+    if (const std::error_code ec = client_cannot_answer(ctx_, method)) return std::unexpected(ec);
     auto& p = ctx_.client->state();
-    const auto caps = ctx_.client->capabilities();
-    if ((method == "sampling/createMessage" && !caps.sampling) ||
-        (method == "elicitation/create" && !caps.elicitation) || (method == "roots/list" && !caps.roots)) {
-      return std::unexpected(make_error_code(client_request_errc::not_supported));
-    }
     const waiting_slot slot{s_.waiting, ctx_.caller.id, s_.options.max_waiting_calls_per_principal};
     if (!slot) return std::unexpected(make_error_code(client_request_errc::too_many_waiting));
     auto w = std::make_shared<peer::impl::waiter>();

@@ -61,17 +61,6 @@ class input_loop {
   virtual bool cancelled(request_env& e) = 0;
 };
 
-/// Why the client cannot answer `method` on this connection, or empty.
-inline std::error_code client_cannot_answer(const dispatch_context& ctx, std::string_view method) {
-  if (ctx.client == nullptr || ctx.sink == nullptr) return make_error_code(client_request_errc::no_channel);
-  const auto caps = ctx.client->capabilities();
-  if ((method == "sampling/createMessage" && !caps.sampling) || (method == "elicitation/create" && !caps.elicitation) ||
-      (method == "roots/list" && !caps.roots)) {
-    return make_error_code(client_request_errc::not_supported);
-  }
-  return {};
-}
-
 inline std::string could_not_answer(std::string_view key, const std::error_code& ec) {
   return "the client could not answer '" + echo_name(key) + "': " + ec.message();
 }
