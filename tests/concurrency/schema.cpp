@@ -18,15 +18,21 @@ using namespace mcpcore;
 TEST_SUITE("concurrency") {
   TEST_CASE(
       "one compiled schema validates from 4 threads at once with the single-thread results (schema.md)") {
-    // Every path of the validator: types, enum, pattern (std::regex), lengths, bounds, required,
-    // declared and extra keys, items, anyOf/oneOf, and a recursive $ref.
+    // Every path of the validator: types, enum, pattern and patternProperties (RE2, whose lazily
+    // built DFA cache is shared by the threads), lengths, bounds, required, declared and extra
+    // keys, items, uniqueItems, contains, the annotations of unevaluatedProperties, anyOf/oneOf,
+    // and a recursive $ref.
     auto compiled = schema::compiled_schema::compile(
         R"({"type":"object","properties":{)"
         R"("name":{"type":"string","minLength":1,"maxLength":16,"pattern":"^[a-z][a-z0-9_]*$"},)"
         R"("mode":{"type":"string","enum":["fast","safe"]},)"
         R"("count":{"type":"integer","minimum":0,"maximum":100},)"
         R"("tags":{"type":"array","maxItems":4,"items":{"type":"string","pattern":"^#"}},)"
+        R"("list":{"type":"array","uniqueItems":true,"contains":{"type":"string","pattern":"é$"}},)"
+        R"("meta":{"type":"object","allOf":[{"properties":{"k":{"type":"string"}}}],)"
+        R"("unevaluatedProperties":false},)"
         R"("child":{"$ref":"#"},"a":{"type":"string"},"b":{"type":"string"}},)"
+        R"("patternProperties":{"^x-[a-z]+$":{"type":"integer"}},)"
         R"("required":["name"],"additionalProperties":false,)"
         R"("anyOf":[{"required":["a"]},{"required":["b"]},{"required":["name"]}],)"
         R"("oneOf":[{"required":["name"]}]})");
@@ -44,6 +50,11 @@ TEST_SUITE("concurrency") {
         R"({"name":"job","child":{"name":"kid","child":{"name":"x9"}}})",
         R"({"name":"job","child":{"name":"kid","child":{"count":2}}})",
         R"({"mode":"fast"})",
+        R"({"name":"job","list":["a","bé"],"meta":{"k":"v"},"x-n":1})",
+        R"({"name":"job","list":["a","a"]})",
+        R"({"name":"job","list":["a"]})",
+        R"({"name":"job","meta":{"k":"v","z":1}})",
+        R"({"name":"job","x-n":"one"})",
         R"([])",
     };
     // Single-threaded reference answers.
@@ -58,6 +69,8 @@ TEST_SUITE("concurrency") {
     }
     CHECK(!expected[0].has_value());
     CHECK(expected[6].has_value());
+    CHECK(!expected[10].has_value());
+    for (std::size_t i = 11; i < 15; ++i) CHECK(expected[i].has_value());
 
     constexpr int threads = 4;
     constexpr int rounds = 300;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tool input schemas: a closed JSON Schema subset, compiled once and validated per call
+// Tool input schemas: JSON Schema 2020-12 validation, compiled once and validated per call
 // (docs/schema.md).
 #ifndef MCPCORE_SCHEMA_HPP
 #define MCPCORE_SCHEMA_HPP
@@ -24,24 +24,48 @@ namespace schema {
 /// time: a value nested deeper than the cap is a violation.
 inline constexpr std::uint32_t default_max_depth = 8;
 
-/// Default longest string, in bytes, that a `pattern` keyword matches. A longer string is refused
-/// with the violation "string too long to match pattern" (matching costs time proportional to the
-/// string's length times the pattern's size; the cap keeps one validation bounded).
-inline constexpr std::size_t default_max_pattern_subject_bytes = 8192;
+/// Default cap on the schema nodes one compilation builds (every object or boolean that sits
+/// where a schema goes, `$defs` included). A larger schema is a compile error; the cap bounds
+/// the compiled tables and the compile-time walks (docs/schema.md#caps).
+inline constexpr std::size_t default_max_schema_nodes = 10000;
+
+/// Default memory budget of one compiled `pattern` or `patternProperties` expression, in bytes
+/// (RE2's `max_mem`: the compiled program and the lazily built DFA cache). A pattern whose
+/// program does not fit is a compile error; a search that fills the cache falls back to RE2's
+/// linear NFA (docs/schema.md#patterns).
+inline constexpr std::int64_t default_max_pattern_memory_bytes = std::int64_t{1} << 20;
+
+/// Default work budget of one `validate` call: how many schema nodes it may evaluate (each
+/// application of a subschema to a value counts one, as does each pairwise comparison
+/// `uniqueItems` makes between items of equal hash). Past it the instance is refused with a
+/// violation at the root (docs/schema.md#caps).
+inline constexpr std::uint64_t default_max_validation_steps = std::uint64_t{1} << 22;
+
+/// Default cap on nested schema evaluations in one `validate` call (the validator's recursion:
+/// one level per subschema applied, `$ref` and in-place applicators included). Deeper is a
+/// violation; the cap bounds the stack whatever the schema and the instance.
+inline constexpr std::uint32_t default_max_evaluation_depth = 512;
 
 /// How `compiled_schema::compile` reads a schema.
 struct compile_options {
-  /// true: the registration lints of docs/schema.md#keywords (mandatory single `type`, keyword/type
-  /// coupling, required-only `anyOf`/`oneOf`, declared `required` names, no
+  /// true: the registration lints of docs/schema.md#two-modes (mandatory single `type`,
+  /// keyword/type coupling, required-only `anyOf`/`oneOf`, declared `required` names, no
   /// `additionalProperties: true`, depth cap, min <= max); this is what server registration uses.
-  /// false: plain JSON Schema semantics of the same keywords (optional or array `type`, keywords
-  /// apply only to instances of their own type, boolean schemas, any `anyOf`/`oneOf`
-  /// alternatives); used to check the subset against the JSON-Schema-Test-Suite.
+  /// false: plain JSON Schema 2020-12 semantics of the supported keywords (optional or array
+  /// `type`, keywords apply only to instances of their own type, boolean schemas, any
+  /// applicator subschemas); the JSON-Schema-Test-Suite runs in this mode.
   bool strict = true;
   /// Depth cap in strict mode (see `default_max_depth`); ignored when `strict` is false.
   std::uint32_t max_depth = default_max_depth;
-  /// Longest string a `pattern` keyword matches (see `default_max_pattern_subject_bytes`).
-  std::size_t max_pattern_subject_bytes = default_max_pattern_subject_bytes;
+  /// Most schema nodes one compilation builds (see `default_max_schema_nodes`).
+  std::size_t max_schema_nodes = default_max_schema_nodes;
+  /// RE2 memory budget of each compiled pattern (see `default_max_pattern_memory_bytes`).
+  std::int64_t max_pattern_memory_bytes = default_max_pattern_memory_bytes;
+  /// Work budget of one `validate` call (see `default_max_validation_steps`).
+  std::uint64_t max_validation_steps = default_max_validation_steps;
+  /// Nesting cap of schema evaluations in one `validate` call (see
+  /// `default_max_evaluation_depth`).
+  std::uint32_t max_evaluation_depth = default_max_evaluation_depth;
 };
 
 /// One reason a schema does not compile.
@@ -56,7 +80,8 @@ struct compile_error {
 struct violation {
   /// JSON pointer into the instance ("" is the root, "/a/b/0"). Property names the schema
   /// declares appear escaped (~0, ~1); a name that came from the caller (one matched by
-  /// `additionalProperties`) is written "*", never echoed.
+  /// `additionalProperties`, `patternProperties`, `unevaluatedProperties` or `propertyNames`) is
+  /// written "*", never echoed.
   std::string path;
   /// What is wrong. Server-authored: it may quote declared property names and schema constants,
   /// never a string or value the caller supplied.
@@ -97,9 +122,8 @@ class compiled_schema {
   /// docs/schema.md#validation-order, or nullopt when it is valid. An absent instance (`exists()`
   /// false) is a violation at the root.
   ///
-  /// Recursion follows the instance, whose nesting its parser bounds. Validating a valid
-  /// instance allocates nothing, except for a `pattern` the built-in matcher leaves to std::regex
-  /// (lookahead, POSIX bracket classes and a few rarer forms: docs/schema.md, "Patterns").
+  /// Bounded by the options' `max_validation_steps` and `max_evaluation_depth` whatever the
+  /// schema and the instance; patterns run in RE2, in time linear in the string's length.
   [[nodiscard]] MCPCORE_DECL std::optional<violation> validate(json::value instance) const;
 
   /// Whether the root schema (after `$ref` resolution) declares `additionalProperties: false`.
@@ -112,7 +136,7 @@ class compiled_schema {
 
  private:
   struct impl;
-  // Owned; a raw pointer keeps <memory>, <regex> and the compiled tables out of the header.
+  // Owned; a raw pointer keeps <memory>, RE2 and the compiled tables out of the header.
   impl* impl_ = nullptr;
 };
 
@@ -120,7 +144,7 @@ class compiled_schema {
 MCPCORE_END_NAMESPACE
 
 #if defined(MCPCORE_HEADER_ONLY)
-#  include <mcpcore/dispatch/impl/schema_pattern.ipp>
+#  include <mcpcore/dispatch/impl/schema_regex.ipp>
 #  include <mcpcore/dispatch/impl/schema_tables.ipp>
 #  include <mcpcore/dispatch/impl/schema_compile.ipp>
 #  include <mcpcore/dispatch/impl/schema_validate.ipp>

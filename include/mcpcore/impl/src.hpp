@@ -14,7 +14,7 @@
 #include <mcpcore/dispatch/impl/operation.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/schema_compile.ipp>
-#include <mcpcore/dispatch/impl/schema_pattern.ipp>
+#include <mcpcore/dispatch/impl/schema_regex.ipp>
 #include <mcpcore/dispatch/impl/schema_tables.ipp>
 #include <mcpcore/dispatch/impl/schema_validate.ipp>
 #include <mcpcore/dispatch/impl/server.ipp>

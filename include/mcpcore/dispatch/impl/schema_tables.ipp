@@ -8,7 +8,7 @@
 
 #include <mcpcore/dispatch/schema.hpp>
 
-#include <mcpcore/dispatch/impl/schema_pattern.ipp>
+#include <mcpcore/dispatch/impl/schema_regex.ipp>
 
 #include <mcpcore/wire/json_writer.hpp>
 
@@ -20,7 +20,6 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -214,6 +213,12 @@ inline void append_segment(std::string& out, std::string_view name) {
   }
 }
 
+inline std::string json_quoted(std::string_view s) {
+  std::string out;
+  json::append_escaped(out, s);
+  return out;
+}
+
 inline std::string compact(json::value v) {
   std::string out;
   json::writer w{out};
@@ -252,12 +257,28 @@ inline std::string type_list(std::uint8_t types) {
   return count > 1 ? "one of " + out : out;
 }
 
-enum class shape : std::uint8_t { content, accept_all, reject_all, ref };
+enum class shape : std::uint8_t { content, accept_all, reject_all };
 enum class additional : std::uint8_t { allow, forbid, schema };
 
 struct declared_property {
   std::string name;
   std::string segment;  // the name as an escaped JSON pointer segment
+  std::uint32_t schema = no_node;
+};
+
+struct pattern_property {
+  pattern_matcher matcher;
+  std::uint32_t schema = no_node;
+};
+
+struct dependent_names {
+  std::string name;                 // when this member is present...
+  std::string segment;              // (escaped, for paths)
+  std::vector<std::string> needed;  // ...these must be too
+};
+
+struct dependent_schema {
+  std::string name;
   std::uint32_t schema = no_node;
 };
 
@@ -269,10 +290,20 @@ struct bound {
 struct node {
   std::string path;  // JSON pointer into the schema
   detail::shape shape = detail::shape::content;
-  // $ref (shape::ref): the target's $defs name, or `ref_root` for "#".
-  std::string ref_name;
-  bool ref_root = false;
+  // $ref: the reference as written (for errors), the base it resolves against, and its target.
+  std::string ref_text;
+  std::string ref_base;
   std::uint32_t ref = no_node;
+  bool draft7 = false;  // the document declared draft-07: nothing may sit beside $ref
+  // $dynamicRef (docs/schema.md#references): the schema resource (nearest `$id`) this node is
+  // in, its `$dynamicAnchor`, and a `$dynamicRef`'s static target and the anchor name it looks
+  // up in the dynamic scope (empty: it behaves as `$ref`).
+  std::uint32_t resource = 0;
+  std::string dynamic_anchor;
+  std::string dynamic_text;
+  std::string dynamic_base;
+  std::uint32_t dynamic_ref = no_node;
+  std::string dynamic_name;
 
   std::uint8_t types = 0;  // 0: any type
   json::value const_value;
@@ -280,19 +311,33 @@ struct node {
   json::value enum_values;
   std::string enum_text;
   std::optional<std::uint64_t> min_length, max_length;
-  std::optional<byte_regex> pattern;        // the matcher, for the patterns it covers
-  std::optional<std::regex> pattern_regex;  // otherwise std::regex, as a full match
-  std::string pattern_text;                 // the pattern as a JSON string, for reasons
-  std::optional<bound> minimum, exclusive_minimum, maximum, exclusive_maximum;
+  std::optional<pattern_matcher> pattern;
+  std::optional<bound> minimum, exclusive_minimum, maximum, exclusive_maximum, multiple_of;
+  // objects
   std::vector<std::string> required;
   std::vector<declared_property> properties;  // declared order
   std::vector<std::uint32_t> by_name;         // indices into properties, sorted by name
+  std::vector<pattern_property> pattern_properties;
   detail::additional additional = detail::additional::allow;
   std::uint32_t additional_schema = no_node;
+  std::uint32_t property_names = no_node;
+  std::optional<std::uint64_t> min_properties, max_properties;
+  std::vector<dependent_names> dependent_required;
+  std::vector<dependent_schema> dependent_schemas;
+  std::uint32_t unevaluated_properties = no_node;
+  // arrays
   std::optional<std::uint64_t> min_items, max_items;
+  bool unique_items = false;
+  std::vector<std::uint32_t> prefix_items;
   std::uint32_t items = no_node;
-  std::vector<std::uint32_t> any_of, one_of;
+  std::uint32_t contains = no_node;
+  std::optional<std::uint64_t> min_contains, max_contains;
+  std::uint32_t unevaluated_items = no_node;
+  // in-place applicators
+  std::vector<std::uint32_t> all_of, any_of, one_of;
   std::string any_of_hint, one_of_hint;  // strict: the required sets, for reasons
+  std::uint32_t not_schema = no_node, if_schema = no_node, then_schema = no_node,
+                else_schema = no_node;
 
   [[nodiscard]] bool declares(std::string_view name) const noexcept {
     const auto it = std::lower_bound(by_name.begin(), by_name.end(), name,
@@ -301,6 +346,11 @@ struct node {
                                      });
     return it != by_name.end() && properties[*it].name == name;
   }
+  // Whether evaluating this node must collect which members and items it evaluated
+  // (docs/schema.md#annotations).
+  [[nodiscard]] bool collects() const noexcept {
+    return unevaluated_properties != no_node || unevaluated_items != no_node;
+  }
 };
 
 struct tables {
@@ -308,6 +358,23 @@ struct tables {
   std::deque<node> nodes;  // a deque: references stay valid while compilation appends
   std::uint32_t root = 0;
   compile_options options;
+  // Per schema resource: its `$dynamicAnchor` names and their nodes; `dynamic` when some
+  // `$dynamicRef` looks one up (the validator tracks the dynamic scope only then).
+  std::vector<std::vector<std::pair<std::string, std::uint32_t>>> dynamic_anchors;
+  bool dynamic = false;
+
+  // The schema a node's $ref chain ends at when the node holds nothing but the reference (the
+  // root's "after $ref resolution" of root_is_closed and root_declares).
+  [[nodiscard]] const node& through_refs(std::uint32_t n) const noexcept {
+    for (std::size_t steps = 0; steps < nodes.size(); ++steps) {
+      const node& s = nodes[n];
+      if (s.ref == no_node || s.shape != shape::content || s.types != 0 ||
+          !s.properties.empty() || s.additional != additional::allow)
+        return s;
+      n = s.ref;
+    }
+    return nodes[n];
+  }
 };
 
 }  // namespace detail
@@ -332,13 +399,16 @@ MCPCORE_DECL compiled_schema::~compiled_schema() { delete impl_; }
 
 MCPCORE_DECL bool compiled_schema::root_is_closed() const noexcept {
   if (impl_ == nullptr) return false;
-  const detail::node& r = impl_->tables.nodes[impl_->tables.root];
-  return r.shape == detail::shape::content && r.additional == detail::additional::forbid;
+  const detail::node& r = impl_->tables.through_refs(impl_->tables.root);
+  return r.shape == detail::shape::content &&
+         (r.additional == detail::additional::forbid ||
+          (r.unevaluated_properties != detail::no_node &&
+           impl_->tables.nodes[r.unevaluated_properties].shape == detail::shape::reject_all));
 }
 
 MCPCORE_DECL bool compiled_schema::root_declares(std::string_view property) const noexcept {
   if (impl_ == nullptr) return false;
-  const detail::node& r = impl_->tables.nodes[impl_->tables.root];
+  const detail::node& r = impl_->tables.through_refs(impl_->tables.root);
   return r.shape == detail::shape::content && r.declares(property);
 }
 
