@@ -276,6 +276,19 @@ struct asio_http_server::impl {
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
 
+  // Takes `n` bytes of the server's body budget; false (nothing taken) when they do not fit.
+  bool reserve_body(std::size_t n) noexcept {
+    const std::size_t cap = options_.max_buffered_body_bytes;
+    std::size_t cur = buffered_.load();
+    do {
+      if (n > cap || cur > cap - n) {
+        return false;
+      }
+    } while (!buffered_.compare_exchange_weak(cur, cur + n));
+    return true;
+  }
+  void release_body(std::size_t n) noexcept { buffered_.fetch_sub(n); }
+
   http_executor make_executor() const {
     return [pool = pool_](std::function<void()> task) { return pool->submit(std::move(task)); };
   }
@@ -293,6 +306,10 @@ struct asio_http_server::impl {
   std::vector<std::shared_ptr<detail::connection>> snapshot();
 
   asio_http_server_options options_;
+  // The body budget (docs/transport.md#body-buffering). Declared before io_: a connection destroyed
+  // with the io_context's handlers still gives its bytes back.
+  std::atomic<std::size_t> buffered_{0};
+  std::atomic<std::uint64_t> body_refusals_{0};
   handler handler_;
   http_endpoint* endpoint_;
   detail::head_limits limits_{};
@@ -345,6 +362,58 @@ namespace detail {
 //  - turn_: the request being answered; requests are answered strictly in the order received.
 // The response bytes are made by writer_ (http_response_writer.hpp, sans-I/O); this class only
 // moves them to the socket.
+
+// A request body's share of the budgets (docs/transport.md#body-buffering): bytes of the server's
+// budget and of its connection's count, given back when the lease shrinks or is destroyed (the
+// request handed to the handler, the connection closed). Lives inside its connection (conn_
+// points at the connection's count), on its strand.
+class body_lease {
+ public:
+  body_lease() noexcept = default;
+  body_lease(asio_http_server::impl* srv, std::size_t* conn) noexcept : srv_(srv), conn_(conn) {}
+  body_lease(body_lease&& o) noexcept : srv_(o.srv_), conn_(o.conn_), n_(std::exchange(o.n_, 0)) {}
+  body_lease& operator=(body_lease&& o) noexcept {
+    if (this != &o) {
+      reset();
+      srv_ = o.srv_;
+      conn_ = o.conn_;
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  body_lease(const body_lease&) = delete;
+  body_lease& operator=(const body_lease&) = delete;
+  ~body_lease() { reset(); }
+
+  // Takes `extra` more bytes; false (nothing taken) when the server's budget has no room.
+  bool grow(std::size_t extra) noexcept {
+    if (extra == 0) {
+      return true;
+    }
+    if (srv_ == nullptr || !srv_->reserve_body(extra)) {
+      return false;
+    }
+    n_ += extra;
+    *conn_ += extra;
+    return true;
+  }
+  // Gives back what is held beyond `n` bytes.
+  void shrink_to(std::size_t n) noexcept {
+    if (n >= n_) {
+      return;
+    }
+    srv_->release_body(n_ - n);
+    *conn_ -= n_ - n;
+    n_ = n;
+  }
+  void reset() noexcept { shrink_to(0); }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+
+ private:
+  asio_http_server::impl* srv_ = nullptr;
+  std::size_t* conn_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
@@ -416,6 +485,10 @@ class connection : public std::enable_shared_from_this<connection> {
     parsed_request request;
     int error_status = 0;  // non-zero: answer this parse failure and close
     std::string_view error_reason;
+    // Set: the answer of a check on the head (or of the body budget): written with
+    // `Connection: close`, then the connection closes; the body was never read.
+    std::optional<http_response> refusal{};
+    body_lease lease{};  // the body's share of the budgets, given back once the request is handed over
   };
   // Which deadline read_timer_ runs. `fresh` runs from the start of the connection: the first
   // request's head must arrive within header_read_timeout of it (not of its first byte).
@@ -436,7 +509,9 @@ class connection : public std::enable_shared_from_this<connection> {
   enum class input : unsigned char {
     idle,    // no request begun (the fresh, idle or no deadline runs)
     head,    // a request began: its head is arriving (header_read_timeout)
-    body,    // its head is complete: its body is arriving (body_read_timeout)
+    wait,    // its head passed the checks; its body waits for room in this connection's buffer
+             // (max_connection_buffered_body_bytes): nothing is read until the queue drains
+    body,    // its body has room and is arriving (body_read_timeout)
     failed,  // the input was rejected: nothing more is parsed, nor read until lingering
   };
   // `Expect: 100-continue` of the request being read. The interim answer is written only when
@@ -457,7 +532,7 @@ class connection : public std::enable_shared_from_this<connection> {
     return turn_ == turn_state::streaming || turn_ == turn_state::stream_write;
   }
   [[nodiscard]] bool request_in_progress() const noexcept {
-    return input_ == input::head || input_ == input::body;
+    return input_ == input::head || input_ == input::wait || input_ == input::body;
   }
 
   // --- lifecycle ---
@@ -566,6 +641,7 @@ class connection : public std::enable_shared_from_this<connection> {
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     queue_.clear();
+    current_.reset();
     in_.clear();
   }
 
@@ -589,6 +665,7 @@ class connection : public std::enable_shared_from_this<connection> {
       }
     });
     in_.clear();
+    current_.reset();
     maybe_read();  // reads again even after a rejected request, to discard
   }
 
@@ -625,7 +702,7 @@ class connection : public std::enable_shared_from_this<connection> {
     if (is_lingering()) {
       return true;
     }
-    return input_ != input::failed && in_.empty() && queue_.size() < opts_.max_pipelined;
+    return input_ != input::failed && input_ != input::wait && in_.empty() && queue_.size() < opts_.max_pipelined;
   }
 
   void maybe_read() {
@@ -701,38 +778,81 @@ class connection : public std::enable_shared_from_this<connection> {
     }
   }
 
+  // Parses what arrived: a head with feed_head (never a body byte before the head is checked),
+  // then, once the head passed check_head and its body has room (admit_body), the body.
   void process_input() {
-    while (!in_.empty() && input_ != input::failed && queue_.size() < opts_.max_pipelined && !is_closed()) {
+    while (!is_closed() && input_ != input::failed && queue_.size() < opts_.max_pipelined) {
       if (input_ == input::idle) {
+        if (in_.empty()) {
+          break;
+        }
         input_ = input::head;
         if (deadline_kind_ != deadline_kind::fresh) {
           arm_deadline(deadline_kind::head, opts_.header_read_timeout);
         }
       }
+      if (input_ == input::head) {
+        if (in_.empty()) {
+          break;
+        }
+        const std::size_t consumed = parser_.feed_head(in_);
+        in_.erase(0, std::min(consumed, in_.size()));
+        const auto st = parser_.state();
+        if (st == parse_state::error) {
+          fail_input();
+          break;
+        }
+        if (st == parse_state::need_more) {
+          if (consumed == 0) {
+            break;
+          }
+          continue;
+        }
+        clear_deadline();
+        if (!check_head()) {
+          break;  // refused: answered in turn, the body is never read
+        }
+        input_ = input::wait;
+      }
+      if (input_ == input::wait) {
+        if (!admit_body()) {
+          break;  // waits for the queue to drain, or refused (the server's budget)
+        }
+        input_ = input::body;
+        arm_deadline(deadline_kind::body, opts_.body_read_timeout);
+        maybe_continue();
+      }
+      if (in_.empty()) {
+        break;
+      }
+      const bool chunked = parser_.body_chunked();
+      if (chunked) {
+        // A chunked body takes its room as it grows: at most what this feed can add.
+        const std::size_t have = parser_.peek().body.size();
+        const std::size_t cap = srv_.limits_.max_body_bytes;
+        const std::size_t want = have + std::min(in_.size(), cap > have ? cap - have : 0);
+        if (want > current_.size() && !current_.grow(want - current_.size())) {
+          refuse_body();
+          break;
+        }
+      }
       const std::size_t consumed = parser_.feed(in_);
       in_.erase(0, std::min(consumed, in_.size()));
       const auto st = parser_.state();
+      if (chunked && st != parse_state::error) {
+        current_.shrink_to(parser_.peek().body.size());
+      }
       if (st == parse_state::complete) {
-        queue_.push_back(queued{parser_.take(), 0, {}});
+        queue_.push_back(queued{parser_.take(), 0, {}, std::nullopt, std::move(current_)});
         input_ = input::idle;
         interim_ = interim::none;
         clear_deadline();
         continue;
       }
       if (st == parse_state::error) {
-        const auto f = parser_.failure();
-        queue_.push_back(queued{{}, f.status > 0 ? f.status : 400, f.reason});
-        input_ = input::failed;
-        in_.clear();
-        clear_deadline();
+        current_.reset();
+        fail_input();
         break;
-      }
-      if (st == parse_state::headers_done) {
-        if (input_ == input::head) {
-          input_ = input::body;
-          arm_deadline(deadline_kind::body, opts_.body_read_timeout);
-        }
-        maybe_continue();
       }
       if (consumed == 0) {
         break;
@@ -741,10 +861,100 @@ class connection : public std::enable_shared_from_this<connection> {
     dispatch_next();
   }
 
+  // The parser rejected the input: its status is answered in turn, then the connection closes.
+  void fail_input() {
+    const auto f = parser_.failure();
+    queue_.push_back(queued{{}, f.status > 0 ? f.status : 400, f.reason});
+    input_ = input::failed;
+    in_.clear();
+    clear_deadline();
+  }
+
+  // The head is complete: the endpoint's check_head and the head_check option run on it
+  // (docs/http.md#head-checks). False when one refused: its answer is queued in turn, the input
+  // stops, and the body is never read.
+  bool check_head() {
+    if (srv_.endpoint_ == nullptr && !opts_.head_check) {
+      return true;
+    }
+    const parsed_request& r = parser_.peek();
+    http_request_view view;
+    view.method = r.method;
+    view.target = r.target;
+    view.headers = r.headers;
+    view.remote = remote_;
+    view.local = local_;
+    view.disconnected = gone_.get_token();
+    view.chunked = parser_.body_chunked();
+    if (!view.chunked) {
+      view.declared_length = parser_.body_declared();
+    }
+    std::optional<http_response> refusal;
+    try {
+      if (srv_.endpoint_ != nullptr) {
+        refusal = srv_.endpoint_->check_head(view);
+      }
+      if (!refusal && opts_.head_check) {
+        refusal = opts_.head_check(view);
+      }
+    } catch (...) {
+      refusal = internal_error_response();
+    }
+    if (!refusal) {
+      return true;
+    }
+    queued q;
+    q.request.method = r.method;  // the answer's framing depends on it (HEAD)
+    q.request.version_minor = r.version_minor;
+    q.refusal = std::move(refusal);
+    queue_.push_back(std::move(q));
+    input_ = input::failed;
+    in_.clear();
+    return false;
+  }
+
+  // Room for the body of the head just checked (docs/transport.md#body-buffering). In this
+  // connection: a body always fits when no other is buffered here; beside others, only within
+  // max_connection_buffered_body_bytes (a chunked one only alone): else wait (input::wait) until
+  // the queue drains. In the server: its declared length (a chunked body's bytes as they come)
+  // from max_buffered_body_bytes, else 503 and close. False when it waits or was refused.
+  bool admit_body() {
+    const bool chunked = parser_.body_chunked();
+    const std::size_t declared = chunked ? 0 : parser_.body_declared();
+    if (!chunked && declared == 0) {
+      return true;
+    }
+    if (conn_body_bytes_ > 0 &&
+        (chunked || declared > opts_.max_connection_buffered_body_bytes ||
+         conn_body_bytes_ > opts_.max_connection_buffered_body_bytes - declared)) {
+      return false;  // dispatch_next resumes once a queued request is handed over
+    }
+    if (!current_.grow(declared)) {
+      refuse_body();
+      return false;
+    }
+    return true;
+  }
+
+  // The body does not fit in the server's budget: 503 + Retry-After, in turn, then close.
+  void refuse_body() {
+    srv_.body_refusals_.fetch_add(1);
+    current_.reset();
+    const parsed_request& r = parser_.peek();
+    queued q;
+    q.request.method = r.method;
+    q.request.version_minor = r.version_minor;
+    q.refusal = body_budget_response();
+    queue_.push_back(std::move(q));
+    input_ = input::failed;
+    in_.clear();
+    clear_deadline();
+  }
+
   // `Expect: 100-continue`: the interim answer goes out only when nothing else is being
   // answered on this connection (answers stay in order); otherwise when the turn comes.
   void maybe_continue() {
-    if (interim_ == interim::sent || parser_.state() != parse_state::headers_done) {
+    if (interim_ == interim::sent || input_ != input::body || parser_.state() != parse_state::headers_done) {
       return;
     }
     const auto& r = parser_.peek();
@@ -773,13 +983,21 @@ class connection : public std::enable_shared_from_this<connection> {
       write_error(item.error_status, item.error_reason);
       return;
     }
+    if (item.refusal) {
+      // A refused head: answered with `Connection: close`; the connection then lingers and closes.
+      turn_ = turn_state::responding;
+      writer_.begin(request_facts{item.request.version_minor, false, item.request.method == "HEAD"});
+      (void)writer_.reply(out_, *item.refusal, false, false, wall_clock::now());
+      flush();
+      return;
+    }
     turn_ = turn_state::dispatched;
     const parsed_request& req = item.request;
     writer_.begin(request_facts{req.version_minor, req.keep_alive, req.method == "HEAD"});
     call_handler(req);
-    item = queued{};  // the request is no longer referenced: release its body now
-    if (!in_.empty()) {
-      process_input();  // a paused pipelined request may now be queued
+    item = queued{};  // the request is no longer referenced: release its body (and its budget) now
+    if (!in_.empty() || input_ == input::wait) {
+      process_input();  // a paused pipelined request may now be queued, a waiting body admitted
     }
     maybe_read();
   }
@@ -1040,7 +1258,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string out_;   // to write after the write in progress
   std::string wbuf_;  // the write in progress
   std::size_t woff_ = 0;
+  std::size_t conn_body_bytes_ = 0;      // body bytes this connection's leases hold (before queue_, current_)
   std::deque<queued> queue_;             // parsed, waiting for their turn
+  body_lease current_{&srv_, &conn_body_bytes_};  // the body being read
   std::unique_ptr<http_stream> stream_;  // set exactly while is_streaming() (until closed)
 
   phase phase_ = phase::handshake;
@@ -1247,6 +1467,10 @@ void asio_http_server::impl::begin_shutdown_on_io() {
     if (ec) {
       return;
     }
+    // docs/sessions.md#shutdown: the calls still running after the drain are cancelled.
+    if (endpoint_ != nullptr) {
+      endpoint_->cancel_in_flight();
+    }
     for (const auto& c : snapshot()) {
       c->drain_expired();
     }
@@ -1304,6 +1528,9 @@ void asio_http_server::impl::stop() noexcept {
     const auto bound = options_.shutdown_drain + options_.write_timeout + options_.close_linger + stop_margin;
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, bound, [this] { return conns_.empty(); });
+  }
+  if (endpoint_ != nullptr) {
+    endpoint_->cancel_in_flight();  // the drain is over: no handler keeps the pool from stopping
   }
   pool_->stop();  // queued dispatches run; their completions find their connections gone or open
   for (const auto& c : snapshot()) {
@@ -1382,6 +1609,10 @@ void asio_http_server::stop() noexcept { impl_->stop(); }
 std::uint16_t asio_http_server::port() const noexcept { return impl_->port_.load(); }
 
 std::size_t asio_http_server::connections() const noexcept { return impl_->count_.load(); }
+
+std::size_t asio_http_server::buffered_body_bytes() const noexcept { return impl_->buffered_.load(); }
+
+std::uint64_t asio_http_server::body_refusals() const noexcept { return impl_->body_refusals_.load(); }
 
 bool asio_http_server::running() const noexcept { return impl_->state_.load() == impl::run_state::running; }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -103,6 +104,9 @@ constexpr std::string_view reason_content_length = "invalid Content-Length";
 constexpr std::string_view reason_method = "invalid method";
 constexpr std::string_view reason_method_unknown = "method not implemented";
 constexpr std::string_view reason_target = "invalid request target";
+constexpr std::string_view reason_fragment = "fragment in the request target";
+constexpr std::string_view reason_absolute = "absolute-form target not served (scheme, userinfo or empty authority)";
+constexpr std::string_view reason_chunk_size = "chunk size too large";
 constexpr std::string_view reason_out_of_memory = "out of memory";
 constexpr std::string_view reason_internal = "request parser inconsistency";
 
@@ -725,7 +729,9 @@ struct http_head_parser::impl {
         failure_ = {400, reason_length_conflict};
         break;
       case HPE_INVALID_CONTENT_LENGTH:
-        failure_ = {400, reason_content_length};
+        // In a chunk-size line the library reports a size beyond 64 bits this way.
+        failure_ = region_ == region::chunk_line ? parse_failure{413, reason_chunk_size}
+                                                 : parse_failure{400, reason_content_length};
         break;
       case HPE_INVALID_CHUNK_SIZE:
         failure_ = {400, reason_chunk_line};
@@ -769,9 +775,48 @@ struct http_head_parser::impl {
     }
   }
 
+  // RFC 9112 §3.2.2: an absolute-form target (`http://authority/path?query`) becomes origin-form;
+  // its authority replaces the Host fields. Other forms are left as they are.
+  bool absolute_to_origin_form() {
+    std::string& t = req_.target;
+    if (t.empty() || t.front() == '/' || t == "*") return true;
+    const auto sep = t.find("://");
+    if (sep == std::string::npos) return true;  // the library's grammar decided already
+    const std::string_view scheme{t.data(), sep};
+    if (!ascii_iequals(scheme, "http") && !ascii_iequals(scheme, "https")) {
+      fail(400, reason_absolute);
+      return false;
+    }
+    const std::size_t start = sep + 3;
+    const std::size_t end = t.find_first_of("/?", start);
+    const std::string authority = t.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (authority.empty() || authority.find('@') != std::string::npos) {
+      fail(400, reason_absolute);
+      return false;
+    }
+    std::string origin = end == std::string::npos ? std::string{"/"} : t.substr(end);
+    if (origin.front() == '?') origin.insert(0, 1, '/');
+    t = std::move(origin);
+    std::vector<mcpcore::http_header> fields;
+    fields.reserve(req_.headers.size() + 1);
+    bool placed = false;
+    for (mcpcore::http_header& h : req_.headers) {
+      if (!ascii_iequals(h.name, "host")) {
+        fields.push_back(std::move(h));
+      } else if (!placed) {
+        fields.push_back(mcpcore::http_header{"Host", authority});
+        placed = true;
+      }
+    }
+    if (!placed) fields.push_back(mcpcore::http_header{"Host", authority});
+    req_.headers = std::move(fields);
+    return true;
+  }
+
   bool headers_complete() {
     if (!finish_request_line()) return false;
     finish_field();
+    if (!absolute_to_origin_form()) return false;
 
     std::size_t cl_fields = 0;
     std::string_view cl_value;
@@ -880,6 +925,10 @@ struct http_head_parser::impl {
         const auto c = static_cast<unsigned char>(at[i]);
         if (c <= 0x20 || c >= 0x7f) {
           s.fail(400, reason_target);
+          return false;
+        }
+        if (c == '#') {  // RFC 9112 §3.2: a fragment is never sent
+          s.fail(400, reason_fragment);
           return false;
         }
       }
@@ -1040,6 +1089,20 @@ std::size_t http_head_parser::feed(std::string_view data) noexcept {
   return total;
 }
 
+std::size_t http_head_parser::feed_head(std::string_view data) noexcept {
+  impl& s = *impl_;
+  std::size_t total = 0;
+  while (total < data.size() && s.state_ == parse_state::need_more) {
+    const impl::region before = s.region_;
+    const std::size_t n = s.step(data.substr(total));
+    total += n;
+    if (n == 0 && s.region_ == before && s.state_ != parse_state::error) {
+      s.fail(500, reason_internal);  // no progress: unreachable, but never loop forever
+    }
+  }
+  return total;
+}
+
 parse_state http_head_parser::state() const noexcept { return impl_->state_; }
 
 const parsed_request& http_head_parser::peek() const noexcept { return impl_->req_; }
@@ -1054,6 +1117,8 @@ parsed_request http_head_parser::take() {
 parse_failure http_head_parser::failure() const noexcept { return impl_->failure_; }
 
 std::size_t http_head_parser::body_declared() const noexcept { return impl_->declared_; }
+
+bool http_head_parser::body_chunked() const noexcept { return impl_->after_head_ == impl::region::chunk_line; }
 
 }  // namespace transport::detail
 

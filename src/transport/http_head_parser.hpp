@@ -48,11 +48,17 @@ inline constexpr std::size_t max_method_bytes = 32;
 /// expect_continue are final from `parse_state::headers_done`; body from `parse_state::complete`.
 struct parsed_request {
   std::string method;     ///< "GET", "POST", ... as received (case-sensitive)
-  std::string target;     ///< the request target exactly as received (not decoded)
+  /// The request target as received (not decoded), in origin-form: an absolute-form target
+  /// (`http://host:port/path?query`, RFC 9112 §3.2.2) becomes its path and query (`/` when the
+  /// path is empty), and its authority replaces every `Host` field (see `headers`).
+  std::string target;
   int version_minor = 1;  ///< 0 for HTTP/1.0, 1 for HTTP/1.1 (no other version is accepted)
   /// Header fields in the order received: names as received, values with leading and trailing
   /// spaces and tabs (OWS) removed. The trailer fields of a chunked body are validated, counted
-  /// and dropped (RFC 9110 §6.5.1: never merged into the header section).
+  /// and dropped (RFC 9110 §6.5.1: never merged into the header section). For an absolute-form
+  /// target, the `Host` fields received are dropped and one `Host` field carrying the target's
+  /// authority takes the place of the first (or ends the list when there was none): RFC 9112
+  /// §3.2.2 has the server ignore the received `Host` then.
   std::vector<mcpcore::http_header> headers;
   std::string body;  ///< the content, de-chunked; empty when there is none
   /// Whether the connection may carry another request after this one: HTTP/1.1 unless a
@@ -86,8 +92,10 @@ enum class parse_state {
 ///    control character such as NUL, CR or LF in a value, a CR not followed by LF, obsolete line
 ///    folding, Content-Length together with Transfer-Encoding, a repeated Content-Length (even
 ///    with equal values), Transfer-Encoding in HTTP/1.0, a bad chunk size line or extension, chunk
-///    data not followed by CRLF
-///  - 413: content larger than `max_body_bytes`
+///    data not followed by CRLF, a target with a fragment (`#`, RFC 9112 §3.2), an absolute-form
+///    target whose scheme is not `http` or `https`, whose authority is empty or carries userinfo
+///  - 413: content larger than `max_body_bytes`, a chunk size beyond 64 bits ("chunk size too
+///    large")
 ///  - 414: request target longer than `max_target_bytes`
 ///  - 431: head larger than `max_header_bytes`, or more than `max_header_count` fields
 ///  - 500: memory exhausted while buffering the request
@@ -133,6 +141,12 @@ class http_head_parser {
   /// Memory exhaustion while buffering becomes error 500.
   std::size_t feed(std::string_view data) noexcept;
 
+  /// Like feed(), but stops as soon as the head is complete (state headers_done), before any body
+  /// byte, so that a transport can check the head before it reads or buffers the body
+  /// (docs/transport.md#body-buffering). In state headers_done it consumes nothing: feed() reads
+  /// the body.
+  std::size_t feed_head(std::string_view data) noexcept;
+
   /// The current state.
   [[nodiscard]] parse_state state() const noexcept;
 
@@ -151,6 +165,9 @@ class http_head_parser {
   /// The declared `Content-Length` of the current request once its head is parsed; 0 when the
   /// request has none (no body, or a chunked body).
   [[nodiscard]] std::size_t body_declared() const noexcept;
+
+  /// Whether the current request's body is chunked (final from headers_done).
+  [[nodiscard]] bool body_chunked() const noexcept;
 
  private:
   struct impl;

@@ -274,6 +274,12 @@ http_response over_capacity_response() {
   return r;
 }
 
+http_response body_budget_response() {
+  http_response r = plain_text(503, "server busy: too many request bodies in memory\n");
+  r.headers.push_back({"Retry-After", "1"});
+  return r;
+}
+
 http_response internal_error_response() { return plain_text(500, "internal error\n"); }
 
 }  // namespace transport::detail

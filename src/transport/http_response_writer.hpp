@@ -130,6 +130,11 @@ class http_response_writer {
 /// text body.
 [[nodiscard]] http_response over_capacity_response();
 
+/// The answer to a request whose body does not fit in the server's body budget
+/// (`max_buffered_body_bytes`, docs/transport.md#body-buffering): 503, `Retry-After: 1`, a plain
+/// text body.
+[[nodiscard]] http_response body_budget_response();
+
 /// The answer when the handler throws instead of answering: 500, a plain text body.
 [[nodiscard]] http_response internal_error_response();
 

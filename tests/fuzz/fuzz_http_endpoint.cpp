@@ -21,7 +21,8 @@
 //    resume (the handler returns).
 //  - Any other segment is a request: "METHOD TARGET" on the first line (no target: /mcp), then
 //    "Name: value" header lines up to an empty line, then the body. A trailing CR of a line is
-//    dropped. "@local: <addr>" sets the local address (default 127.0.0.1:8765; empty: unknown).
+//    dropped. "@local: <addr>" sets the local address (default 127.0.0.1:8765; empty or unreadable:
+//    checked as loopback).
 //    In header values $0..$3 stand for the id of the n-th session minted in this input, $$ for the
 //    latest, $e for the last SSE event id seen, $p for the last POST stream's priming id (also in
 //    the target); in the target and the body $A stands for the last approval id answered.
@@ -653,7 +654,18 @@ class driver {
     const std::size_t slot = completions_.size();
     completions_.push_back(0);
     if (trace) std::fprintf(stderr, "[%zu] %s %s (%zu headers, %zu body bytes)\n", slot, method.c_str(), target.c_str(), headers.size(), body.size());
-    ep_->handle(view, [this, slot, info](http_reply r) { on_reply(slot, info, std::move(r)); });
+    // The head checks (docs/http.md#head-checks) refuse only what handle refuses, with the same
+    // status: handle runs the same checks again.
+    http_request_view head = view;
+    head.body = {};
+    head.declared_length = body.size();
+    const std::optional<http_response> refused = ep_->check_head(head);
+    const int head_status = refused ? refused->status : 0;
+    if (refused) MCPCORE_FUZZ_CHECK(head_status == 200 || (head_status >= 400 && head_status < 500));
+    ep_->handle(view, [this, slot, info, head_status](http_reply r) {
+      if (head_status != 0) MCPCORE_FUZZ_CHECK(r.head.status == head_status);
+      on_reply(slot, info, std::move(r));
+    });
   }
 
   // ---- replies ---------------------------------------------------------------------------------

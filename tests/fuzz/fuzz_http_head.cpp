@@ -5,6 +5,7 @@
 // of slice lengths (bits 1-3); the next bytes are those slice lengths (0 means 1), used in turn to
 // cut the rest, the byte stream of a connection, into the pieces handed to feed(). Complete
 // requests are taken and the unconsumed bytes fed again, as a transport does with pipelining.
+// Bit 4: the sliced run feeds each head with feed_head() first (the transport's head-first order).
 //
 // Invariants:
 //  - feed() consumes at most what it is given, everything in need_more/headers_done unless the
@@ -86,8 +87,10 @@ struct outcome {
 };
 
 // Feeds `stream` cut by `slices` (cyclically; empty: one piece), checking the invariants.
+// With `head_first`, a head is fed with feed_head() (as the transport does, to check it before its
+// body), the rest with feed(): the outcome must not change.
 outcome drive(std::string_view stream, const std::vector<std::size_t>& slices,
-              const head_limits& limits) {
+              const head_limits& limits, bool head_first = false) {
   http_head_parser parser{limits};
   outcome out;
   std::string pending;
@@ -103,7 +106,19 @@ outcome drive(std::string_view stream, const std::vector<std::size_t>& slices,
     }
     const parse_state before = parser.state();
     MCPCORE_FUZZ_CHECK(before == parse_state::need_more || before == parse_state::headers_done);
-    const std::size_t used = parser.feed(pending);
+    std::size_t used = 0;
+    if (head_first && before == parse_state::need_more) {
+      used = parser.feed_head(pending);
+      MCPCORE_FUZZ_CHECK(used <= pending.size());
+      MCPCORE_FUZZ_CHECK(parser.state() != parse_state::complete);  // never past the head
+      if (parser.state() == parse_state::headers_done) {
+        MCPCORE_FUZZ_CHECK(parser.peek().body.empty());
+        MCPCORE_FUZZ_CHECK(parser.feed_head(std::string_view{pending}.substr(used)) == 0);
+      }
+    }
+    if (parser.state() == parse_state::need_more || parser.state() == parse_state::headers_done) {
+      used += parser.feed(std::string_view{pending}.substr(used));
+    }
     MCPCORE_FUZZ_CHECK(used <= pending.size());
     out.consumed += used;
     pending.erase(0, used);
@@ -184,7 +199,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string stream{reinterpret_cast<const char*>(data) + 1 + slice_count,
                            size - 1 - slice_count};
 
-  const outcome sliced = drive(stream, slices, limits);
+  const outcome sliced = drive(stream, slices, limits, (mode & 0x10U) != 0);
   const outcome whole = drive(stream, {}, limits);
   MCPCORE_FUZZ_CHECK(sliced.state == whole.state);
   MCPCORE_FUZZ_CHECK(sliced.status == whole.status);

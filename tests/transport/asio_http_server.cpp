@@ -661,6 +661,51 @@ TEST_CASE("asio server: Expect: 100-continue gets 100 before the body, or 413 at
   }
 }
 
+TEST_CASE("http.md/head-checks: a plain handler's head_check refuses on the head, before 100 Continue and the body") {
+  auto o = test_options();
+  o.close_linger = 200ms;
+  std::atomic<int> handled{0};
+  std::atomic<int> checked{0};
+  o.head_check = [&checked](const http_request_view& head) -> std::optional<mcpcore::http_response> {
+    ++checked;
+    if (head.header("X-Key") == "ok" && head.declared_length.value_or(0) <= 10) return std::nullopt;
+    mcpcore::http_response r;
+    r.status = 403;
+    r.body = "no\n";
+    return r;
+  };
+  asio_http_server srv(
+      [&handled](const http_request_view& req, const http_completion& done) {
+        ++handled;
+        echo_handler(req, done);
+      },
+      o);
+  REQUIRE(srv.start());
+  {
+    raw_client c(srv.port());
+    REQUIRE(c.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+    auto m = c.read_response();
+    REQUIRE(m);
+    CHECK(m->status == 403);
+    CHECK(m->header("Connection") == "close");
+    CHECK(c.wait_closed());
+  }
+  {
+    raw_client c(srv.port());  // a pipelined head is checked as it is parsed: nothing after it runs
+    REQUIRE(c.send(get("/a", "X-Key: ok\r\n") + "POST /e HTTP/1.1\r\nHost: x\r\nX-Key: ok\r\nContent-Length: 11\r\n\r\n" +
+                   get("/never", "X-Key: ok\r\n")));
+    auto first = c.read_response();
+    REQUIRE(first);
+    CHECK(first->status == 200);
+    auto second = c.read_response();
+    REQUIRE(second);
+    CHECK(second->status == 403);
+    CHECK(c.wait_closed());
+  }
+  CHECK(handled == 1);
+  CHECK(checked == 3);
+}
+
 TEST_CASE("asio server: slowloris (head trickled) is closed at header_read_timeout without an answer") {
   auto o = test_options();
   o.header_read_timeout = 300ms;

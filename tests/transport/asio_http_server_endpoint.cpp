@@ -16,12 +16,17 @@
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <future>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 namespace fx = server_fixture;
@@ -196,4 +201,195 @@ TEST_CASE("asio server + http_endpoint: DELETE ends the session, a deleted sessi
   REQUIRE(put);
   CHECK(put->status == 405);
   CHECK(put->header("Allow").has_value());
+}
+
+// ---- head-first checks and bounded body buffering (docs/http.md#head-checks,
+// docs/transport.md#body-buffering) ---------------------------------------------------------------
+
+namespace {
+
+/// Admits only `Authorization: Bearer alice-token`.
+struct bearer_alice {
+  [[nodiscard]] std::optional<mcpcore::principal> authenticate(const mcpcore::http_request_view& req) const {
+    const auto a = req.header("Authorization");
+    if (!a || *a != "Bearer alice-token") return std::nullopt;
+    return alice();
+  }
+  [[nodiscard]] mcpcore::credential_verdict revalidate(const mcpcore::principal& /*p*/) const noexcept {
+    return mcpcore::credential_verdict::valid;
+  }
+};
+
+/// The head of a POST to `target` declaring `length` body bytes (no body).
+std::string post_head(std::uint16_t port, std::size_t length, std::string_view extra = {},
+                      std::string_view target = "/mcp", std::string_view host = {}) {
+  std::string s = "POST " + std::string(target) + " HTTP/1.1\r\nHost: " +
+                  (host.empty() ? "127.0.0.1:" + std::to_string(port) : std::string(host)) +
+                  "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+  s += extra;
+  s += "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+  return s;
+}
+
+/// A ping request padded with spaces to exactly `size` bytes.
+std::string padded_ping(std::size_t size, int id = 7) {
+  std::string s = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"ping"})";
+  s.resize(std::max(size, s.size()), ' ');
+  return s;
+}
+
+asio_http_server_options head_options() {
+  asio_http_server_options o;
+  o.port = 0;
+  o.io_threads = 2;
+  o.handler_threads = 2;
+  o.close_linger = 300ms;
+  o.shutdown_drain = 1s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("http.md/head-checks: Expect 100-continue without a token, with a foreign Host or on an unknown path gets the final refusal, never 100") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, bearer_alice{}};
+  asio_http_server http{endpoint, head_options()};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  struct variant {
+    const char* name;
+    std::string head;
+    int status;
+  };
+  const std::string expect = "Expect: 100-continue\r\n";
+  const std::string token = "Authorization: Bearer alice-token\r\n";
+  for (const variant& v : {variant{"no token", post_head(port, 100, expect), 401},
+                           variant{"foreign Host", post_head(port, 100, expect + token, "/mcp", "evil.example"), 403},
+                           variant{"unknown path", post_head(port, 100, expect + token, "/elsewhere"), 404}}) {
+    CAPTURE(v.name);
+    raw_client c(port);
+    REQUIRE(c.send(v.head));
+    auto r = c.read_head();
+    REQUIRE(r);
+    CHECK(r->status == v.status);
+    CHECK(r->header("Connection") == "close");
+    CHECK(c.wait_closed());
+  }
+  // With a token, the right Host and path, the interim answer comes, then the final one.
+  raw_client ok(port);
+  const std::string body = padded_ping(100);
+  REQUIRE(ok.send(post_head(port, body.size(), expect + token)));
+  auto interim = ok.read_head();
+  REQUIRE(interim);
+  CHECK(interim->status == 100);
+  REQUIRE(ok.send(body));
+  auto final_answer = ok.read_response();
+  REQUIRE(final_answer);
+  CHECK(final_answer->status == 200);
+}
+
+TEST_CASE("http.md/head-checks: an unauthenticated POST declaring 4 MiB is answered 401 after its head alone, and the connection closes") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, bearer_alice{}};
+  asio_http_server http{endpoint, head_options()};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  raw_client c(port);
+  REQUIRE(c.send(post_head(port, std::size_t{4} << 20U)));  // the body never comes
+  auto r = c.read_response(2s);
+  REQUIRE(r);
+  CHECK(r->status == 401);
+  CHECK(r->header("Connection") == "close");
+  CHECK(r->header("WWW-Authenticate") == "Bearer");
+  CHECK(c.wait_closed());
+  CHECK(http.buffered_body_bytes() == 0);
+}
+
+TEST_CASE("transport.md/body-buffering: pipelined POSTs behind an authenticated GET stream are not buffered beyond the cap") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, bearer_alice{}};
+  auto o = head_options();
+  constexpr std::size_t mib = std::size_t{1} << 20U;
+  o.max_connection_buffered_body_bytes = 2 * mib;
+  asio_http_server http{endpoint, o};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  const std::string token = "Authorization: Bearer alice-token\r\n";
+  std::string init_req = mcp_post(port, fx::initialize(1));
+  init_req.insert(init_req.find("\r\n") + 2, token);
+  raw_client i(port);
+  REQUIRE(i.send(init_req));
+  auto init = i.read_response();
+  REQUIRE(init);
+  REQUIRE(init->status == 200);
+  const auto sid = init->header("Mcp-Session-Id");
+  REQUIRE(sid);
+  std::string get = mcp_get_or_delete("GET", port, *sid);
+  get.insert(get.find("\r\n") + 2, token);
+
+  for (const bool authenticated : {false, true}) {
+    CAPTURE(authenticated);
+    raw_client g(port);
+    REQUIRE(g.send(get));
+    auto head = g.read_head();
+    REQUIRE(head);
+    REQUIRE(head->status == 200);
+    // Eight 1 MiB POSTs pipelined behind the stream, sent from another thread (the server
+    // stops reading).
+    const std::string body = padded_ping(mib);
+    std::string pipelined;
+    for (int k = 0; k < 8; ++k) {
+      pipelined += post_head(port, body.size(), authenticated ? token : std::string{});
+      pipelined += body;
+    }
+    auto sender = std::async(std::launch::async, [&] { return g.send(pipelined); });
+    std::size_t peak = 0;
+    const auto until = std::chrono::steady_clock::now() + 600ms;
+    while (std::chrono::steady_clock::now() < until) {
+      peak = std::max(peak, http.buffered_body_bytes());
+      std::this_thread::sleep_for(1ms);
+    }
+    CHECK(peak <= (authenticated ? 2 * mib : 0));
+    if (authenticated) CHECK(peak > 0);
+    g.shutdown_write();  // wakes the sender blocked in send
+    (void)sender.get();
+    g.reset();
+    CHECK(test_http::eventually([&] { return http.buffered_body_bytes() == 0; }));
+  }
+}
+
+TEST_CASE("transport.md/body-buffering: the server-wide cap holds with many connections, the bodies beyond it get 503") {
+  auto srv = make_server();
+  mcpcore::http_endpoint endpoint{srv, bearer_alice{}};
+  auto o = head_options();
+  constexpr std::size_t mib = std::size_t{1} << 20U;
+  o.max_buffered_body_bytes = 3 * mib;
+  asio_http_server http{endpoint, o};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  const std::string token = "Authorization: Bearer alice-token\r\n";
+  const std::string body = padded_ping(mib);
+  std::vector<std::unique_ptr<raw_client>> clients;
+  for (int k = 0; k < 6; ++k) {
+    clients.push_back(std::make_unique<raw_client>(port));
+    REQUIRE(clients.back()->send(post_head(port, body.size(), token)));
+  }
+  CHECK(test_http::eventually([&] { return http.body_refusals() == 3; }));
+  CHECK(http.buffered_body_bytes() == 3 * mib);
+  int ok = 0;
+  int refused = 0;
+  for (auto& c : clients) {
+    (void)c->send(body);  // a refused connection may already be closed
+    auto r = c->read_response();
+    REQUIRE(r);
+    if (r->status == 200) ++ok;
+    if (r->status == 503) {
+      ++refused;
+      CHECK(r->header("Retry-After").has_value());
+      CHECK(r->header("Connection") == "close");
+    }
+  }
+  CHECK(ok == 3);
+  CHECK(refused == 3);
+  CHECK(test_http::eventually([&] { return http.buffered_body_bytes() == 0; }));
 }

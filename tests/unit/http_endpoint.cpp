@@ -1046,14 +1046,15 @@ TEST_CASE("http.md/processing-order-on-the-mcp-path: the kill switch answers -32
 TEST_CASE("sessions.md/the-session-registry, sessions.md/shutdown: the session cap is 429 -32010, after begin_shutdown initialize is 503 -32015") {
   fixture f{[](http_endpoint_options& o) { o.session.max_sessions_per_principal = 1; }};
   const auto sid = f.open_session();
+  // the one session is busy (its GET stream is open): nothing to evict, the mint is refused
+  auto g = f.send(get(sid));
+  REQUIRE(g.head.status == 200);
+  auto stream = f.read(g);
   auto capped = f.send(post(fx::initialize(2)));
   CHECK(capped.head.status == 429);
   CHECK(code_of(capped) == -32010);
   CHECK(body_of(capped).root["error"]["data"]["retry_after_ms"].kind() == json::kind::null);
 
-  auto g = f.send(get(sid));
-  REQUIRE(g.head.status == 200);
-  auto stream = f.read(g);
   f.ep->begin_shutdown();
   f.ep->begin_shutdown();  // idempotent
   stream.drive_to_end();
@@ -1249,6 +1250,153 @@ TEST_CASE("approvals.md: the approval routes are delegated with the authenticate
   CHECK(known.head.status == 404);  // authenticated: the ticket simply does not exist
   r.set("Host", "evil.example.com");
   CHECK(f.send(r).head.status == 403);
+}
+
+
+// ---- head checks, repeated Host / Origin, unreadable local addresses (issue 21 items 1-3) ----------
+
+namespace {
+
+/// The reply `check_head` gives for `r` (status 0: none, the head passes).
+http_reply head_verdict(const fixture& f, const request& r, std::optional<std::uint64_t> declared = std::nullopt,
+                        bool chunked = false) {
+  http_request_view v = r.view();
+  v.body = {};
+  v.declared_length = declared;
+  v.chunked = chunked;
+  http_reply out;
+  out.head.status = 0;
+  if (auto refused = f.ep->check_head(v)) out.head = std::move(*refused);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("http.md/head-checks: check_head refuses on the head alone what handle would refuse before the body") {
+  fixture f{[](http_endpoint_options& o) { o.max_body_bytes = 1000; }};
+  // A request that passes every head check: no answer yet.
+  CHECK(head_verdict(f, post(""), 10).head.status == 0);
+  CHECK(head_verdict(f, post(""), std::nullopt, true).head.status == 0);  // chunked: its size is checked as it arrives
+  CHECK(head_verdict(f, get("any-session")).head.status == 0);            // the session is checked by handle
+  // Route and method.
+  request unknown = post("");
+  unknown.target = "/nope";
+  CHECK(head_verdict(f, unknown, 10).head.status == 404);
+  request put = post("");
+  put.method = "PUT";
+  const auto p405 = head_verdict(f, put);
+  CHECK(p405.head.status == 405);
+  CHECK(header_of(p405, "Allow") == "GET, POST, DELETE");
+  // Host, Origin, protocol version of a GET, authentication: the same answers as handle.
+  request evil = post("");
+  evil.set("Host", "evil.example");
+  CHECK(head_verdict(f, evil, 10).head.status == 403);
+  CHECK(code_of(head_verdict(f, evil, 10)) == -32008);
+  request origin = post("");
+  origin.set("Origin", "http://evil.example");
+  CHECK(head_verdict(f, origin, 10).head.status == 403);
+  request version = get("s");
+  version.set("MCP-Protocol-Version", "1999-01-01");
+  CHECK(head_verdict(f, version).head.status == 400);
+  const auto anon = head_verdict(f, post("", {}, "wrong"), 4U << 20U);
+  CHECK(anon.head.status == 401);
+  CHECK(header_of(anon, "WWW-Authenticate") == "Bearer");
+  CHECK(code_of(anon) == -32001);
+  // The declared length against max_body_bytes, after authentication.
+  const auto big = head_verdict(f, post(""), 1001);
+  CHECK(big.head.status == 413);
+  CHECK(head_verdict(f, post(""), 1000).head.status == 0);
+  CHECK(head_verdict(f, post("", {}, "wrong"), 1001).head.status == 401);
+  // The operational routes: Host, then GET only.
+  request health = get("");
+  health.drop("Authorization");
+  health.target = "/healthz";
+  CHECK(head_verdict(f, health).head.status == 0);
+  health.method = "POST";
+  CHECK(head_verdict(f, health).head.status == 405);
+  // The kill switch first, deliberately bare.
+  f.srv->switches().set_disabled(true);
+  CHECK(code_of(head_verdict(f, post("", {}, "wrong"), 10)) == -32005);
+  f.srv->switches().set_disabled(false);
+}
+
+TEST_CASE("http.md/head-checks: check_head on the approval routes checks Host and refuses the unauthenticated") {
+  memory_approval_store store;
+  approval_service service{store};
+  approval_endpoint approvals{service, allow_all_authorizer{}};
+  fixture f;
+  f.ep = std::make_unique<http_endpoint>(*f.srv, f.auth, test_options(), clock_ref<manual_clock>{f.clk});
+  f.ep->set_approvals(approvals);
+  request r;
+  r.method = "POST";
+  r.target = "/api/v1/approvals/0123456789abcdef0123456789abcdef/approve";
+  r.set("Host", "localhost");
+  CHECK(head_verdict(f, r, 4U << 20U).head.status == 401);
+  r.set("Authorization", "Bearer alice-token");
+  CHECK(head_verdict(f, r, 10).head.status == 0);
+  r.set("Host", "evil.example.com");
+  CHECK(head_verdict(f, r, 10).head.status == 403);
+}
+
+TEST_CASE("security.md/dns-rebinding-host-and-origin: a repeated Host is 400 and a repeated Origin 403 on every route") {
+  fixture f{[](http_endpoint_options& o) { o.allowed_origins = {"http://localhost:8765"}; }};
+  auto twice = [](request r, std::string_view name, std::string_view second) {
+    r.headers.push_back(http_header{std::string{name}, std::string{second}});
+    return r;
+  };
+  request ok = post(fx::initialize(1));
+  ok.set("Host", "127.0.0.1");
+  CHECK(f.send(ok).head.status == 200);
+  const request hosts = twice(ok, "host", "evil.example");
+  const auto r = f.send(hosts);
+  CHECK(r.head.status == 400);
+  CHECK(code_of(r) == -32600);
+  CHECK(head_verdict(f, hosts, 10).head.status == 400);
+  // Even two equal Host fields, and off a loopback listener (RFC 9112 §3.2).
+  request same = twice(ok, "Host", "127.0.0.1");
+  same.local = "10.0.0.5:8765";
+  CHECK(f.send(same).head.status == 400);
+  // Two Origin fields, even both allowed.
+  request origins = ok;
+  origins.set("Origin", "http://localhost:8765");
+  CHECK(f.send(origins).head.status == 200);
+  origins = twice(origins, "Origin", "http://localhost:8765");
+  const auto o = f.send(origins);
+  CHECK(o.head.status == 403);
+  CHECK(code_of(o) == -32008);
+  CHECK(head_verdict(f, origins, 10).head.status == 403);
+  // The other routes.
+  for (const char* target : {"/healthz", "/metrics", "/readyz"}) {
+    const std::string shown{target};
+    CAPTURE(shown);
+    request g = twice(get(""), "Host", "evil.example");
+    g.target = target;
+    CHECK(f.send(g).head.status == 400);
+  }
+  request del = twice(ok, "Host", "evil.example");
+  del.method = "GET";
+  CHECK(f.send(del).head.status == 400);
+}
+
+TEST_CASE("security.md/dns-rebinding-host-and-origin: a local address the endpoint cannot read is checked as loopback") {
+  fixture f;
+  request r = post(fx::initialize(1));
+  r.set("Host", "evil.example");
+  for (const char* local : {"::1:8800", "", "junk", "[::1]:8800", "[::1", "127.0.0.1", "[::ffff:127.0.0.1]:80",
+                            "[0:0:0:0:0:0:0:1]:80", "0.0.0.0:80", "[::]:80", "10.0.0.1:99999", "10.0.0:80",
+                            "256.0.0.1:80", "[2001:db8::1]x"}) {
+    const std::string shown{local};
+    CAPTURE(shown);
+    r.local = local;
+    const auto a = f.send(r);
+    CHECK(a.head.status == 403);
+  }
+  for (const char* local : {"10.0.0.1:80", "[2001:db8::1]:8765", "192.168.1.2", "[::ffff:10.0.0.1]:80"}) {
+    const std::string shown{local};
+    CAPTURE(shown);
+    r.local = local;
+    CHECK(f.send(r).head.status == 200);
+  }
 }
 
 }  // TEST_SUITE

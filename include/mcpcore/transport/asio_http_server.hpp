@@ -36,6 +36,12 @@ inline constexpr std::size_t default_max_connections = 1024;
 inline constexpr std::size_t default_max_pipelined = 16;
 /// Default cap of the bytes of one connection's response waiting for the socket (SSE backpressure).
 inline constexpr std::size_t default_stream_queue_bytes = std::size_t{64} * 1024U;
+/// Default cap of the request body bytes buffered across the whole server
+/// (docs/transport.md#body-buffering): 16 bodies of the largest size at once.
+inline constexpr std::size_t default_max_buffered_body_bytes = std::size_t{64} << 20U;
+/// Default cap of the request body bytes one connection buffers, pipelined bodies included
+/// (docs/transport.md#body-buffering).
+inline constexpr std::size_t default_max_connection_buffered_body_bytes = default_max_request_body;
 /// Largest chunk of a chunked (streamed) response body.
 inline constexpr std::size_t max_chunk_bytes = std::size_t{8} * 1024U;
 
@@ -84,6 +90,23 @@ struct asio_http_server_options {
   std::size_t max_connections = default_max_connections;
   /// Per-request parse limits (414 / 431 / 413).
   http_request_limits limits{};
+  /// Request body bytes buffered across the whole server (docs/transport.md#body-buffering): a
+  /// body's room is taken when its head has passed the checks, before `100 Continue` and before
+  /// any of it is read (its declared `Content-Length`; a chunked body's as it arrives), and given
+  /// back when the request is handed to the handler or the connection closes. A body that does not
+  /// fit is answered `503` with `Retry-After: 1` and `Connection: close`, without reading it.
+  std::size_t max_buffered_body_bytes = default_max_buffered_body_bytes;
+  /// Request body bytes one connection buffers, pipelined bodies waiting behind the request being
+  /// answered included. A body always fits when the connection buffers no other; beside others
+  /// only within this cap (a chunked one only alone): otherwise the connection stops reading until
+  /// the requests ahead are handed over (backpressure; never a refusal).
+  std::size_t max_connection_buffered_body_bytes = default_max_connection_buffered_body_bytes;
+  /// For a server with a plain handler (an endpoint's server runs `http_endpoint::check_head`
+  /// first, then this): called with a request's head as soon as it is complete (`body` empty,
+  /// `declared_length` and `chunked` set), on an I/O thread (it must not block). An answer is
+  /// written in turn with `Connection: close` and the connection closes without reading the body;
+  /// `std::nullopt` lets the request go on (docs/http.md#head-checks).
+  std::function<std::optional<http_response>(const http_request_view&)> head_check{};
   /// The whole request head must arrive within this time from the first byte of the request (or
   /// from the end of the previous response); otherwise the connection is closed without answer
   /// (slowloris).
@@ -137,8 +160,10 @@ struct asio_http_server_options {
 ///
 /// @par Shutdown
 /// `stop` stops accepting, calls `http_endpoint::begin_shutdown` (every live stream closes with
-/// `session_terminated`), lets responses flush for up to `shutdown_drain` (plus `write_timeout`
-/// for a write in progress), closes every socket, then runs the handler tasks already queued to
+/// `session_terminated`; calls parked on a client's answer end at once), lets responses flush for
+/// up to `shutdown_drain` (plus `write_timeout` for a write in progress), then calls
+/// `http_endpoint::cancel_in_flight` (the stop token of every call still running fires), closes
+/// every socket, then runs the handler tasks already queued to
 /// completion (they are dispatches already admitted: each completion must still be called) and
 /// refuses new ones, and joins every thread. The server cannot be started again.
 ///
@@ -185,6 +210,12 @@ class asio_http_server {
   [[nodiscard]] std::uint16_t port() const noexcept;
   /// Open connections (accepted and not yet fully closed), over-limit ones included.
   [[nodiscard]] std::size_t connections() const noexcept;
+  /// Request body bytes buffered now, across every connection (a gauge; at most
+  /// `max_buffered_body_bytes`; docs/transport.md#body-buffering).
+  [[nodiscard]] std::size_t buffered_body_bytes() const noexcept;
+  /// Request bodies refused `503` because they did not fit in `max_buffered_body_bytes`, since
+  /// start (a counter).
+  [[nodiscard]] std::uint64_t body_refusals() const noexcept;
   /// Whether the server is started and not yet stopping.
   [[nodiscard]] bool running() const noexcept;
   /// The bounded handler executor: runs a task on a handler thread, or returns false (running

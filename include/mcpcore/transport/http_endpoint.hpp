@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,9 @@ inline constexpr std::size_t default_max_request_body = std::size_t{4} << 20U;
 /// The `retry:` field of the priming event of a POST SSE stream (MCP 2025-11-25, SEP-1699).
 inline constexpr std::chrono::milliseconds default_sse_retry{1000};
 
+/// Dispatches (queued or running) one principal may have on the endpoint's executor
+/// (docs/sessions.md#fair-dispatch).
+inline constexpr std::size_t default_max_dispatch_per_principal = 16;
 /// Interval of the `: keepalive` comment on an idle per-request-era stream.
 inline constexpr std::chrono::milliseconds default_per_request_keepalive{15000};
 /// Per-request-era SSE streams one principal may hold open at once.
@@ -89,6 +93,10 @@ struct http_endpoint_options {
   /// Whether a `tools/call` may answer as SSE on the POST
   /// (docs/sessions.md#streamed-post-admission; default on).
   bool streamed_post = true;
+  /// Dispatches one principal may have queued or running on the executor at once
+  /// (docs/sessions.md#fair-dispatch; 0: no cap). One more request is refused 429 -32603 `Too many
+  /// requests in flight` with `retry_after_ms`; between principals the queue runs round-robin.
+  std::size_t max_dispatch_per_principal = default_max_dispatch_per_principal;
   /// Exact `Origin` values allowed (docs/security.md#dns-rebinding-host-and-origin): an absent
   /// Origin passes, a present one must match one of these byte for byte (or be this server's own
   /// loopback origin, below); otherwise
@@ -102,9 +110,10 @@ struct http_endpoint_options {
   /// Saves a host that binds an ephemeral port from listing origins it learns only after binding.
   bool allow_loopback_same_origin = true;
   /// Exact `Host` values allowed besides the loopback names (DNS-rebinding protection,
-  /// docs/security.md#dns-rebinding-host-and-origin). When the request arrived on a loopback
-  /// address (`http_request_view::local`), its `Host` must name loopback (`localhost`, `127.0.0.1`,
-  /// `[::1]`, any port) or be listed here, else 403.
+  /// docs/security.md#dns-rebinding-host-and-origin). Unless the request arrived on an address
+  /// read as non-loopback (`http_request_view::local`; an unreadable one counts as loopback), its
+  /// `Host` must name loopback (`localhost`, `127.0.0.1`, `[::1]`, any port) or be listed here,
+  /// else 403. More than one `Host` field is 400 whatever the address.
   std::vector<std::string> allowed_hosts{};
   /// Validate `Host` on requests that arrived on a loopback address (default on).
   bool validate_loopback_host = true;
@@ -226,7 +235,8 @@ class http_executor_binding {
 /// routes when `set_approvals` was called; the operational routes. Anything else: 404.
 ///
 /// @par Processing order (docs/http.md#processing-order-on-the-mcp-path, #delete-sessions-on,
-/// #get-sessions-on) kill switch (-32005, no `data`) → Host (403) → Origin (403 -32008) →
+/// #get-sessions-on) kill switch (-32005, no `data`) → Host (400 when repeated, 403) → Origin
+/// (403 -32008, a repeated one too) →
 /// `MCP-Protocol-Version` (400 -32009) → authentication (401 + `WWW-Authenticate: Bearer`) → body
 /// limits and content type (413, 415) → parse (-32700 / -32600) → session (404 -32007; 400 -32600
 /// without one where one is required) → notification or client response (202, empty) → dispatch.
@@ -294,6 +304,15 @@ class http_endpoint {
   /// call still runs, when its response became a stream). Never throws except on allocation
   /// failure before `done` was called.
   MCPCORE_DECL void handle(const http_request_view& req, http_completion done);
+  /// The checks that need only the head (docs/http.md#head-checks), for a transport to run as
+  /// soon as a request's head is complete, before it answers `100 Continue` or reads the body:
+  /// route and method (404 / 405), kill switch, Host (403; a repeated Host 400), Origin (403
+  /// -32008, a repeated one too), the `MCP-Protocol-Version` of a GET or DELETE (400 -32009),
+  /// authentication (401), and `head.declared_length` against `max_body_bytes` (413). Returns the
+  /// answer to send (then close the connection without reading the body), or `std::nullopt` when
+  /// the head passes; `head.body` is ignored. `handle` runs the same checks again, so a host that
+  /// never calls this stays safe. Never throws except on allocation failure.
+  [[nodiscard]] MCPCORE_DECL std::optional<http_response> check_head(const http_request_view& head) const;
   /// Whether `target`'s path is served here (MCP, approval or operational route).
   [[nodiscard]] MCPCORE_DECL bool matches(std::string_view target) const noexcept;
 
@@ -302,8 +321,15 @@ class http_endpoint {
   /// (`server::expire_waiting`); no-throw, failures are counted.
   MCPCORE_DECL void tick() noexcept;
   /// Graceful shutdown (docs/sessions.md#shutdown): `initialize` answers -32015 / 503 from now on,
-  /// every live stream closes `session_terminated`, the bridge stops admitting. Idempotent.
+  /// every live stream closes `session_terminated`, the bridge stops admitting, and every request
+  /// a call made to its client fails at once (`closed`: no answer can arrive any more), so that no
+  /// call stays parked on a client's answer. Calls still running keep going until
+  /// `cancel_in_flight`. Idempotent.
   MCPCORE_DECL void begin_shutdown() noexcept;
+  /// The end of the shutdown drain (docs/sessions.md#shutdown): the stop token of every call of
+  /// the sessions `begin_shutdown` ended fires. `asio_http_server` calls it when its
+  /// `shutdown_drain` runs out. Idempotent; a no-op before `begin_shutdown`.
+  MCPCORE_DECL void cancel_in_flight() noexcept;
 
   /// The endpoint's sessions (for diagnostics and tests). Sessions the endpoint mints carry its
   /// per-session state as `session::attachment()`; a session minted here directly must carry no

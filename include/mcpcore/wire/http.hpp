@@ -5,6 +5,7 @@
 
 #include <mcpcore/detail/config.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,13 +38,22 @@ struct http_request_view {
   std::span<const http_header> headers{};
   /// The peer's address as the host formats it (`127.0.0.1:53122`); for audit rows only.
   std::string_view remote{};
-  /// The local address the request arrived on (`127.0.0.1:8765`, `[::1]:8765`); an endpoint
-  /// validates `Host` against DNS rebinding when it is a loopback address. Empty: unknown.
+  /// The local address the request arrived on, as `<IPv4>:<port>` (`127.0.0.1:8765`) or
+  /// `[<IPv6>]:<port>` (`[::1]:8765`; the brackets are required, the port may be left out). An
+  /// endpoint validates `Host` against DNS rebinding unless this reads as a non-loopback address:
+  /// anything it cannot read so (empty, `::1:8765` without brackets, a name, junk) counts as
+  /// loopback and the `Host` is checked (docs/security.md#dns-rebinding-host-and-origin).
   std::string_view local{};
   /// Signalled when the client goes away before it has its answer (the connection closed, or the
   /// client shut its sending side): the endpoint cancels the per-request call it serves
   /// (docs/eras.md#streams). Default: never.
   std::stop_token disconnected{};
+  /// The body length the head declares (`Content-Length`), for checks made before the body is
+  /// read (`http_endpoint::check_head`); `std::nullopt` when the head declares none.
+  std::optional<std::uint64_t> declared_length{};
+  /// The head declares a chunked body (`Transfer-Encoding: chunked`): its length is known only as
+  /// it arrives.
+  bool chunked = false;
 
   /// The value of the first field named `name` (ASCII case-insensitive), or `std::nullopt`.
   [[nodiscard]] MCPCORE_DECL std::optional<std::string_view> header(std::string_view name) const noexcept;

@@ -12,6 +12,7 @@
 #include <mcpcore/transport/http_endpoint.hpp>
 
 #include <mcpcore/detail/ascii.hpp>
+#include <mcpcore/transport/impl/fair_dispatch.ipp>
 #include <mcpcore/transport/impl/http_pumped_stream.ipp>
 
 // The one table of error answers (`detail::refusal_table`) lives with stream admission.
@@ -29,7 +30,9 @@
 #include <mcpcore/wire/jsonrpc.hpp>
 #include <mcpcore/wire/retry.hpp>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,21 +101,126 @@ inline bool http_port_suffix_ok(std::string_view port) noexcept {
   return true;
 }
 
-/// Whether a local address as the host formats it (`127.0.0.1:8765`, `[::1]:8765`) is loopback.
-inline bool http_local_is_loopback(std::string_view local) noexcept {
-  std::string_view host = local;
-  if (!host.empty() && host.front() == '[') {
-    const auto close = host.find(']');
-    if (close == std::string_view::npos) return false;
-    host = host.substr(1, close - 1);
-  } else if (host.find(':') == host.rfind(':')) {
-    // IPv4 or a name, with or without one ":port"
-    const auto colon = host.rfind(':');
-    if (colon != std::string_view::npos) host = host.substr(0, colon);
+/// An IPv4 address in dotted-decimal form (four decimal octets, no leading junk), or nullopt.
+inline std::optional<std::array<std::uint8_t, 4>> http_parse_ipv4(std::string_view s) noexcept {
+  std::array<std::uint8_t, 4> out{};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (i > 0) {
+      if (s.empty() || s.front() != '.') return std::nullopt;
+      s.remove_prefix(1);
+    }
+    std::size_t n = 0;
+    unsigned v = 0;
+    while (n < s.size() && n < 4 && s[n] >= '0' && s[n] <= '9') v = v * 10 + static_cast<unsigned>(s[n++] - '0');
+    if (n == 0 || n > 3 || v > 255) return std::nullopt;
+    out[i] = static_cast<std::uint8_t>(v);
+    s.remove_prefix(n);
   }
-  if (host == "::1" || ascii_iequals(host, "localhost")) return true;
-  if (host.substr(0, 7) == "::ffff:") host.remove_prefix(7);
-  return host.substr(0, 4) == "127.";
+  if (!s.empty()) return std::nullopt;
+  return out;
+}
+
+/// An IPv6 address in RFC 4291 §2.2 text form (hex groups, at most one `::`, an optional dotted
+/// IPv4 tail; no zone), or nullopt.
+inline std::optional<std::array<std::uint8_t, 16>> http_parse_ipv6(std::string_view s) noexcept {
+  std::array<std::uint16_t, 8> groups{};
+  std::size_t count = 0;
+  std::optional<std::size_t> gap;  // where `::` stands, in groups
+  if (s.starts_with("::")) {
+    gap = 0;
+    s.remove_prefix(2);
+  }
+  while (!s.empty()) {
+    if (count >= 8) return std::nullopt;
+    const auto colon = s.find(':');
+    const std::string_view part = s.substr(0, colon);
+    if (colon == std::string_view::npos && part.find('.') != std::string_view::npos) {
+      const auto v4 = http_parse_ipv4(part);
+      if (!v4 || count > 6) return std::nullopt;
+      groups[count++] = static_cast<std::uint16_t>(((*v4)[0] << 8U) | (*v4)[1]);
+      groups[count++] = static_cast<std::uint16_t>(((*v4)[2] << 8U) | (*v4)[3]);
+      s = {};
+      break;
+    }
+    if (part.empty() || part.size() > 4) return std::nullopt;
+    unsigned v = 0;
+    for (const char c : part) {
+      unsigned d = 0;
+      if (c >= '0' && c <= '9') {
+        d = static_cast<unsigned>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        d = static_cast<unsigned>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        d = static_cast<unsigned>(c - 'A' + 10);
+      } else {
+        return std::nullopt;
+      }
+      v = v * 16 + d;
+    }
+    groups[count++] = static_cast<std::uint16_t>(v);
+    if (colon == std::string_view::npos) {
+      s = {};
+      break;
+    }
+    s.remove_prefix(colon + 1);
+    if (s.starts_with(":")) {
+      if (gap) return std::nullopt;
+      gap = count;
+      s.remove_prefix(1);
+    } else if (s.empty()) {
+      return std::nullopt;  // a trailing single `:`
+    }
+  }
+  if (gap ? count > 7 : count != 8) return std::nullopt;
+  std::array<std::uint16_t, 8> full{};
+  const std::size_t at = gap.value_or(count);
+  for (std::size_t i = 0; i < at; ++i) full[i] = groups[i];
+  for (std::size_t i = at; i < count; ++i) full[8 - (count - i)] = groups[i];
+  std::array<std::uint8_t, 16> out{};
+  for (std::size_t i = 0; i < 8; ++i) {
+    out[2 * i] = static_cast<std::uint8_t>(full[i] >> 8U);
+    out[2 * i + 1] = static_cast<std::uint8_t>(full[i] & 0xffU);
+  }
+  return out;
+}
+
+/// Whether a local address (`http_request_view::local`) must have its `Host` checked: true unless
+/// it reads as a non-loopback address, `<IPv4>[:port]` or `[<IPv6>][:port]`
+/// (docs/security.md#dns-rebinding-host-and-origin). Loopback (127/8, `::1`, IPv4-mapped 127/8),
+/// the unspecified addresses, and anything unreadable (empty, `::1:8800`, a name, junk) are
+/// checked: failing safe.
+inline bool http_local_is_loopback(std::string_view local) noexcept {
+  std::string_view port;
+  std::optional<std::array<std::uint8_t, 4>> v4;
+  if (!local.empty() && local.front() == '[') {
+    const auto close = local.find(']');
+    if (close == std::string_view::npos) return true;
+    port = local.substr(close + 1);
+    const auto v6 = http_parse_ipv6(local.substr(1, close - 1));
+    if (!v6) return true;
+    bool zero10 = true;
+    for (std::size_t i = 0; i < 10; ++i) zero10 = zero10 && (*v6)[i] == 0;
+    const bool mapped = zero10 && (*v6)[10] == 0xff && (*v6)[11] == 0xff;
+    const bool compat = zero10 && (*v6)[10] == 0 && (*v6)[11] == 0;  // ::a.b.c.d, ::1 and :: included
+    if (mapped || compat) {
+      v4 = std::array<std::uint8_t, 4>{(*v6)[12], (*v6)[13], (*v6)[14], (*v6)[15]};
+      if (compat) return true;  // ::, ::1 and the deprecated IPv4-compatible forms: checked
+    }
+  } else {
+    const auto colon = local.find(':');
+    port = colon == std::string_view::npos ? std::string_view{} : local.substr(colon);
+    v4 = http_parse_ipv4(local.substr(0, colon));
+    if (!v4) return true;
+  }
+  if (!http_port_suffix_ok(port)) return true;
+  if (port.size() > 1) {
+    unsigned long n = 0;
+    for (std::size_t i = 1; i < port.size(); ++i) n = n * 10 + static_cast<unsigned long>(port[i] - '0');
+    if (n > 65535) return true;
+  }
+  if (!v4) return false;  // an IPv6 address other than loopback, unspecified or IPv4-mapped
+  const auto& a = *v4;
+  return a[0] == 127 || (a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0);
 }
 
 /// Whether a `Host` value names loopback (`localhost`, `127.0.0.1`, `[::1]`, any port).
@@ -229,6 +337,9 @@ struct http_endpoint::impl {
   std::function<bool()> ready;
   // The executor, owned by whoever bound it (`bind_executor`); never null itself.
   const std::shared_ptr<detail::http_executor_slot> executor = std::make_shared<detail::http_executor_slot>();
+  // Per-principal queues in front of the executor (docs/sessions.md#fair-dispatch).
+  const std::shared_ptr<detail::fair_dispatch> fair =
+      std::make_shared<detail::fair_dispatch>(options.max_dispatch_per_principal);
   detail::http_wake_slots slots;
   // Declared in this order so that the bridge goes first, then the sessions (whose GET sinks
   // hold leases), then the budget.
@@ -246,6 +357,8 @@ struct http_endpoint::impl {
   std::unordered_map<std::uint64_t, post_entry> post_sinks;  // guarded by posts_mutex
   std::uint64_t next_post = 0;                                                // guarded by posts_mutex
   std::atomic<bool> shut{false};  // begin_shutdown runs once
+  // The states of the sessions begin_shutdown ended: cancel_in_flight closes their peers.
+  std::vector<std::shared_ptr<detail::http_session_state>> draining;  // guarded by posts_mutex
   // The live streams of the per-request era (begin_shutdown closes them).
   std::unordered_map<std::uint64_t, std::weak_ptr<detail::per_request_channel>> per_request_streams;  // posts_mutex
 
@@ -340,6 +453,22 @@ struct http_endpoint::impl {
       return false;
     }
   }
+  /// A request's dispatch `task` for `principal` through the fair queues (docs/sessions.md#fair-dispatch):
+  /// round-robin between principals, at most `max_dispatch_per_principal` queued or running per
+  /// principal. Inline without an executor. Continuations of a call already admitted use `submit`.
+  /// @throws std::bad_alloc before anything ran
+  detail::fair_submit submit_fair(std::string_view principal, std::function<void()> task) {
+    std::shared_ptr<const http_executor> exec;
+    {
+      const std::lock_guard<std::mutex> lock(executor->mutex);
+      exec = executor->exec;
+    }
+    if (!exec) {
+      task();
+      return detail::fair_submit::taken;
+    }
+    return fair->submit(principal, std::move(task), *exec);
+  }
 
   void register_post(std::uint64_t& key, const std::shared_ptr<stream_sink>& wake, const session* sess,
                      stream_channel channel) {
@@ -386,6 +515,13 @@ struct http_endpoint::impl {
   void handle_delete(const http_request_view& req, const principal& who, const correlation_id& cid,
                      http_completion& done);
   bool handle_ops(const http_request_view& req, std::string_view path, http_completion& done);
+  /// Steps 1-6 of docs/http.md#processing-order-on-the-mcp-path (everything the head decides):
+  /// the refusal, or nullopt with `who` set.
+  [[nodiscard]] std::optional<http_reply> mcp_head(const http_request_view& req, const correlation_id& cid,
+                                                   std::optional<principal>& who) const;
+  /// Repeated Host (400) or Origin (403), then Host (403): the guard of the approval and
+  /// operational routes.
+  [[nodiscard]] std::optional<http_reply> host_guard(const http_request_view& req) const;
   [[nodiscard]] bool host_allowed(const http_request_view& req) const noexcept;
   [[nodiscard]] static bool loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept;
 };
@@ -487,8 +623,33 @@ inline void http_deliver(http_completion& done, http_reply r) {
 
 // ---- routes ------------------------------------------------------------------------------------
 
+namespace detail {
+
+/// A repeated `Host` field (RFC 9112 §3.2; docs/security.md#dns-rebinding-host-and-origin): 400
+/// -32600 with `reason: repeated_host`.
+inline http_reply http_repeated_host(std::string_view cid) {
+  error_data d;
+  d.correlation_id = cid;
+  d.reason = "repeated_host";
+  std::string body;
+  write_error_response(body, std::nullopt, errc::invalid_request, "Host repeated", d);
+  return http_json_body(400, std::move(body));
+}
+
+}  // namespace detail
+
+inline std::optional<http_reply> http_endpoint::impl::host_guard(const http_request_view& req) const {
+  if (req.header_repeated("Host")) return detail::http_repeated_host(mint_cid().view());
+  if (req.header_repeated("Origin")) {
+    return detail::http_error(detail::refusal::origin, std::nullopt, mint_cid().view(), "repeated_origin");
+  }
+  if (!host_allowed(req)) return detail::http_error(detail::refusal::host, std::nullopt, mint_cid().view());
+  return std::nullopt;
+}
+
 inline bool http_endpoint::impl::host_allowed(const http_request_view& req) const noexcept {
-  if (!options.validate_loopback_host || req.local.empty() || !detail::http_local_is_loopback(req.local)) return true;
+  // An unreadable `local` counts as loopback (fail safe; docs/security.md#dns-rebinding-host-and-origin).
+  if (!options.validate_loopback_host || !detail::http_local_is_loopback(req.local)) return true;
   const auto host = req.header("Host");
   if (!host) return false;  // a loopback request without Host: refused (fail closed)
   if (detail::http_host_is_loopback(*host)) return true;
@@ -500,7 +661,7 @@ inline bool http_endpoint::impl::host_allowed(const http_request_view& req) cons
 }
 
 inline bool http_endpoint::impl::loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept {
-  if (req.local.empty() || !detail::http_local_is_loopback(req.local)) return false;
+  if (!detail::http_local_is_loopback(req.local)) return false;
   const auto host = req.header("Host");
   if (!host || !detail::http_host_is_loopback(*host)) return false;
   const std::string_view h = detail::http_trim(*host);
@@ -513,16 +674,15 @@ inline bool http_endpoint::impl::loopback_same_origin(const http_request_view& r
   return false;
 }
 
-inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_completion& done) {
-  const correlation_id cid = mint_cid();
+inline std::optional<http_reply> http_endpoint::impl::mcp_head(const http_request_view& req, const correlation_id& cid,
+                                                               std::optional<principal>& who) const {
   // 1. The kill switch (docs/http.md#processing-order-on-the-mcp-path): before anything else,
   // deliberately bare.
   if (srv.switches().disabled()) {
     std::string body;
     const detail::refusal_row& row = detail::refusal_row_of(detail::refusal::disabled);
     write_error_response(body, std::nullopt, static_cast<errc>(row.code), row.message, error_data{});
-    detail::http_deliver(done, detail::http_json_body(200, std::move(body)));
-    return;
+    return detail::http_json_body(200, std::move(body));
   }
   // 2. Methods (docs/http.md#processing-order-on-the-mcp-path, #delete-sessions-on): GET and DELETE
   // exist only with sessions.
@@ -533,25 +693,33 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
   if (!is_post && (!sessions_served || (!is_get && !is_delete))) {
     http_reply r = detail::http_empty(405);
     detail::http_add(r, "Allow", sessions_served ? detail::http_allow_mcp : detail::http_allow_stateless);
-    detail::http_deliver(done, std::move(r));
-    return;
+    return r;
   }
-  // 3. Host (DNS rebinding, docs/security.md#dns-rebinding-host-and-origin).
+  // 3. Host (DNS rebinding, docs/security.md#dns-rebinding-host-and-origin); more than one Host
+  // field is 400 (RFC 9112 §3.2), whatever the listener.
+  if (req.header_repeated("Host")) {
+    reject_row("repeated_host", {}, {}, cid.view());
+    return detail::http_repeated_host(cid.view());
+  }
   if (!host_allowed(req)) {
     reject_row("host", {}, {}, cid.view());
-    detail::http_deliver(done, detail::http_error(detail::refusal::host, std::nullopt, cid.view()));
-    return;
+    return detail::http_error(detail::refusal::host, std::nullopt, cid.view());
   }
   // 4. Origin (docs/security.md#dns-rebinding-host-and-origin): every path and era, before
-  // authentication.
+  // authentication. Two Origin fields are refused as a foreign one: no component may read another
+  // copy than the one checked.
+  if (req.header_repeated("Origin")) {
+    if (is_get) count_reject(stream_reject::origin);
+    reject_row(to_string(stream_reject::origin), {}, {}, cid.view());
+    return detail::http_error(detail::refusal::origin, std::nullopt, cid.view(), "repeated_origin");
+  }
   if (const auto origin = req.header("Origin")) {
     bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
     for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
     if (!ok) {
       if (is_get) count_reject(stream_reject::origin);
       reject_row(to_string(stream_reject::origin), {}, {}, cid.view());
-      detail::http_deliver(done, detail::http_error(detail::refusal::origin, std::nullopt, cid.view()));
-      return;
+      return detail::http_error(detail::refusal::origin, std::nullopt, cid.view());
     }
   }
   if (options.sessions && !is_post) {
@@ -562,21 +730,27 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
       if (!is_supported_protocol_version(detail::http_trim(*v))) {
         if (is_get) count_reject(stream_reject::protocol_version);
         reject_row(to_string(stream_reject::protocol_version), {}, {}, cid.view());
-        detail::http_deliver(done, detail::http_error(detail::refusal::protocol_version, std::nullopt, cid.view()));
-        return;
+        return detail::http_error(detail::refusal::protocol_version, std::nullopt, cid.view());
       }
     }
   }
   // 6. Authentication: every request, a session is never a credential
   // (docs/sessions.md#the-session-registry).
-  const std::optional<principal> who = authenticate(req);
-  if (!who) {
-    detail::http_deliver(done, detail::http_unauthenticated(cid.view(), options.resource_metadata_url));
+  who = authenticate(req);
+  if (!who) return detail::http_unauthenticated(cid.view(), options.resource_metadata_url);
+  return std::nullopt;
+}
+
+inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_completion& done) {
+  const correlation_id cid = mint_cid();
+  std::optional<principal> who;
+  if (std::optional<http_reply> refused = mcp_head(req, cid, who)) {
+    detail::http_deliver(done, std::move(*refused));
     return;
   }
-  if (is_post) {
+  if (req.method == "POST") {
     handle_post(req, *who, cid, done);
-  } else if (is_get) {
+  } else if (req.method == "GET") {
     handle_get(req, *who, cid, done);
   } else {
     handle_delete(req, *who, cid, done);
@@ -613,8 +787,8 @@ inline bool http_endpoint::impl::handle_ops(const http_request_view& req, std::s
   const bool is_health = !options.healthz_path.empty() && path == options.healthz_path;
   const bool is_ready = !options.readyz_path.empty() && path == options.readyz_path;
   if (!is_metrics && !is_health && !is_ready) return false;
-  if (!host_allowed(req)) {
-    http_deliver(done, detail::http_error(detail::refusal::host, std::nullopt, mint_cid().view()));
+  if (std::optional<http_reply> refused = host_guard(req)) {
+    http_deliver(done, std::move(*refused));
     return true;
   }
   if (req.method != "GET") {
@@ -730,8 +904,8 @@ MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, http_compl
     return;
   }
   if (e.approvals != nullptr && e.approvals->matches(req.target)) {
-    if (!e.host_allowed(req)) {
-      detail::http_deliver(done, detail::http_error(detail::refusal::host, std::nullopt, e.mint_cid().view()));
+    if (std::optional<http_reply> refused = e.host_guard(req)) {
+      detail::http_deliver(done, std::move(*refused));
       return;
     }
     const std::optional<principal> who = e.authenticate(req);
@@ -747,6 +921,40 @@ MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, http_compl
   }
   if (e.handle_ops(req, path, done)) return;
   detail::http_deliver(done, detail::http_empty(404));
+}
+
+MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_request_view& head) const {
+  const impl& e = *impl_;
+  const std::string_view path = detail::http_path_of(head.target);
+  if (e.is_mcp_path(path)) {
+    const correlation_id cid = e.mint_cid();
+    std::optional<principal> who;
+    if (std::optional<http_reply> refused = e.mcp_head(head, cid, who)) return std::move(refused->head);
+    // The declared length against the cap, after authentication as in handle (413 before parsing).
+    if (head.declared_length && *head.declared_length > e.options.max_body_bytes) {
+      return detail::http_error(detail::refusal::body_too_large, std::nullopt, cid.view()).head;
+    }
+    return std::nullopt;
+  }
+  if (e.approvals != nullptr && e.approvals->matches(head.target)) {
+    if (std::optional<http_reply> refused = e.host_guard(head)) return std::move(refused->head);
+    // Without a principal the approval endpoint answers its 401 before it reads anything else.
+    if (!e.authenticate(head)) return e.approvals->handle(head, nullptr);
+    return std::nullopt;
+  }
+  const bool ops = (!e.options.metrics_path.empty() && path == e.options.metrics_path) ||
+                   (!e.options.healthz_path.empty() && path == e.options.healthz_path) ||
+                   (!e.options.readyz_path.empty() && path == e.options.readyz_path);
+  if (ops) {
+    if (std::optional<http_reply> refused = e.host_guard(head)) return std::move(refused->head);
+    if (head.method != "GET") {
+      http_reply r = detail::http_empty(405);
+      detail::http_add(r, "Allow", "GET");
+      return std::move(r.head);
+    }
+    return std::nullopt;
+  }
+  return detail::http_empty(404).head;
 }
 
 MCPCORE_DECL bool http_endpoint::matches(std::string_view target) const noexcept {
@@ -785,8 +993,30 @@ MCPCORE_DECL void http_endpoint::begin_shutdown() noexcept {
   }
   for (const auto& s : posts) (void)s->close(close_reason::session_terminated);
   detail::close_per_request_streams(e);
-  (void)e.registry->terminate_all();  // GET streams close `session_terminated`
+  // GET streams close `session_terminated`; no call stays parked on its client's answer
+  // (docs/sessions.md#shutdown): the calls keep running until cancel_in_flight.
+  (void)e.registry->terminate_all([&e](const session& s) {
+    auto st = std::static_pointer_cast<detail::http_session_state>(s.attachment());
+    if (!st) return;
+    st->client.input_closed();
+    const std::lock_guard<std::mutex> lock(e.posts_mutex);
+    try {
+      e.draining.push_back(st);
+    } catch (...) {
+      st->client.close();  // out of memory: no drain for this session's calls
+    }
+  });
   e.bridge->shutdown();
+}
+
+MCPCORE_DECL void http_endpoint::cancel_in_flight() noexcept {
+  impl& e = *impl_;
+  std::vector<std::shared_ptr<detail::http_session_state>> states;
+  {
+    const std::lock_guard<std::mutex> lock(e.posts_mutex);
+    states.swap(e.draining);
+  }
+  for (const auto& st : states) st->client.close();  // their stop tokens fire
 }
 
 MCPCORE_DECL session_registry& http_endpoint::sessions() noexcept { return *impl_->registry; }
