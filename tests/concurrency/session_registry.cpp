@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -177,5 +178,74 @@ TEST_SUITE("concurrency") {
     CHECK(ok.load());
     CHECK(reg.shutting_down());
     CHECK_FALSE(reg.mint("late").has_value());
+  }
+}
+
+TEST_SUITE("concurrency") {
+  TEST_CASE("sessions.md/the-session-registry: eviction at the per-principal cap racing use of the evicted session never evicts a held one") {
+    // Users validate-and-hold random sessions of one principal while minters push it over its cap:
+    // a session a user holds is never evicted under it (its id stays valid while held), an
+    // evicted id is unknown from then on, and the principal never holds more than the cap.
+    constexpr std::size_t per_principal_cap = 4;
+    constexpr int users = 3;
+    constexpr int iterations = 400;
+    manual_clock clk;
+    metrics_registry metrics;
+    const session_metrics m = bind_session_metrics(metrics);
+    session_registry_options o;
+    o.max_sessions_per_principal = per_principal_cap;
+    session_registry reg{o, clock_ref<manual_clock>{clk}, m};
+
+    std::mutex ids_mu;
+    std::vector<std::string> ids;  // every id ever minted (guarded by ids_mu)
+    for (std::size_t i = 0; i < per_principal_cap; ++i) {
+      auto r = reg.mint("alice");
+      REQUIRE(r.has_value());
+      ids.push_back((*r)->id());
+    }
+    std::atomic<bool> held_ok{true};
+    std::atomic<bool> cap_ok{true};
+    std::atomic<std::uint64_t> held_uses{0};
+    std::atomic<std::uint64_t> minted{0};
+    {
+      std::vector<std::jthread> workers;
+      for (int u = 0; u < users; ++u) {
+        workers.emplace_back([&, u] {
+          for (int i = 0; i < iterations; ++i) {
+            std::string id;
+            {
+              const std::lock_guard lock{ids_mu};
+              id = ids[(static_cast<std::size_t>(i) * 7U + static_cast<std::size_t>(u)) % ids.size()];
+            }
+            session_hold hold;
+            const auto s = reg.validate_and_touch(id, "alice", hold);
+            if (!s) continue;  // evicted already: unknown
+            ++held_uses;
+            std::this_thread::yield();
+            // held: still there, whatever the minters did meanwhile
+            if (!reg.exists(id, "alice")) held_ok = false;
+          }
+        });
+      }
+      workers.emplace_back([&] {
+        for (int i = 0; i < iterations; ++i) {
+          auto r = reg.mint("alice");
+          if (r) {
+            ++minted;
+            const std::lock_guard lock{ids_mu};
+            ids.push_back((*r)->id());
+          }
+          if (reg.count("alice") > per_principal_cap) cap_ok = false;
+        }
+      });
+    }
+    CHECK(held_ok.load());
+    CHECK(cap_ok.load());
+    CHECK(reg.count("alice") <= per_principal_cap);
+    CHECK(held_uses.load() > 0);
+    CHECK(minted.load() > 0);
+    // three users hold at most three of the four sessions: every mint found an idle one to evict
+    CHECK(reg.count("alice") == per_principal_cap);
+    CHECK(m.sessions_evicted.value() == minted.load());
   }
 }

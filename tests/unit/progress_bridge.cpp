@@ -991,6 +991,33 @@ TEST_SUITE("progress_bridge") {
     CHECK(pins(s) == 0);
   }
 
+  TEST_CASE("sessions.md/projection-and-finals: the fallback final is an error result, so no output schema is broken by it") {
+    progress_bridge_options o;
+    o.parked_pressure_threshold = 1;
+    fixture f{o};
+    auto s = f.mint();
+    auto a = f.parked(s, 1);
+    a.set_execution_id("ex-a");
+    a.mark_detached();
+    REQUIRE(a.finish("completed"));  // a terminal, but its call never returned a result to project
+    auto b = f.parked(s, 2);          // newer: pushes a out
+    f.bridge->sweep();
+    REQUIRE(f.expires(expire_disposition::fallback_final) == 1);
+    const auto frames = ring(s);
+    bool seen = false;
+    for (const auto& fr : frames) {
+      parsed p{fr.data};
+      if (!p.root["id"].is_number() || p.root["id"].to_int64() != 1) continue;
+      seen = true;
+      REQUIRE(p.root["result"]["isError"].is_bool());
+      CHECK(p.root["result"]["isError"].as_bool());
+      CHECK_FALSE(p.root["result"]["structuredContent"].exists());
+      CHECK(p.root["result"]["execution_id"].as_string() == "ex-a");
+      CHECK(p.root["result"]["status"].as_string() == "unknown");
+    }
+    CHECK(seen);
+  }
+
   TEST_CASE("sessions.md/the-sweep: pressure expires the oldest parked records with their disposition") {
     progress_bridge_options o;
     o.parked_pressure_threshold = 1;
@@ -1027,6 +1054,54 @@ TEST_SUITE("progress_bridge") {
     CHECK_FALSE(b.complete(success(2, "{}")));
     CHECK(pins(s) == 2);
     CHECK(f.bridge->charges(s->id()) == 0);
+  }
+
+  TEST_CASE("sessions.md/the-sweep: pressure expires the flooding principal's parked records, never another's within its share") {
+    progress_bridge_options o;
+    o.parked_pressure_threshold = 4;
+    fixture f{o};
+    auto op = f.mint("op");
+    auto mine = f.parked(op, 1);  // the oldest parked record, of a principal with one
+    CHECK(mine.complete(success(1, "{}")));
+    // op2 floods from several sessions (each holds at most max_pinned_finals parked finals)
+    std::vector<std::shared_ptr<session>> op2;
+    std::vector<progress_call> flood;
+    for (std::int64_t i = 0; i < 6; ++i) {
+      if (i % 2 == 0) op2.push_back(f.mint("op2"));
+      flood.push_back(f.parked(op2.back(), 100 + i));
+    }
+    CHECK(f.bridge->parked() == 7);
+    f.bridge->sweep();
+    CHECK(f.bridge->parked() == 4);
+    // op's result is still held for its GET resume; op2 lost its three oldest
+    CHECK(mine.state_now() == bridge_record_state::ring_only);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(flood[i].state_now() == bridge_record_state::done);
+    for (std::size_t i = 3; i < 6; ++i) CHECK(flood[i].state_now() == bridge_record_state::ring_only);
+    CHECK(f.m.pressure_budget_exhausted.value() == 0);
+  }
+
+  TEST_CASE("sessions.md/the-sweep: a principal's parked records above max_parked_per_principal expire oldest first, below the global threshold too") {
+    progress_bridge_options o;
+    CHECK(o.max_parked_per_principal == default_max_parked_per_principal);
+    CHECK(default_max_parked_per_principal == 16);
+    o.max_parked_per_principal = 2;
+    fixture f{o};
+    auto op = f.mint("op");
+    auto a = f.parked(op, 1);
+    auto b = f.parked(op, 2);
+    std::vector<std::shared_ptr<session>> op2;
+    std::vector<progress_call> flood;
+    for (std::int64_t i = 0; i < 5; ++i) {
+      if (i % 2 == 0) op2.push_back(f.mint("op2"));
+      flood.push_back(f.parked(op2.back(), 100 + i));
+    }
+    f.bridge->sweep();
+    CHECK(f.bridge->parked() == 4);
+    CHECK(a.state_now() == bridge_record_state::ring_only);
+    CHECK(b.state_now() == bridge_record_state::ring_only);
+    CHECK(f.expires(expire_disposition::synthesize_unavailable) == 3);
+    CHECK(flood[3].state_now() == bridge_record_state::ring_only);
+    CHECK(flood[4].state_now() == bridge_record_state::ring_only);
   }
 
   TEST_CASE("sessions.md/shutdown: shutdown refuses reservations, poisons unresolved streams, writes one row") {

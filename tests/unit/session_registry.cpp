@@ -175,10 +175,14 @@ TEST_SUITE("session_registry") {
 
   // ---- caps ---------------------------------------------------------------------------------------
 
-  TEST_CASE("sessions.md/the-session-registry: the ninth session of a principal is refused per_principal_cap, nothing is evicted") {
+  TEST_CASE("sessions.md/the-session-registry: the ninth session of a principal whose sessions are all busy is refused per_principal_cap, nothing is evicted") {
     fixture f;
     std::vector<std::shared_ptr<session>> held;
-    for (int i = 0; i < 8; ++i) held.push_back(f.mint("alice"));
+    std::vector<session_hold> busy;
+    for (int i = 0; i < 8; ++i) {
+      held.push_back(f.mint("alice"));
+      busy.emplace_back(held.back());
+    }
     const auto r = f.reg.mint("alice", "cid-9");
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error() == session_reject::per_principal_cap);
@@ -188,6 +192,7 @@ TEST_SUITE("session_registry") {
     CHECK(f.mint("bob")->principal_id() == "bob");  // another principal is not affected
     CHECK(f.rejects(session_reject::per_principal_cap) == 1);
     CHECK(f.rejects(session_reject::global_cap) == 0);
+    CHECK(f.m.sessions_evicted.value() == 0);
     const auto rejects = f.rows("mcp.session.reject");
     REQUIRE(rejects.size() == 1);
     CHECK(rejects[0].target_type == "McpSession");
@@ -196,6 +201,79 @@ TEST_SUITE("session_registry") {
     CHECK(rejects[0].result == audit_result::denied);
     CHECK(rejects[0].detail == "reason=per_principal_cap");
     CHECK(rejects[0].correlation_id == "cid-9");
+    // one session let go: the next mint evicts exactly that one
+    const std::string freed = held[5]->id();
+    busy[5].reset();
+    CHECK(f.mint("alice", "cid-10")->principal_id() == "alice");
+    CHECK_FALSE(f.reg.exists(freed, "alice"));
+    CHECK(f.reg.count("alice") == 8);
+  }
+
+  TEST_CASE("sessions.md/the-session-registry: at the per-principal cap the least recently used idle session is evicted, audited and counted") {
+    stream_budget budget;  // outlives every sink (declared before the registry)
+    fixture f;
+    std::vector<std::shared_ptr<session>> s;
+    for (int i = 0; i < 8; ++i) {
+      s.push_back(f.mint("alice"));
+      f.clk.advance(1s);
+    }
+    // s[0] is used again (most recent now); s[1] is busy (a stream or a call holds it): the least
+    // recently used idle session is s[2].
+    f.clk.advance(1s);
+    CHECK(f.reg.validate_and_touch(s[0]->id(), "alice") == s[0]);
+    session_hold hold;
+    CHECK(f.reg.validate_and_touch(s[1]->id(), "alice", hold) == s[1]);
+    CHECK(s[1]->busy());
+    f.clk.advance(1s);
+    // a sink attached without a hold: the registry knows only holds; the eviction closes it
+    const auto sink = s[2]->stream()->attach_and_replay(0, budget, "alice").sink;
+    REQUIRE(sink);
+    const auto ninth = f.reg.mint("alice", "cid-9");
+    REQUIRE(ninth.has_value());
+    CHECK(f.reg.count("alice") == 8);
+    CHECK(f.reg.size() == 8);
+    CHECK_FALSE(f.reg.exists(s[2]->id(), "alice"));
+    CHECK(f.reg.validate_and_touch(s[2]->id(), "alice") == nullptr);
+    for (const std::size_t i : {0U, 1U, 3U, 4U, 5U, 6U, 7U}) CHECK(f.reg.exists(s[i]->id(), "alice"));
+    CHECK(sink->closed());
+    CHECK(sink->reason() == close_reason::session_terminated);
+    CHECK(f.m.sessions_evicted.value() == 1);
+    CHECK(f.m.sessions_expired.value() == 0);
+    CHECK(f.rejects(session_reject::per_principal_cap) == 0);
+    CHECK(f.rows("mcp.session.reject").empty());
+    const auto closes = f.rows("mcp.session.close");
+    REQUIRE(closes.size() == 1);
+    CHECK(closes[0].target_id == s[2]->id().substr(0, 8));
+    CHECK(closes[0].principal_id == "alice");
+    CHECK(closes[0].detail == "reason=evicted");
+    CHECK(closes[0].correlation_id == "cid-9");
+    // a hold given back makes s[1] evictable again, after the other idle ones older than it
+    hold.reset();
+    CHECK_FALSE(s[1]->busy());
+    CHECK(f.reg.mint("alice").has_value());
+    CHECK_FALSE(f.reg.exists(s[3]->id(), "alice"));
+    CHECK(f.reg.exists(s[1]->id(), "alice"));
+    CHECK(f.m.sessions_evicted.value() == 2);
+  }
+
+  TEST_CASE("sessions.md/the-session-registry: eviction never crosses principals, and can be turned off") {
+    fixture f{caps(10, 2)};
+    const auto b1 = f.mint("bob");
+    f.clk.advance(1s);
+    f.mint("alice");
+    f.mint("alice");
+    CHECK(f.reg.mint("alice").has_value());  // evicts alice's oldest, not bob's older session
+    CHECK(f.reg.exists(b1->id(), "bob"));
+    CHECK(f.reg.count("alice") == 2);
+    session_registry_options off = caps(10, 2);
+    off.evict_idle_at_principal_cap = false;
+    fixture g{off};
+    g.mint("alice");
+    g.mint("alice");
+    const auto r = g.reg.mint("alice");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == session_reject::per_principal_cap);
+    CHECK(g.m.sessions_evicted.value() == 0);
   }
 
   TEST_CASE("sessions.md/the-session-registry: the global cap refuses global_cap, checked before the per-principal cap") {
@@ -226,8 +304,8 @@ TEST_SUITE("session_registry") {
 
   TEST_CASE("sessions.md/the-session-registry: both caps are configurable") {
     fixture f{caps(10, 2)};
-    f.mint("alice");
-    f.mint("alice");
+    const session_hold h1{f.mint("alice")};
+    const session_hold h2{f.mint("alice")};
     auto r = f.reg.mint("alice");
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error() == session_reject::per_principal_cap);
@@ -522,7 +600,8 @@ TEST_SUITE("session_registry") {
     fixture f{caps(3, 2)};
     CHECK(f.m.sessions_active.value() == 0);
     const auto a = f.mint("alice");
-    f.mint("alice");
+    const session_hold busy_a{a};
+    const session_hold busy_b{f.mint("alice")};
     CHECK(f.m.sessions_active.value() == 2);
     CHECK_FALSE(f.reg.mint("alice").has_value());
     f.mint("bob");

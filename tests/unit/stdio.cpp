@@ -105,8 +105,17 @@ class line_reader {
 // A transport running on its own thread between two pipes.
 class harness {
  public:
-  explicit harness(server& s, stdio_options options = {}) : transport_(s, principal{.id = "local"}, options), out_(out_pipe_.read_end) {
+  /// With `initialized`, the handshake (`initialize`, its answer read, `notifications/initialized`)
+  /// is done first: the stdio lifecycle serves only `ping` before it (docs/eras.md#stdio-lifecycle).
+  explicit harness(server& s, stdio_options options = {}, bool initialized = false)
+      : transport_(s, principal{.id = "local"}, options), out_(out_pipe_.read_end) {
     thread_ = std::thread{[this] { rc_ = transport_.run(in_.read_end, out_pipe_.write_end); }};
+    if (initialized) {
+      send(initialize(0));
+      const auto l = line();
+      REQUIRE_MESSAGE((l && l->find(R"("protocolVersion")") != std::string::npos), "no initialize answer");
+      send(notification("notifications/initialized"));
+    }
   }
   ~harness() {
     if (thread_.joinable()) {
@@ -224,7 +233,7 @@ TEST_SUITE("stdio") {
 
 TEST_CASE("MCP stdio: one request line gets one response line") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   h.send(ping(1));
   CHECK(h.line() == R"({"jsonrpc":"2.0","id":1,"result":{}})");
   h.send(call_tool(2, "echo", R"({"text":"hi there"})"));
@@ -324,7 +333,7 @@ TEST_CASE("MCP stdio, design.md/json-rpc: malformed JSON is -32700 and an invali
 
 TEST_CASE("sessions.md, MCP stdio: a call's log and progress messages precede its result") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   h.send(call_tool(1, "chatty", "{}", R"({"progressToken":"p"})"));
   std::vector<std::string> kinds;
   for (;;) {
@@ -364,7 +373,7 @@ TEST_CASE("MCP stdio: a client response is routed to the call waiting for it") {
 
 TEST_CASE("MCP cancellation over stdio: a cancelled call writes no result line") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   h.send(call_tool(7, "block"));
   REQUIRE(ss.hold.wait_arrived());
   h.send(cancel("7"));
@@ -378,7 +387,7 @@ TEST_CASE("MCP cancellation over stdio: a cancelled call writes no result line")
 
 TEST_CASE("design.md/the-stdio-transport stdio: at the end of input run() lets calls in flight finish, then returns 0") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   h.send(call_tool(1, "slow"));
   h.send(call_tool(2, "echo", R"({"text":"quick"})"));
   h.close_input();
@@ -471,7 +480,7 @@ TEST_CASE("design.md/the-stdio-transport stdio: calls still running after drain_
   stdio_server ss;
   stdio_options o;
   o.drain_timeout = std::chrono::milliseconds{50};
-  harness h{ss.srv, o};
+  harness h{ss.srv, o, true};
   h.send(call_tool(1, "block"));
   REQUIRE(ss.hold.wait_arrived());
   const auto started = std::chrono::steady_clock::now();
@@ -484,7 +493,7 @@ TEST_CASE("design.md/the-stdio-transport stdio: calls still running after drain_
 
 TEST_CASE("design.md/the-stdio-transport stdio: stop() from another thread makes run() return promptly, cancelling a blocked call") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   h.send(call_tool(1, "block"));
   REQUIRE(ss.hold.wait_arrived());
   const auto started = std::chrono::steady_clock::now();
@@ -502,7 +511,7 @@ TEST_CASE("design.md/the-stdio-transport stdio: a full queue answers at once -32
   stdio_options o;
   o.workers = 1;
   o.max_queued = 1;
-  harness h{ss.srv, o};
+  harness h{ss.srv, o, true};
   h.send(call_tool(1, "block"));
   REQUIRE(ss.hold.wait_arrived());     // the only worker is busy
   h.send(call_tool(2, "echo", R"({"text":"queued"})"));  // waits in the queue
@@ -529,7 +538,7 @@ TEST_CASE("MCP cancellation over stdio: a cancelled request still in the queue n
   stdio_server ss;
   stdio_options o;
   o.workers = 1;
-  harness h{ss.srv, o};
+  harness h{ss.srv, o, true};
   h.send(call_tool(1, "block"));
   REQUIRE(ss.hold.wait_arrived());                             // the only worker is busy
   h.send(call_tool(2, "echo", R"({"text":"cancelled"})"));     // waits in the queue
@@ -552,12 +561,59 @@ TEST_CASE("MCP cancellation over stdio: a cancelled request still in the queue n
 
 TEST_CASE("MCP stdio: notify_resource_updated reaches a subscribed client") {
   stdio_server ss;
-  harness h{ss.srv};
+  harness h{ss.srv, stdio_options{}, true};
   CHECK_FALSE(h.transport().notify_resource_updated("res://a"));
   h.send(request(1, "resources/subscribe", R"({"uri":"res://a"})"));
   CHECK(to_json(h.next().root["result"]) == "{}");
   CHECK(h.transport().notify_resource_updated("res://a"));
   CHECK(h.line() == R"({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"res://a"}})");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/stdio-lifecycle: before initialize only ping is served, other requests are -32600 Server not initialized") {
+  stdio_server ss;
+  harness h{ss.srv, stdio_options{}, false};
+  h.send(ping(1));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  h.send(request(2, "tools/list"));
+  auto e = h.next();
+  CHECK(e.root["id"].to_int64() == 2);
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  CHECK(str(e.root["error"]["message"]) == "Server not initialized");
+  CHECK(is_correlation_id(str(e.root["error"]["data"]["correlation_id"])));
+  CHECK(e.root["error"]["data"]["remediation"].is_string());
+  h.send(call_tool(3, "echo", R"({"text":"early"})"));
+  e = h.next();
+  CHECK(e.root["id"].to_int64() == 3);
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  CHECK(h.transport().client().protocol_version().empty());
+  // a failed initialize leaves the connection uninitialized: the client may try again
+  h.send(request(4, "initialize", R"({"protocolVersion":5,"capabilities":{}})"));
+  CHECK(h.next().root["error"]["code"].to_int64() == -32602);
+  h.send(request(5, "tools/list"));
+  CHECK(h.next().root["error"]["code"].to_int64() == -32600);
+  h.send(initialize(6));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-11-25");
+  h.send(request(7, "tools/list"));
+  CHECK(h.next().root["result"]["tools"].is_array());
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("eras.md/stdio-lifecycle: a second initialize is refused -32600 and the first negotiation is kept") {
+  stdio_server ss;
+  harness h{ss.srv, stdio_options{}, false};
+  h.send(initialize(1, "2025-06-18", R"({"roots":{"listChanged":true}})"));
+  CHECK(str(h.next().root["result"]["protocolVersion"]) == "2025-06-18");
+  h.send(initialize(2, "2025-11-25", R"({"sampling":{}})"));
+  const auto e = h.next();
+  CHECK(e.root["id"].to_int64() == 2);
+  CHECK(e.root["error"]["code"].to_int64() == -32600);
+  CHECK(str(e.root["error"]["message"]) == "Already initialized");
+  CHECK(h.transport().client().protocol_version() == "2025-06-18");
+  CHECK(h.transport().client().capabilities().roots);
+  CHECK_FALSE(h.transport().client().capabilities().sampling);
   h.close_input();
   CHECK(h.join() == 0);
 }

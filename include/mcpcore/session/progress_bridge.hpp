@@ -32,6 +32,7 @@ class session_registry;
 /// Default bounds of the bridge (docs/sessions.md#the-sweep, #progress-records).
 inline constexpr std::size_t default_bridge_records = 256;
 inline constexpr std::size_t default_parked_pressure_threshold = 64;
+inline constexpr std::size_t default_max_parked_per_principal = 16;
 inline constexpr std::chrono::milliseconds default_arming_reap_after{300000};
 inline constexpr std::chrono::milliseconds default_streaming_park_after{600000};
 /// Default cap on how long one streamed POST response is held open
@@ -46,9 +47,14 @@ struct progress_bridge_options {
   /// Records alive at once (docs/sessions.md#progress-records: 256, fixed there, an option here);
   /// one more is refused `global_cap`. A dispatched record is never evicted to make room.
   std::size_t max_records = default_bridge_records;
-  /// Parked (ring-only) records above which the sweep expires the oldest
-  /// (docs/sessions.md#the-sweep).
+  /// Parked (ring-only) records, across principals, above which the sweep expires some: always
+  /// the oldest record of the principal holding the most (docs/sessions.md#the-sweep), so one
+  /// principal's flood never expires another principal's parked results.
   std::size_t parked_pressure_threshold = default_parked_pressure_threshold;
+  /// Parked records one principal keeps (its sessions together); the sweep expires that
+  /// principal's oldest beyond it even when the total is below `parked_pressure_threshold`
+  /// (docs/sessions.md#the-sweep).
+  std::size_t max_parked_per_principal = default_max_parked_per_principal;
   /// An arming record older than this is reaped by the sweep (its transport never armed it).
   std::chrono::milliseconds arming_reap_after = default_arming_reap_after;
   /// A streaming record older than this (its response stream never released it) is parked by the

@@ -89,8 +89,13 @@ struct session_metrics {
   gauge sessions_active;                                        ///< mcp_sessions_active
   counter sessions_opened;                                      ///< mcp_sessions_opened_total
   counter sessions_expired;                                     ///< mcp_sessions_expired_total (idle GC)
+  counter sessions_evicted;  ///< mcp_sessions_evicted_total (idle sessions ended at the per-principal cap)
+  counter dispatch_principal_cap;  ///< mcp_dispatch_rejects_total{reason="principal_cap"} (docs/sessions.md#fair-dispatch)
   std::array<counter, session_reject_count> session_rejects{};  ///< mcp_session_rejects_total{reason}
-  std::array<counter, cancel_outcome_count> cancels{};          ///< mcp_cancel_notifications_total{outcome}
+  /// mcp_bridge_cancel_total{outcome}: what a cancel did to the request's progress record. Not
+  /// `mcp_cancel_notifications_total`: the dispatch core counts each notification there, once
+  /// (docs/metrics.md).
+  std::array<counter, cancel_outcome_count> cancels{};
   counter session_gc_failures;   ///< mcp_maintenance_tick_failures_total{tick="session_gc"}
   counter bridge_sweep_failures;  ///< mcp_maintenance_tick_failures_total{tick="bridge_sweep"}
   // streams (docs/sessions.md#get-attach-replay-resume, #pinned-finals)
@@ -164,12 +169,16 @@ session_metrics bind_session_metrics(MakeCounter&& mc, MakeGauge&& mg) {
   m.sessions_active = level("mcp_sessions_active", "Live MCP sessions.");
   m.sessions_opened = plain("mcp_sessions_opened_total", "Sessions minted by initialize.");
   m.sessions_expired = plain("mcp_sessions_expired_total", "Sessions reaped by the idle TTL.");
+  m.sessions_evicted =
+      plain("mcp_sessions_evicted_total", "Idle sessions ended to make room at the per-principal session cap.");
+  m.dispatch_principal_cap = labelled("mcp_dispatch_rejects_total", "Requests refused before dispatch.", "reason",
+                                      "principal_cap");
   for (std::size_t i = 0; i < session_reject_count; ++i) {
     m.session_rejects[i] = labelled("mcp_session_rejects_total", "Session mints refused.", "reason",
                                     to_string(static_cast<session_reject>(i + 1)));
   }
   for (std::size_t i = 0; i < cancel_outcome_count; ++i) {
-    m.cancels[i] = labelled("mcp_cancel_notifications_total", "notifications/cancelled outcomes.",
+    m.cancels[i] = labelled("mcp_bridge_cancel_total", "notifications/cancelled outcomes at the progress bridge.",
                             "outcome", to_string(static_cast<cancel_outcome>(i)));
   }
   m.session_gc_failures = labelled("mcp_maintenance_tick_failures_total",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The session registry: CSPRNG ids bound to a principal, caps that refuse (never evict), a
-// sliding idle TTL, garbage collection and the shutdown flag
+// The session registry: CSPRNG ids bound to a principal, a global cap that refuses, a per-principal
+// cap that ends the principal's least recently used idle session first, a sliding idle TTL,
+// garbage collection and the shutdown flag
 // (docs/sessions.md#the-session-registry, docs/http.md#delete-sessions-on,
 // docs/sessions.md#shutdown).
 #ifndef MCPCORE_SESSION_REGISTRY_HPP
@@ -13,8 +14,10 @@
 #include <mcpcore/session/session_metrics.hpp>
 #include <mcpcore/session/session_stream.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,8 +37,14 @@ inline constexpr int session_id_attempts = 5;
 struct session_registry_options {
   /// Sessions alive at once, across principals; one more is refused `global_cap`.
   std::size_t max_sessions = default_max_sessions;
-  /// Sessions one principal may hold; one more is refused `per_principal_cap`.
+  /// Sessions one principal may hold. At the cap, a mint ends the principal's least recently used
+  /// idle session (`evict_idle_at_principal_cap`); when every one is busy, or eviction is off, it
+  /// is refused `per_principal_cap` (docs/sessions.md#the-session-registry).
   std::size_t max_sessions_per_principal = default_max_sessions_per_principal;
+  /// Whether a mint at the per-principal cap ends the principal's least recently used session
+  /// that nothing holds (no open stream, no request in flight: `session_hold`) instead of being
+  /// refused. Clients that never send DELETE would otherwise lock themselves out until the idle TTL.
+  bool evict_idle_at_principal_cap = true;
   /// A session not used for this long is expired (sliding: every validation refreshes it).
   std::chrono::milliseconds idle_ttl = default_session_idle_ttl;
   /// Bounds of each session's stream state.
@@ -48,6 +57,8 @@ struct session_registry_options {
 ///
 /// @par Thread safety
 /// Every member is thread-safe.
+class session_hold;
+
 class session {
  public:
   /// Library use (the registry creates sessions).
@@ -67,12 +78,51 @@ class session {
   /// `peer` there); null when none was given. Set once at mint, never changed: it lives as long
   /// as the session object.
   [[nodiscard]] const std::shared_ptr<void>& attachment() const noexcept { return attachment_; }
+  /// Whether a `session_hold` holds the session (a request in flight, an open stream): the
+  /// registry never evicts a busy session (docs/sessions.md#the-session-registry).
+  [[nodiscard]] bool busy() const noexcept { return holds_.load(std::memory_order_acquire) != 0; }
 
  private:
+  friend class session_hold;
   std::string id_;
   std::string principal_;
   std::shared_ptr<session_stream> stream_;
   std::shared_ptr<void> attachment_;
+  std::atomic<std::size_t> holds_{0};
+};
+
+/// Marks a session busy while it lives (move-only): the transport holds one per request in flight
+/// and per open stream, so that a mint at the per-principal cap never evicts that session
+/// (docs/sessions.md#the-session-registry). Taken by `session_registry::validate_and_touch` under
+/// the registry lock, so an eviction never picks a session a request has just validated.
+class session_hold {
+ public:
+  session_hold() noexcept = default;
+  explicit session_hold(std::shared_ptr<session> s) noexcept : s_(std::move(s)) {
+    if (s_) s_->holds_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  session_hold(session_hold&& other) noexcept = default;
+  session_hold& operator=(session_hold&& other) noexcept {
+    if (this != &other) {
+      reset();
+      s_ = std::move(other.s_);
+    }
+    return *this;
+  }
+  session_hold(const session_hold&) = delete;
+  session_hold& operator=(const session_hold&) = delete;
+  ~session_hold() { reset(); }
+
+  /// Lets the session go (idempotent).
+  void reset() noexcept {
+    if (s_) s_->holds_.fetch_sub(1, std::memory_order_acq_rel);
+    s_.reset();
+  }
+  /// The session held, or null.
+  [[nodiscard]] const std::shared_ptr<session>& get() const noexcept { return s_; }
+
+ private:
+  std::shared_ptr<session> s_;
 };
 
 /// Live MCP sessions (docs/sessions.md#the-session-registry, docs/http.md#delete-sessions-on).
@@ -81,14 +131,16 @@ class session {
 ///   `session_id_attempts` times, never overwritten.
 /// - Unknown, expired and foreign-principal ids are indistinguishable ("unknown"): no
 ///   cross-principal existence oracle.
-/// - Caps refuse; a live session is never evicted to make room.
+/// - The global cap refuses. At the per-principal cap, the principal's least recently used session
+///   that is not `busy()` is ended (`mcp.session.close reason=evicted`, counted
+///   `sessions_evicted`) to make room; the mint is refused only when every one is busy.
 /// - Idle expiry is sliding (`validate_and_touch` refreshes it); `exists` never refreshes it, so
 ///   background work cannot keep a session alive. Expired sessions are collected by
 ///   `collect_garbage` (a maintenance tick) and opportunistically by `mint` and
 ///   `validate_and_touch`; their streams are closed `session_terminated` after the registry lock
 ///   is released (the registry lock is a leaf: docs/sessions.md#lock-discipline).
 /// - Audit rows (target type `McpSession`, target id the first 8 characters of the id):
-///   `mcp.session.open`; `mcp.session.close` with `reason=deleted|idle_expired|
+///   `mcp.session.open`; `mcp.session.close` with `reason=deleted|idle_expired|evicted|
 ///   replay_window_exceeded|shutdown`; `mcp.session.reject` with `reason=<session_reject>`.
 ///
 /// @par Thread safety
@@ -114,7 +166,8 @@ class session_registry {
   }
 
   /// Mints a session for `principal_id` (docs/sessions.md#the-session-registry order: collect
-  /// expired sessions, then the shutdown flag, the global cap, the per-principal cap).
+  /// expired sessions, then the shutdown flag, the global cap, the per-principal cap; at the
+  /// latter the principal's least recently used idle session is evicted when there is one).
   /// `correlation_id` goes into the row; `attachment` becomes `session::attachment()` (dropped when
   /// the mint is refused).
   [[nodiscard]] MCPCORE_DECL result<std::shared_ptr<session>, session_reject> mint(
@@ -123,6 +176,11 @@ class session_registry {
   /// refreshing its idle time; null otherwise ("unknown": 404 -32007).
   [[nodiscard]] MCPCORE_DECL std::shared_ptr<session> validate_and_touch(std::string_view id,
                                                                          std::string_view principal_id);
+  /// As above, and when found, `hold` holds the session (taken under the registry lock: a mint
+  /// racing this call never evicts the session it returns).
+  [[nodiscard]] MCPCORE_DECL std::shared_ptr<session> validate_and_touch(std::string_view id,
+                                                                         std::string_view principal_id,
+                                                                         session_hold& hold);
   /// Whether `id` exists, is not expired and is bound to `principal_id`, without refreshing it.
   [[nodiscard]] MCPCORE_DECL bool exists(std::string_view id, std::string_view principal_id) const;
   /// Ends session `id` if it exists and is bound to `principal_id`: the entry goes, its sinks
@@ -139,6 +197,10 @@ class session_registry {
   [[nodiscard]] MCPCORE_DECL bool shutting_down() const noexcept;
   /// Terminates every session (reason `shutdown`); returns how many.
   MCPCORE_DECL std::size_t terminate_all() noexcept;
+  /// As above, and calls `each` (which must not throw) with every session ended, after its sinks
+  /// closed and with no lock held: the HTTP endpoint closes the sessions' peers there
+  /// (docs/sessions.md#shutdown).
+  MCPCORE_DECL std::size_t terminate_all(const std::function<void(const session&)>& each) noexcept;
 
   /// Sessions held (expired ones not yet collected included).
   [[nodiscard]] MCPCORE_DECL std::size_t size() const;

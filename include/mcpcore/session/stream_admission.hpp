@@ -98,7 +98,8 @@ struct post_mode_inputs {
 /// is a string or an integer (floats, booleans, null and objects silently mean "no progress");
 /// then `streamed` when SSE is accepted and streamed POST enabled, else `get_only`.
 [[nodiscard]] MCPCORE_DECL post_mode choose_post_mode(const post_mode_inputs& in) noexcept;
-/// The progress token as an id-shaped value (string or integer), or nullopt for any other JSON.
+/// The progress token as an id-shaped value (a string of at most `default_max_progress_token_bytes`
+/// bytes, or an integer; docs/errors.md#progress-tokens), or nullopt for anything else.
 [[nodiscard]] MCPCORE_DECL std::optional<request_id> progress_token_of(json::value token);
 
 /// The outcome of `admit_post`.

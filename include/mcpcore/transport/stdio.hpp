@@ -83,6 +83,11 @@ struct stdio_options {
 /// `notifications/cancelled` (no answer is written for it), and answers `initialize` -32022; a
 /// pinned handshake connection answers a per-request claim -32022.
 ///
+/// Lifecycle of the handshake era (docs/eras.md#stdio-lifecycle): before `initialize` only `ping`
+/// is served (any other request is -32600 `Server not initialized`); a second `initialize` is
+/// -32600 `Already initialized` and the first negotiation stays; a refused `initialize` may be sent
+/// again.
+///
 /// Subscriptions (docs/eras.md#stdio): a pinned per-request connection serves
 /// `subscriptions/listen` on the reader: it subscribes to the server's events
 /// (`server::subscribe`), then writes the acknowledgement and one line per matching event, through

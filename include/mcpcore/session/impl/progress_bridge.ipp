@@ -238,6 +238,9 @@ inline std::string bridge_fallback_final(const request_id& id, std::string_view 
     w.begin_object().key("content").begin_array();
     w.begin_object().member("type", "text").member("text", bridge_fallback_text).end_object();
     w.end_array();
+    // An error result: it has no `structuredContent`, which a tool with an `outputSchema` must
+    // give on success (docs/sessions.md#projection-and-finals), and its result is not here.
+    w.member("isError", true);
     if (!execution_id.empty()) w.member("execution_id", execution_id);
     w.member("status", "unknown").member("detail", bridge_fallback_detail).end_object();
   });

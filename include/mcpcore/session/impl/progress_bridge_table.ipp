@@ -235,6 +235,104 @@ MCPCORE_DECL cancel_outcome progress_bridge::cancel(std::string_view session_id,
   return outcome;
 }
 
+namespace detail {
+
+// The sweep's pressure pass (docs/sessions.md#the-sweep), under the bridge lock: `all` holds
+// every record (alive for the pass); streams whose final could not be published go to
+// `to_poison` (poisoned by the caller after unlocking). @throws std::bad_alloc
+inline void bridge_pressure_locked(bridge_core& c, const std::vector<std::shared_ptr<progress_call::state>>& all,
+                                   std::vector<std::shared_ptr<session_stream>>& to_poison) {
+  const session_metrics& m = *c.metrics;
+  // (6) Pressure (docs/sessions.md#the-sweep), per principal: first every principal's parked
+  // records beyond `max_parked_per_principal` expire, oldest first; then, while the total is
+  // above the threshold, the oldest record of the principal holding the most parked records
+  // (ties: the principal whose oldest is older). A principal is never charged for another's.
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<progress_call::state>>> parked;
+  for (const auto& p : all) {
+    const std::lock_guard<std::mutex> rl(p->mutex);
+    if (!p->torn_down && p->st == bridge_record_state::ring_only) parked.emplace_back(p->park_order, p);
+  }
+  std::sort(parked.begin(), parked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  struct principal_parked {
+    std::vector<std::pair<std::uint64_t, std::shared_ptr<progress_call::state>>> oldest_first;  // park order
+    std::size_t next = 0;   // the next candidate
+    std::size_t count = 0;  // parked and not expired
+  };
+  // Keys view the principal ids of the records in `all` (alive for the whole pass).
+  std::unordered_map<std::string_view, principal_parked> by_principal;
+  for (const auto& [order, p] : parked) {
+    principal_parked& q = by_principal[std::string_view{p->sess->principal_id()}];
+    q.oldest_first.emplace_back(order, p);
+    ++q.count;
+  }
+  std::size_t count = parked.size();
+  // Expires the principal's oldest expirable record; false when none is left. A record that
+  // left `ring_only` meanwhile is no longer counted; a deferred one stays counted.
+  const auto expire_oldest = [&](principal_parked& q) {
+    while (q.next < q.oldest_first.size()) {
+      progress_call::state& r = *q.oldest_first[q.next++].second;
+      const std::lock_guard<std::mutex> rl(r.mutex);
+      if (r.torn_down || r.st != bridge_record_state::ring_only) {
+        --q.count;
+        --count;
+        continue;
+      }
+      if (r.projecting || r.final_pending) continue;  // deferred
+      expire_disposition d = expire_disposition::synthesize_unavailable;
+      if (r.final_id != 0) {
+        d = expire_disposition::none;
+      } else if (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response) {
+        d = expire_disposition::fallback_final;
+      }
+      if (d != expire_disposition::none) {
+        // Publishing ring-only wakes nobody: allowed under bridge → record → stream.
+        std::uint64_t fid = 0;
+        try {
+          const std::string text = d == expire_disposition::fallback_final
+                                       ? detail::bridge_fallback_final(r.id, r.execution_id)
+                                       : detail::bridge_unavailable_final(r.id, r.execution_id,
+                                                                          c.clock->system_now());
+          fid = r.sess->stream()->publish_final(text, r.channel);
+        } catch (const std::bad_alloc&) {
+          fid = 0;
+        }
+        if (fid == 0) {
+          m.terminal_publish_failures.inc();
+          to_poison.push_back(r.sess->stream());
+        }
+        r.final_id = fid;
+        r.final_settled = true;
+      }
+      m.forced_expires[detail::bridge_index(d)].inc();
+      bridge_teardown_locked(c, r);
+      --q.count;
+      --count;
+      return true;
+    }
+    return false;
+  };
+  for (auto& [who, q] : by_principal) {
+    while (q.count > c.options.max_parked_per_principal && expire_oldest(q)) {
+    }
+  }
+  while (count > c.options.parked_pressure_threshold) {
+    principal_parked* most = nullptr;
+    for (auto& [who, q] : by_principal) {
+      if (q.next >= q.oldest_first.size()) continue;  // nothing left to expire
+      if (most == nullptr || q.count > most->count ||
+          (q.count == most->count &&
+           q.oldest_first[q.next].first < most->oldest_first[most->next].first)) {
+        most = &q;
+      }
+    }
+    if (most == nullptr) break;
+    (void)expire_oldest(*most);
+  }
+  if (count > c.options.parked_pressure_threshold) m.pressure_budget_exhausted.inc();
+}
+
+}  // namespace detail
+
 MCPCORE_DECL void progress_bridge::sweep() noexcept {
   detail::bridge_core& c = *impl_->core;
   const session_metrics& m = *c.metrics;
@@ -293,56 +391,8 @@ MCPCORE_DECL void progress_bridge::sweep() noexcept {
       }
     }
 
-    // (6) Pressure (docs/sessions.md#the-sweep): the oldest parked records above the threshold
-    // expire.
-    std::vector<std::pair<std::uint64_t, std::shared_ptr<progress_call::state>>> parked;
-    for (const auto& p : all) {
-      const std::lock_guard<std::mutex> rl(p->mutex);
-      if (!p->torn_down && p->st == bridge_record_state::ring_only) parked.emplace_back(p->park_order, p);
-    }
-    std::size_t count = parked.size();
-    if (count > c.options.parked_pressure_threshold) {
-      std::sort(parked.begin(), parked.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::size_t budget = count;
-      for (const auto& [order, p] : parked) {
-        if (count <= c.options.parked_pressure_threshold || budget == 0) break;
-        --budget;
-        progress_call::state& r = *p;
-        const std::lock_guard<std::mutex> rl(r.mutex);
-        if (r.torn_down || r.st != bridge_record_state::ring_only) continue;
-        if (r.projecting || r.final_pending) continue;  // deferred
-        expire_disposition d = expire_disposition::synthesize_unavailable;
-        if (r.final_id != 0) {
-          d = expire_disposition::none;
-        } else if (r.terminal_accepted && r.terminal != detail::bridge_terminal::no_response) {
-          d = expire_disposition::fallback_final;
-        }
-        if (d != expire_disposition::none) {
-          // Publishing ring-only wakes nobody: allowed under bridge → record → stream.
-          std::uint64_t fid = 0;
-          try {
-            const std::string text = d == expire_disposition::fallback_final
-                                         ? detail::bridge_fallback_final(r.id, r.execution_id)
-                                         : detail::bridge_unavailable_final(r.id, r.execution_id,
-                                                                            c.clock->system_now());
-            fid = r.sess->stream()->publish_final(text, r.channel);
-          } catch (const std::bad_alloc&) {
-            fid = 0;
-          }
-          if (fid == 0) {
-            m.terminal_publish_failures.inc();
-            to_poison.push_back(r.sess->stream());
-          }
-          r.final_id = fid;
-          r.final_settled = true;
-        }
-        m.forced_expires[detail::bridge_index(d)].inc();
-        teardown(r);
-        --count;
-      }
-      if (count > c.options.parked_pressure_threshold) m.pressure_budget_exhausted.inc();
-    }
+    // (6) Pressure, per principal (docs/sessions.md#the-sweep).
+    detail::bridge_pressure_locked(c, all, to_poison);
   } catch (...) {
     m.bridge_sweep_failures.inc();
   }

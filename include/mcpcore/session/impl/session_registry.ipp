@@ -44,11 +44,15 @@ struct session_key_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+/// `mcp.session.close reason=` of a session ended to make room at the per-principal cap.
+inline constexpr std::string_view session_evicted_reason = "evicted";
+
 // A session leaving the registry: closed and audited after the registry lock is released.
 struct session_departure {
   std::shared_ptr<session> s;
   std::string_view reason;  // a literal, or the caller's `reason` (alive for the whole call)
   bool idle = false;        // reaped by the idle TTL (counted `sessions_expired`)
+  bool evicted = false;     // ended to make room at the per-principal cap (counted `sessions_evicted`)
 };
 
 }  // namespace detail
@@ -136,17 +140,32 @@ struct session_registry::impl {
     return persisted;
   }
 
+  // The least recently used session of `principal_id` that is not busy, or end() (caller holds
+  // `mutex`). A scan of the map: it runs only for a mint at the per-principal cap.
+  decltype(sessions)::iterator idle_lru_locked(std::string_view principal_id) {
+    auto best = sessions.end();
+    for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+      const entry& e = it->second;
+      if (e.s->principal_id() != principal_id || e.s->busy()) continue;
+      if (best == sessions.end() || e.last_seen < best->second.last_seen) best = it;
+    }
+    return best;
+  }
+
   // Closes the departed sessions' sinks and writes their close rows; called with no lock held.
-  // Idle reaps are counted `sessions_expired`.
+  // Idle reaps are counted `sessions_expired`, evictions `sessions_evicted`.
   void finish(const std::vector<detail::session_departure>& gone, std::string_view correlation_id) const noexcept {
     std::uint64_t idle = 0;
+    std::uint64_t evicted = 0;
     for (const auto& d : gone) {
       d.s->stream()->close_sinks(close_reason::session_terminated);
       if (d.idle) ++idle;
+      if (d.evicted) ++evicted;
       write_row("mcp.session.close", audit_result::success, d.s->id(), d.s->principal_id(), d.reason,
-                correlation_id);
+                d.idle ? std::string_view{} : correlation_id);
     }
     if (idle != 0) metrics.sessions_expired.inc(idle);
+    if (evicted != 0) metrics.sessions_evicted.inc(evicted);
   }
 };
 
@@ -207,10 +226,19 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
         refused = session_reject::global_cap;
         break;
       }
-      const auto p = m.per_principal.find(principal_id);
+      auto p = m.per_principal.find(principal_id);
       if ((p == m.per_principal.end() ? 0 : p->second) >= m.options.max_sessions_per_principal) {
-        refused = session_reject::per_principal_cap;
-        break;
+        // docs/sessions.md#the-session-registry: make room by ending the principal's least
+        // recently used idle session; refused only when every one is busy.
+        const auto victim = m.options.evict_idle_at_principal_cap ? m.idle_lru_locked(principal_id) : m.sessions.end();
+        if (victim == m.sessions.end()) {
+          refused = session_reject::per_principal_cap;
+          break;
+        }
+        // may throw: nothing changed
+        reaped.push_back(detail::session_departure{victim->second.s, detail::session_evicted_reason, false, true});
+        m.erase_locked(victim);
+        p = m.per_principal.find(principal_id);  // erase_locked may have dropped the entry
       }
       if (m.sessions.find(std::string_view{candidate->id()}) != m.sessions.end()) {
         continue;  // a live session has this id: never overwrite it, draw again
@@ -233,8 +261,9 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
     }
   }
 
-  // After the registry lock: close what the GC reaped, then count and audit the outcome.
-  m.finish(reaped, {});
+  // After the registry lock: close what the GC reaped and what was evicted, then count and audit
+  // the outcome (an eviction's row carries this mint's correlation id).
+  m.finish(reaped, correlation_id);
   if (failure) std::rethrow_exception(failure);
   if (minted) {
     m.metrics.sessions_opened.inc();
@@ -253,6 +282,13 @@ MCPCORE_DECL result<std::shared_ptr<session>, session_reject> session_registry::
 
 MCPCORE_DECL std::shared_ptr<session> session_registry::validate_and_touch(std::string_view id,
                                                                             std::string_view principal_id) {
+  session_hold unused;
+  return validate_and_touch(id, principal_id, unused);
+}
+
+MCPCORE_DECL std::shared_ptr<session> session_registry::validate_and_touch(std::string_view id,
+                                                                            std::string_view principal_id,
+                                                                            session_hold& hold) {
   impl& m = *impl_;
   // Opportunistic GC here reaps only the looked-up entry when it has expired (whoever it belongs
   // to: the answer is "unknown" either way). A full sweep would make every request pay for the
@@ -271,6 +307,8 @@ MCPCORE_DECL std::shared_ptr<session> session_registry::validate_and_touch(std::
     } else if (it->second.s->principal_id() == principal_id) {
       it->second.last_seen = now;
       found = it->second.s;
+      // Under the lock: a mint at the per-principal cap cannot pick this session from now on.
+      hold = session_hold{found};
     }
     // a foreign principal's session: "unknown", and its idle time is left alone
   }
@@ -340,7 +378,9 @@ MCPCORE_DECL bool session_registry::shutting_down() const noexcept {
   return impl_->shutdown.load(std::memory_order_acquire);
 }
 
-MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept {
+MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept { return terminate_all({}); }
+
+MCPCORE_DECL std::size_t session_registry::terminate_all(const std::function<void(const session&)>& each) noexcept {
   impl& m = *impl_;
   // Later mints are not refused here: begin_shutdown does that, first (docs/sessions.md#shutdown).
   decltype(m.sessions) taken;
@@ -353,6 +393,7 @@ MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept {
   }
   for (const auto& [id, e] : taken) {
     e.s->stream()->close_sinks(close_reason::session_terminated);
+    if (each) each(*e.s);
     m.write_row("mcp.session.close", audit_result::success, id, e.s->principal_id(), "shutdown", {});
   }
   return taken.size();

@@ -8,6 +8,7 @@
 
 #include <mcpcore/session/stream_admission.hpp>
 
+#include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/session/session_registry.hpp>
 #include <mcpcore/wire/retry.hpp>
 #include <mcpcore/wire/sse.hpp>
@@ -63,6 +64,7 @@ enum class refusal : std::uint8_t {
   shutting_down,
   mint_failed,
   busy,
+  principal_busy,
 };
 
 /// One row: the HTTP status, the JSON-RPC code, `error.message`, the retry floor (`retry_after_ms`
@@ -157,6 +159,9 @@ inline constexpr refusal_row refusal_table[] = {
      "retry initialize; report the correlation_id if it persists"},
     {refusal::busy, 503, code_of(errc::internal_error), "Server busy", retry::dispatch_queue_full,
      "retry after retry_after_ms; every dispatch slot is taken"},
+    {refusal::principal_busy, 429, code_of(errc::internal_error), "Too many requests in flight",
+     retry::dispatch_queue_full,
+     "retry after retry_after_ms; this caller already has its limit of requests queued or running"},
 };
 // clang-format on
 
@@ -168,7 +173,7 @@ constexpr bool refusal_table_in_order() noexcept {
   for (std::size_t i = 0; i < std::size(refusal_table); ++i) {
     if (static_cast<std::size_t>(refusal_table[i].id) != i) return false;
   }
-  return std::size(refusal_table) == static_cast<std::size_t>(refusal::busy) + 1;
+  return std::size(refusal_table) == static_cast<std::size_t>(refusal::principal_busy) + 1;
 }
 static_assert(refusal_table_in_order(), "one row per refusal, in the enum's order");
 static_assert(static_cast<std::size_t>(refusal::post_unknown_session) + 1 == stream_reject_count,
@@ -213,10 +218,11 @@ inline void count_bridge_degrade(const session_metrics& m, bridge_degrade d) noe
   if (i < m.bridge_degrades.size()) m.bridge_degrades[i].inc();
 }
 
-// A progress token is a JSON string or an integer in the signed 64-bit range (an integer above
-// it cannot be echoed as an id, so it is "no token", like a float).
+// A progress token is a JSON string of at most default_max_progress_token_bytes or an integer in
+// the signed 64-bit range (an integer above it cannot be echoed as an id, so it is "no token",
+// like a float): the dispatch core's rule (docs/errors.md#progress-tokens).
 inline bool valid_progress_token(json::value token) noexcept {
-  return token.is_string() || (token.is_integer() && token.to_int64().has_value());
+  return usable_progress_token(token, default_max_progress_token_bytes);
 }
 
 }  // namespace detail
@@ -296,6 +302,7 @@ MCPCORE_DECL post_mode choose_post_mode(const post_mode_inputs& in) noexcept {
 }
 
 MCPCORE_DECL std::optional<request_id> progress_token_of(json::value token) {
+  if (!detail::valid_progress_token(token)) return std::nullopt;
   if (token.is_string()) return request_id{std::string{token.as_string()}};
   if (token.is_integer()) {
     if (const auto v = token.to_int64()) return request_id{*v};

@@ -32,6 +32,9 @@ struct http_get_source {
   http_endpoint::impl* ep;
   std::shared_ptr<session> sess;
   principal who;
+  // Keeps `sess` busy while the stream is open: a mint at the per-principal cap never evicts it
+  // (docs/sessions.md#the-session-registry).
+  session_hold hold;
 
   [[nodiscard]] credential_verdict revalidate() const noexcept { return ep->revalidate(who); }
   [[nodiscard]] bool session_alive() const noexcept { return ep->session_alive(*sess); }
@@ -63,7 +66,8 @@ inline void http_endpoint::impl::handle_get(const http_request_view& req, const 
     refuse(stream_reject::missing_session_header, {});
     return;
   }
-  std::shared_ptr<session> s = registry->validate_and_touch(*sid, who.id);
+  session_hold hold;
+  std::shared_ptr<session> s = registry->validate_and_touch(*sid, who.id, hold);
   if (!s) {
     refuse(stream_reject::unknown_session, *sid);
     return;
@@ -85,7 +89,7 @@ inline void http_endpoint::impl::handle_get(const http_request_view& req, const 
   http_reply r;
   detail::http_sse_head(r, cid.view());
   r.stream = std::make_unique<detail::http_get_stream>(
-      slots, detail::http_get_source{this, s, who}, a.attached.sink, s->stream(), a.attached.sink,
+      slots, detail::http_get_source{this, s, who, std::move(hold)}, a.attached.sink, s->stream(), a.attached.sink,
       a.attached.generation, clock->steady_now(), std::string{cid.view()}, options.get_stream,
       revalidation_grace::draw_jitter(options.get_stream.revalidation.jitter_max), m);
   // A resumed POST stream whose POST answer is still streaming (the client reconnected before the

@@ -696,20 +696,24 @@ inline void http_endpoint::impl::handle_post_per_request(const http_request_view
     call->on_gone.emplace(req.disconnected, std::function<void()>{[ch = call->channel] { ch->stop.request_stop(); }});
   }
   register_per_request(call->key, call->channel);
-  bool taken = false;
+  // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
+  detail::fair_submit submitted = detail::fair_submit::busy;
   try {
-    taken = submit([call] { call->run(); });
+    submitted = submit_fair(ex->who.id, [call] { call->run(); });
   } catch (...) {
-    taken = false;
+    submitted = detail::fair_submit::busy;
   }
-  if (!taken) {
+  if (submitted != detail::fair_submit::taken) {
     http_completion d;
     {
       const std::lock_guard<std::mutex> lock(call->mutex);
       d = std::exchange(call->done, nullptr);
     }
     unregister_per_request(call->key);
-    detail::http_deliver(d, detail::http_error(detail::refusal::busy, echo, ex->cid.view()));
+    const bool capped = submitted == detail::fair_submit::principal_cap;
+    if (capped) m.dispatch_principal_cap.inc();
+    detail::http_deliver(d, detail::http_error(capped ? detail::refusal::principal_busy : detail::refusal::busy, echo,
+                                               ex->cid.view()));
   }
 }
 

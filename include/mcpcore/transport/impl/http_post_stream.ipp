@@ -125,6 +125,9 @@ struct http_post_exchange {
   principal who;
   correlation_id cid;
   std::shared_ptr<session> sess;            // null: stateless
+  // Keeps `sess` busy while the exchange lives (its call in flight, its SSE stream): a mint at the
+  // per-principal cap never evicts it (docs/sessions.md#the-session-registry).
+  session_hold hold;
   http_session_state* attached = nullptr;   // the session's attachment (alive with `sess`)
   request_id id{0};                         // the request's id (set before any use)
   std::optional<request_id> token;          // a valid `_meta.progressToken`
@@ -547,7 +550,7 @@ inline bool http_post_session(http_endpoint::impl& ep, const http_request_view& 
   if (!ep.options.sessions || is_init) return true;
   const std::string_view cid = ex.cid.view();
   if (const auto sid = req.header(http_session_header)) {
-    ex.sess = ep.registry->validate_and_touch(*sid, ex.who.id);
+    ex.sess = ep.registry->validate_and_touch(*sid, ex.who.id, ex.hold);
     if (!ex.sess) {
       ep.reject_row(to_string(stream_reject::unknown_session), *sid, ex.who.id, cid);
       http_deliver(done, http_refusal(get_refusal(stream_reject::unknown_session), echo, cid));
@@ -682,9 +685,10 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
     // answer below takes it back.
     ex->done = std::move(done);
   }
-  bool taken = false;
+  // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
+  fair_submit submitted = fair_submit::busy;
   try {
-    taken = ep.submit([ex] { ex->run(ex); });
+    submitted = ep.submit_fair(ex->who.id, [ex] { ex->run(ex); });
   } catch (...) {
     // No memory for the task itself: nothing ran. The admission is undone (the record ends
     // without a response, releasing its charge; the lease and the id go back as this unwinds)
@@ -694,8 +698,9 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
     ex->release_id();
     throw;
   }
-  if (!taken) {
-    // A full executor: nothing ran. The record (if any) ends without a response.
+  if (submitted != fair_submit::taken) {
+    // A full executor, or the caller's dispatch cap: nothing ran. The record (if any) ends
+    // without a response.
     if (std::optional<progress_call>& c = ex->call) (void)c->complete_without_response();
     armed.lease.release();
     ex->release_id();
@@ -705,7 +710,9 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
       if (ex->state == post_state::undecided) ex->state = post_state::unrouted;
       d = std::exchange(ex->done, nullptr);
     }
-    http_deliver(d, http_error(refusal::busy, echo, ex->cid.view()));
+    if (submitted == fair_submit::principal_cap) ep.m.dispatch_principal_cap.inc();
+    http_deliver(d, http_error(submitted == fair_submit::principal_cap ? refusal::principal_busy : refusal::busy, echo,
+                               ex->cid.view()));
     return;
   }
   if (streamed) http_reply_streamed(ep, ex, *streamed, std::move(armed));

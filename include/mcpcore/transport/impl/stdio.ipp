@@ -22,6 +22,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -163,6 +164,12 @@ class stdio_event_queue {
   bool closed_ = false;
 };
 
+/// `error.message` of a handshake-era request other than `ping` before `initialize`
+/// (docs/eras.md#stdio-lifecycle); the code is -32600.
+inline constexpr std::string_view stdio_not_initialized = "Server not initialized";
+/// `error.message` of a second `initialize` on a connection (docs/eras.md#stdio-lifecycle).
+inline constexpr std::string_view stdio_already_initialized = "Already initialized";
+
 // One open `subscriptions/listen` of a connection (docs/eras.md#stdio).
 struct stdio_listen {
   std::uint64_t key = 0;  // tags its queued lines
@@ -222,6 +229,9 @@ struct stdio_transport::impl {
   std::stop_source stop;
   int wake[2] = {-1, -1};
   detail::stdio_pin pinned = detail::stdio_pin::none;  // the reader's own (`run`'s thread)
+  // The handshake-era lifecycle (docs/eras.md#stdio-lifecycle): set by the reader when it admits
+  // the connection's `initialize`, cleared by the worker when that initialize failed.
+  std::atomic<bool> initialize_admitted{false};
   // Listens: their lines wait in `events` for `event_writer` (started by the first listen). The
   // listens are the reader's own, declared after `events` so that their subscriptions end first.
   detail::stdio_event_queue events;
@@ -309,14 +319,56 @@ struct stdio_transport::impl {
     } catch (...) {  // no memory for the resumer: the call runs without one (a wait holds the worker)
       std::string out;
       const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
-      if (dispatch(j, ctx, out)) (void)sink->send(out);
+      const bool answered = dispatch(j, ctx, out);
+      settle_initialize(j.msg);
+      if (answered) (void)sink->send(out);
       return;
     }
     std::string out;
     const dispatch_context ctx{caller, &client, sink.get(), stop.get_token(), nullptr, nullptr, nullptr, r.get()};
     const bool answered = dispatch(r->request, ctx, out);
+    settle_initialize(r->request.msg);
     if (r->suspended) return;
     if (answered) (void)sink->send(out);
+  }
+
+  // After an `initialize` ran: one that negotiated nothing (refused) leaves the connection
+  // uninitialized, so the client may send it again (docs/eras.md#stdio-lifecycle).
+  void settle_initialize(const message& msg) noexcept {
+    if (msg.method != "initialize") return;
+    try {
+      if (client.protocol_version().empty()) initialize_admitted.store(false);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory reading the version: keep the claim
+    }
+  }
+
+  // The handshake-era lifecycle (docs/eras.md#stdio-lifecycle), on the reader after the era was
+  // admitted: before `initialize` only `ping` is served; a second `initialize` is refused, the
+  // first negotiation stays. False when refused: `out` holds the answer. The kill switch answers
+  // first (the dispatch core's -32005), as everywhere.
+  bool admit_lifecycle(const job& j, std::string& out) {
+    if (j.envelope || srv.switches().disabled()) return true;
+    const message& msg = j.msg;
+    std::string_view message_text;
+    std::string_view remediation;
+    if (msg.method == "initialize") {
+      if (!initialize_admitted.exchange(true)) return true;
+      message_text = detail::stdio_already_initialized;
+      remediation = "This connection is initialized already; its negotiated version and capabilities stay. "
+                    "Start a new connection to negotiate again.";
+    } else if (msg.method == "ping" || initialize_admitted.load()) {
+      return true;
+    } else {
+      message_text = detail::stdio_not_initialized;
+      remediation = "Send initialize first (only ping is served before it), or claim the per-request era in "
+                    "params._meta.";
+    }
+    const auto cid = next_correlation_id();
+    error_data d;
+    d.correlation_id = cid.view();
+    d.remediation = remediation;
+    write_error_response(out, msg.id, errc::invalid_request, message_text, d);
+    return false;
   }
 
   // Queues a continuation for the workers; false once the connection is closing.
@@ -366,7 +418,7 @@ struct stdio_transport::impl {
       handle_other(j.msg);
       return;
     }
-    if (!admit_era(j, out)) {
+    if (!admit_era(j, out) || !admit_lifecycle(j, out)) {
       answer_now(out);
       return;
     }
@@ -596,6 +648,7 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
     st.closing = false;
   }
   st.pinned = detail::stdio_pin::none;  // a new connection: its first request decides
+  st.initialize_admitted.store(false);  // and it is not initialized
   st.events.reopen();
   st.running.reserve(st.options.workers);  // registering a running call never allocates
   std::vector<std::thread> workers;

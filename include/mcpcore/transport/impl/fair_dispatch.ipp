@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-principal fairness of the HTTP endpoint's handler queue (docs/sessions.md#fair-dispatch): one
+// FIFO queue per principal, the next task from the principal with the fewest running (round-robin
+// among equals), and a per-principal cap on dispatches queued or running. Every submission to the executor is the same fungible "run the next task in
+// round-robin order", so whatever order the executor runs its closures in, the tasks run fairly.
+#ifndef MCPCORE_IMPL_FAIR_DISPATCH_IPP
+#define MCPCORE_IMPL_FAIR_DISPATCH_IPP
+
+#include <mcpcore/detail/config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+MCPCORE_BEGIN_NAMESPACE
+
+namespace detail {
+
+/// What `fair_dispatch::submit` did with a task.
+enum class fair_submit : std::uint8_t {
+  taken,          ///< queued, and a closure to run it is with the executor
+  busy,           ///< the executor refused (nothing ran; the task is dropped)
+  principal_cap,  ///< the principal has its cap of dispatches queued or running (nothing ran)
+};
+
+/// The per-principal queues. Shared (`shared_ptr`) between the endpoint and the closures it gave
+/// the executor, so a closure that runs after the endpoint went finds its queue still there.
+///
+/// @par Thread safety
+/// Every member is thread-safe; `mutex` is a leaf (no task runs, no executor is called under it).
+class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
+ public:
+  /// `per_principal_cap`: dispatches one principal may have queued or running (0: no cap).
+  explicit fair_dispatch(std::size_t per_principal_cap) noexcept : cap_(per_principal_cap) {}
+
+  /// Queues `task` for `principal` and hands `exec` one "run the next task" closure. `principal_cap`
+  /// when the principal is at its cap, `busy` when `exec` refused (or threw): then `task` was
+  /// taken back (or, had a closure already started it, runs anyway and `taken` is returned).
+  /// @throws std::bad_alloc before anything changed
+  template <class Exec>
+  fair_submit submit(std::string_view principal, std::function<void()> task, Exec&& exec) {
+    std::uint64_t seq = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      auto it = by_principal_.find(principal);
+      if (it == by_principal_.end()) it = by_principal_.try_emplace(std::string{principal}).first;
+      principal_queue& q = it->second;
+      if (cap_ != 0 && q.in_flight() >= cap_) return fair_submit::principal_cap;
+      seq = ++next_seq_;
+      const bool was_idle = q.tasks.empty();
+      q.tasks.push_back(queued{seq, std::move(task)});
+      if (was_idle) {
+        try {
+          ring_.push_back(&*it);
+        } catch (...) {
+          q.tasks.pop_back();
+          if (q.in_flight() == 0) by_principal_.erase(it);
+          throw;
+        }
+      }
+    }
+    bool taken = false;
+    try {
+      taken = exec([self = shared_from_this()] { self->run_next(); });
+    } catch (...) {
+      taken = false;
+    }
+    if (taken) return fair_submit::taken;
+    switch (take_back(principal, seq)) {
+      case took::back:
+        return fair_submit::busy;
+      case took::orphan:
+        return fair_submit::taken;
+      case took::run_here:
+        run_next();  // no closure is active to run the task left without one: run it here
+        return fair_submit::taken;
+    }
+    return fair_submit::taken;
+  }
+
+  /// Runs the next task (the executor's closure): the oldest queued task of the principal with
+  /// the fewest tasks running, ties in ring order (round-robin: a principal that just had its
+  /// turn goes to the end of the ring). So a principal with nothing running is served by the very
+  /// next free thread, however many tasks another principal has queued. Then, while tasks are
+  /// queued that no closure will run (their submissions were refused after another closure had
+  /// taken their task's place), runs those too.
+  void run_next() noexcept {
+    bool first = true;  // `active_` counts this call from its first task to its return
+    for (;;) {
+      std::function<void()> task;
+      std::string_view who;
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (ring_.empty()) {
+          if (!first) --active_;
+          return;
+        }
+        if (first) ++active_;
+        first = false;
+        auto pick = ring_.begin();
+        for (auto r = std::next(ring_.begin()); r != ring_.end(); ++r) {
+          if ((*r)->second.running < (*pick)->second.running) pick = r;
+        }
+        auto* entry = *pick;
+        principal_queue& q = entry->second;
+        task = std::move(q.tasks.front().task);
+        q.tasks.pop_front();
+        ++q.running;
+        // Still has work: to the end of the ring, by relinking the node (no allocation); else
+        // off the ring.
+        if (q.tasks.empty()) {
+          ring_.erase(pick);
+        } else {
+          ring_.splice(ring_.end(), ring_, pick);
+        }
+        who = entry->first;
+      }
+      try {
+        if (task) task();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): a task contains its own faults
+      }
+      task = nullptr;
+      bool more = false;
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        const auto it = by_principal_.find(who);
+        if (it != by_principal_.end()) {
+          principal_queue& q = it->second;
+          --q.running;
+          if (q.in_flight() == 0) by_principal_.erase(it);
+        }
+        if (orphans_ != 0 && !ring_.empty()) {
+          --orphans_;
+          more = true;
+        } else {
+          --active_;
+        }
+      }
+      if (!more) return;
+    }
+  }
+
+  /// Dispatches queued or running for `principal` (tests, diagnostics).
+  [[nodiscard]] std::size_t in_flight(std::string_view principal) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = by_principal_.find(principal);
+    return it == by_principal_.end() ? 0 : it->second.in_flight();
+  }
+
+ private:
+  struct queued {
+    std::uint64_t seq;
+    std::function<void()> task;
+  };
+  struct principal_queue {
+    std::deque<queued> tasks;  // FIFO
+    std::size_t running = 0;
+    [[nodiscard]] std::size_t in_flight() const noexcept { return tasks.size() + running; }
+  };
+  struct key_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  using map_type = std::unordered_map<std::string, principal_queue, key_hash, std::equal_to<>>;
+
+  enum class took : std::uint8_t { back, orphan, run_here };
+
+  // The executor refused the closure of task `seq`: the task is taken back when it is still
+  // queued (`back`). Otherwise another closure already started it, and one queued task now has
+  // no closure of its own: the next active closure to finish runs it (`orphan`), or, with none
+  // active, the caller runs it (`run_here`).
+  took take_back(std::string_view principal, std::uint64_t seq) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = by_principal_.find(principal);
+    if (it != by_principal_.end()) {
+      principal_queue& q = it->second;
+      for (auto t = q.tasks.begin(); t != q.tasks.end(); ++t) {
+        if (t->seq != seq) continue;
+        q.tasks.erase(t);
+        if (q.tasks.empty()) ring_.remove(&*it);
+        if (q.in_flight() == 0) by_principal_.erase(it);
+        return took::back;
+      }
+    }
+    if (ring_.empty()) return took::orphan;  // nothing left without a closure after all
+    if (active_ == 0) return took::run_here;
+    ++orphans_;
+    return took::orphan;
+  }
+
+  const std::size_t cap_;
+  mutable std::mutex mutex_;
+  // Guarded by `mutex_`. Map nodes are stable: the ring points at them; an entry is erased only
+  // when it is off the ring (no queued task) and nothing of it runs.
+  map_type by_principal_;
+  std::list<map_type::value_type*> ring_;  // principals with queued tasks, in turn order
+  std::uint64_t next_seq_ = 0;
+  std::size_t orphans_ = 0;  // queued tasks whose submission the executor refused too late
+  std::size_t active_ = 0;   // closures inside run_next
+};
+
+}  // namespace detail
+
+MCPCORE_END_NAMESPACE
+
+#endif  // MCPCORE_IMPL_FAIR_DISPATCH_IPP
