@@ -681,8 +681,12 @@ struct command_runner::state {
   mutable std::mutex m;
   std::condition_variable idle;  ///< notified when a supervisor, a start or a capture ends
   std::map<std::string, std::shared_ptr<execution>, std::less<>> executions;
-  std::deque<std::string> finished;  ///< ids of finished executions, oldest first
+  /// Ids of finished executions by principal (`submitted_by`), oldest first.
+  std::map<std::string, std::deque<std::string>, std::less<>> finished_by;
+  std::size_t finished_count = 0;  ///< the ids in `finished_by`
   std::size_t starting = 0;          ///< starts admitted, not yet running
+  /// Slots held by `reserve`, by key, with when each lapses.
+  std::map<std::string, steady::time_point, std::less<>> reservations;
   std::size_t running = 0;
   std::size_t supervisors = 0;  ///< supervisor threads not yet done
   std::size_t captures = 0;
@@ -693,6 +697,7 @@ struct command_runner::state {
 
   explicit state(runner_options o) : options(o) {
     options.max_retained = std::max<std::size_t>(options.max_retained, 1);
+    options.max_retained_per_principal = std::max<std::size_t>(options.max_retained_per_principal, 1);
     options.max_line_bytes = std::max<std::size_t>(options.max_line_bytes, 1);
     stop_event = unique_fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   }
@@ -704,6 +709,37 @@ struct command_runner::state {
                        .drain = options.output_drain,
                        .stop_fd = stop_event.get(),
                        .stopping = &stop_flag};
+  }
+
+  /// Keeps finished execution `id` of `principal` for `get`, forgetting what the retention caps
+  /// say: first `principal`'s own oldest beyond `max_retained_per_principal`, then, while more
+  /// than `max_retained` are kept, the oldest of the principal that holds the most (so one
+  /// principal's flood of quick runs forgets only its own). Requires `m`.
+  void retain_locked(const std::string& principal, const std::string& id) {
+    auto& mine = finished_by[principal];
+    mine.push_back(id);
+    ++finished_count;
+    while (mine.size() > options.max_retained_per_principal) {
+      executions.erase(mine.front());
+      mine.pop_front();
+      --finished_count;
+    }
+    while (finished_count > options.max_retained) {
+      auto most = finished_by.begin();
+      for (auto it = finished_by.begin(); it != finished_by.end(); ++it) {
+        if (it->second.size() > most->second.size()) most = it;
+      }
+      executions.erase(most->second.front());
+      most->second.pop_front();
+      --finished_count;
+      if (most->second.empty()) finished_by.erase(most);
+    }
+  }
+
+  /// Drops the reservations whose hold ran out; the live ones. Requires `m`.
+  std::size_t live_reservations_locked(steady::time_point now) {
+    std::erase_if(reservations, [now](const auto& r) { return r.second <= now; });
+    return reservations.size();
   }
 
   /// Joins the supervisors that ended (called without the lock held).
@@ -776,11 +812,7 @@ void command_runner::state::run(const std::shared_ptr<execution>& e, child c, ru
     e->finished_steady = end;
     s.duration = std::chrono::duration_cast<milliseconds>(end - e->started_steady);
     --running;
-    finished.push_back(s.id);
-    while (finished.size() > options.max_retained) {
-      executions.erase(finished.front());
-      finished.pop_front();
-    }
+    retain_locked(s.submitted_by, s.id);
     terminal = s;
   }
   if (cb.on_done) {
@@ -802,7 +834,8 @@ command_runner::~command_runner() { shutdown(); }
 
 mcpcore::result<std::string, start_error> command_runner::start(const command_spec& spec,
                                                                 std::vector<std::string> args,
-                                                                std::string submitted_by, run_callbacks callbacks) {
+                                                                std::string submitted_by, run_callbacks callbacks,
+                                                                std::string_view reservation) {
   auto& st = *state_;
   if (spec.program.empty() || spec.program.front() != '/' || has_nul(spec.program) ||
       std::any_of(spec.fixed_args.begin(), spec.fixed_args.end(), has_nul) ||
@@ -812,7 +845,14 @@ mcpcore::result<std::string, start_error> command_runner::start(const command_sp
   {
     const std::scoped_lock lock{st.m};
     if (st.stopping) return fail(start_error::shutting_down);
-    if (st.running + st.starting >= st.options.max_concurrent) return fail(start_error::too_many_running);
+    const auto now = steady::now();
+    const std::size_t reserved = st.live_reservations_locked(now);
+    const auto held = reservation.empty() ? st.reservations.end() : st.reservations.find(reservation);
+    if (held != st.reservations.end()) {
+      st.reservations.erase(held);  // the held slot becomes this start's
+    } else if (st.running + st.starting + reserved >= st.options.max_concurrent) {
+      return fail(start_error::too_many_running);
+    }
     ++st.starting;
   }
   st.join_done();
@@ -879,6 +919,27 @@ std::optional<execution_snapshot> command_runner::get(std::string_view id) const
     s.duration = std::chrono::duration_cast<milliseconds>(steady::now() - it->second->started_steady);
   }
   return s;
+}
+
+bool command_runner::reserve(std::string_view key, std::chrono::milliseconds hold) {
+  auto& st = *state_;
+  const std::scoped_lock lock{st.m};
+  if (st.stopping) return false;
+  const auto now = steady::now();
+  const std::size_t reserved = st.live_reservations_locked(now);
+  if (const auto it = st.reservations.find(key); it != st.reservations.end()) {
+    it->second = now + hold;
+    return true;
+  }
+  if (st.running + st.starting + reserved >= st.options.max_concurrent) return false;
+  st.reservations.emplace(std::string{key}, now + hold);
+  return true;
+}
+
+void command_runner::release(std::string_view key) {
+  auto& st = *state_;
+  const std::scoped_lock lock{st.m};
+  if (const auto it = st.reservations.find(key); it != st.reservations.end()) st.reservations.erase(it);
 }
 
 std::size_t command_runner::running_count() const {

@@ -191,9 +191,13 @@ struct runner_options {
   /// Output kept per execution (stdout and stderr together); beyond, bytes are dropped and the
   /// snapshot says `truncated`.
   std::size_t max_output_bytes = std::size_t{1} << 20U;
-  /// Finished executions kept for `get` (at least 1); the oldest finished is forgotten first,
-  /// a running one never.
+  /// Finished executions kept for `get`, in all (at least 1). Beyond it, the oldest finished
+  /// execution of the principal that holds the most is forgotten, so one principal's quick runs
+  /// never push out another's results; a running execution is never forgotten.
   std::size_t max_retained = 256;
+  /// Finished executions kept per principal (`submitted_by`; at least 1): beyond it that
+  /// principal's oldest finished one is forgotten.
+  std::size_t max_retained_per_principal = 64;
   /// Longest line handed to `on_line`; a longer line arrives in pieces of this size (at least 1).
   std::size_t max_line_bytes = 4096;
   /// Most `on_line` calls per execution; later lines are still captured, not reported.
@@ -247,9 +251,25 @@ class command_runner {
   /// allow-list), recorded as started by `submitted_by`.
   ///
   /// @returns the execution id; the execution is `running` and `get` finds it.
+  ///
+  /// @param reservation the key of a slot `reserve` holds for this start (empty: none): a live
+  ///   reservation is spent and admits the start whatever else runs; an unknown or expired key
+  ///   starts like no key, if a slot is free.
   [[nodiscard]] mcpcore::result<std::string, start_error> start(const command_spec& spec,
                                                                 std::vector<std::string> args,
-                                                                std::string submitted_by, run_callbacks callbacks);
+                                                                std::string submitted_by, run_callbacks callbacks,
+                                                                std::string_view reservation = {});
+
+  /// Holds one slot for a start that has yet to be admitted (an approved recall, before its
+  /// ticket is consumed: docs/host-server.md#execute_instruction), under `key`, for `hold`: until then, or
+  /// until `start` with that key or `release`, other starts see one slot fewer. Reserving a key
+  /// that already holds a slot renews it.
+  ///
+  /// @returns false when every slot is running, starting or reserved, or at shutdown.
+  [[nodiscard]] bool reserve(std::string_view key, std::chrono::milliseconds hold);
+
+  /// Gives back the slot `key` holds, if any.
+  void release(std::string_view key);
 
   /// The execution `id`'s snapshot, or nullopt when unknown (never started, or forgotten).
   [[nodiscard]] std::optional<execution_snapshot> get(std::string_view id) const;

@@ -48,6 +48,10 @@ constexpr std::int64_t max_log_lines = 500;
 /// narrow both).
 constexpr std::size_t max_instruction_args = 32;
 constexpr std::size_t max_instruction_arg_bytes = 1024;
+/// How long an approved recall of execute_instruction holds the command slot it reserved before
+/// its ticket is consumed; the handler normally spends it at once (a recall whose consume then
+/// fails lets it lapse).
+constexpr std::chrono::milliseconds slot_reservation_hold{std::chrono::seconds{10}};
 /// Most processes list_top_processes returns.
 constexpr std::int64_t max_process_limit = 100;
 
@@ -196,7 +200,7 @@ void declare_state_tools(mcpcore::server_builder& b, host_context& ctx) {
 constexpr std::string_view set_tag_schema =
     R"json({"type":"object","properties":{)json"
     R"json("key":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"Tag key: 1-64 letters, digits, _ . : -"},)json"
-    R"json("value":{"type":"string","maxLength":256,"description":"Tag value (at most 256 bytes)"}},)json"
+    R"json("value":{"type":"string","maxLength":256,"description":"Tag value: at most 256 bytes of UTF-8 (256 ASCII characters, fewer beyond ASCII)"}},)json"
     R"json("required":["key","value"],"additionalProperties":false})json";
 constexpr std::string_view delete_tag_schema =
     R"json({"type":"object","properties":{)json"
@@ -282,6 +286,24 @@ struct execution_link {
   std::optional<std::string> terminal_status;
   std::string terminal_members;
   double lines = 0;
+};
+
+/// Gives back, when the handler returns, the command slot an approved recall reserved under its
+/// ticket (a no-op once `start` spent it).
+class reservation_guard {
+ public:
+  reservation_guard(command_runner& runner, std::string_view key) noexcept : runner_(runner), key_(key) {}
+  reservation_guard(const reservation_guard&) = delete;
+  reservation_guard& operator=(const reservation_guard&) = delete;
+  reservation_guard(reservation_guard&&) = delete;
+  reservation_guard& operator=(reservation_guard&&) = delete;
+  ~reservation_guard() {
+    if (!key_.empty()) runner_.release(key_);
+  }
+
+ private:
+  command_runner& runner_;
+  std::string_view key_;
 };
 
 /// The top-level members the final adds to the call's result: the snapshot minus the members
@@ -372,14 +394,20 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
                      R"json("required":["execution_id","command","status"]})json")
       .security("Execution", operation::execute)
       .effect(tool_effect::destructive, false)
-      // A recall whose arguments the command's schema refuses keeps its ticket
-      // (docs/approvals.md#what-the-machine-checks-in-order).
-      .approval_precondition([&ctx](const mcpcore::approval_ticket&, const mcpcore::principal&,
+      // A recall whose arguments the command's schema refuses, or that finds every command slot
+      // busy, keeps its ticket (docs/approvals.md#what-the-machine-checks-in-order): the slot is
+      // reserved under the ticket's id before the consume, and the handler spends it.
+      .approval_precondition([&ctx](const mcpcore::approval_ticket& ticket, const mcpcore::principal&,
                                     mcpcore::json::value args) -> std::optional<std::string> {
-        return ctx.commands->validate_args(args["command"].as_string(), args["args"]);
+        if (auto bad = ctx.commands->validate_args(args["command"].as_string(), args["args"])) return bad;
+        if (!ctx.runner->reserve(ticket.id, slot_reservation_hold)) return to_string(start_error::too_many_running);
+        return std::nullopt;
       })
       .handler([&ctx](call_context& call, const mcpcore::arguments& args) {
         const auto name = args["command"].as_string();
+        // The slot an approved recall reserved (keyed by its ticket), released on every early return.
+        const std::string_view ticket = args["approval_id"].is_string() ? args["approval_id"].as_string() : "";
+        const reservation_guard reserved{*ctx.runner, ticket};
         const command_spec* spec = ctx.commands->find(name);
         if (spec == nullptr) return tool_result::error("unknown command");
         if (auto bad = ctx.commands->validate_args(name, args["args"])) return tool_result::error(*bad);
@@ -403,7 +431,7 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
             link->terminal_members = final_members(s);
           }
         };
-        auto id = ctx.runner->start(*spec, std::move(argv), call.caller().id, std::move(cb));
+        auto id = ctx.runner->start(*spec, std::move(argv), call.caller().id, std::move(cb), ticket);
         if (!id) return tool_result::error(to_string(id.error()));
         {
           const std::scoped_lock lock{link->m};

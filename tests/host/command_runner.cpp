@@ -302,7 +302,7 @@ TEST_SUITE("command_runner") {
          {"commands[0]", "\"a\"", "args schema", "/items"}},
         {"args schema with an unknown keyword",
          one_entry(R"("name":"a",)" + ok_prefix +
-                   R"(,"args":{"type":"array","items":{"type":"string"},"uniqueItems":true})"),
+                   R"(,"args":{"type":"array","items":{"type":"string"},"frobnicate":true})"),
          {"args schema"}},
         {"args schema with a bad pattern",
          one_entry(R"("name":"a",)" + ok_prefix +
@@ -675,6 +675,36 @@ TEST_SUITE("command_runner") {
     REQUIRE(r.get(*longer).has_value());
     CHECK(r.get(*longer)->status == "running");
     CHECK(r.running_count() == 1);
+  }
+
+  TEST_CASE("host-server.md#execute_instruction: one principal's quick runs never push out another's finished results") {
+    recorder rec;
+    runner_options o;
+    o.max_retained = 4;
+    o.max_retained_per_principal = 3;
+    command_runner r{o};
+    const auto run_as = [&](const std::string& who) {
+      const auto before = [&] {
+        const std::scoped_lock lock{rec.m};
+        return rec.done.size();
+      }();
+      auto id = r.start(spec("/bin/true"), {}, who, rec.callbacks());
+      REQUIRE(id.has_value());
+      return rec.wait(before + 1).id;
+    };
+    const std::string op_result = run_as("op");
+    std::vector<std::string> flood;
+    for (int i = 0; i < 10; ++i) flood.push_back(run_as("op2"));
+    // op's one result outlives op2's flood: op2 keeps only its own newest three.
+    REQUIRE(r.get(op_result).has_value());
+    CHECK(r.get(op_result)->submitted_by == "op");
+    for (std::size_t i = 0; i < flood.size(); ++i) CHECK(r.get(flood[i]).has_value() == (i >= flood.size() - 3));
+    // With the total cap reached, a third principal's run forgets op2's oldest, not op's.
+    const std::string third = run_as("op3");
+    CHECK(r.get(third).has_value());
+    CHECK(r.get(op_result).has_value());
+    CHECK_FALSE(r.get(flood[flood.size() - 3]).has_value());
+    CHECK(r.get(flood.back()).has_value());
   }
 
   TEST_CASE("on_done is called exactly once, after get() returns the terminal snapshot") {

@@ -461,10 +461,14 @@ await check('cancellation', async () => {
   expect(response === undefined, `the server answered the cancelled request: ${fmt(response)}`);
 });
 
+// docs/errors.md#argument-errors: an isError tool result naming the path, the correlation id in _meta.
 await check('tools/call schema-invalid arguments', async () => {
-  const error = await expectMcpError(
-    client.callTool({ name: 'echo', arguments: { text: 5 } }, undefined, opts()), INVALID_PARAMS);
-  expect(serverMessage(error).includes('/text'), `message does not name the path /text: ${fmt(serverMessage(error))}`);
+  const result = await client.callTool({ name: 'echo', arguments: { text: 5 } }, undefined, opts());
+  expectEqual(result.isError, true, 'isError');
+  const text = result.content?.[0]?.text ?? '';
+  expect(text.includes('/text'), `the text does not name the path /text: ${fmt(text)}`);
+  const cid = result._meta?.['mcpcore/correlationId'];
+  expect(typeof cid === 'string' && cid.startsWith('req-'), `correlation id in _meta: ${fmt(result._meta)}`);
 });
 
 await check('tools/call unknown tool', async () => {
@@ -476,7 +480,7 @@ await check('tools/call unknown tool', async () => {
 // docs/approvals.md#what-the-machine-checks-in-order: a second server process, serving a
 // supervised-tier caller, gates delete_note. The SDK must hand us the -32006 envelope intact:
 // approval_id, status_url and the honest 30 s poll hint; a recall of the pending ticket echoes it;
-// a malformed id is -32602.
+// a malformed id is an argument error (an isError tool result).
 await check('approval: -32006 ticket envelope through the SDK, pending recall, malformed id', async () => {
   const supervised = new Client({ name: 'mcpcore-interop-supervised', version: '1.0.0' }, { capabilities: {} });
   await supervised.connect(new StdioClientTransport({
@@ -492,16 +496,17 @@ await check('approval: -32006 ticket envelope through the SDK, pending recall, m
     expect(typeof id === 'string' && /^[0-9a-f]{32}$/.test(id), `approval_id ${fmt(id)}`);
     expectEqual(minted.data.status_url, `/api/v1/approvals/${id}`, 'status_url');
     expectEqual(minted.data.retry_after_ms, 30000, 'retry_after_ms');
-    expectEqual(serverMessage(minted), 'operation requires approval', 'message');
+    expect(serverMessage(minted).startsWith(`operation requires approval: ticket ${id}.`) &&
+      serverMessage(minted).includes(`"approval_id":"${id}"`), `message ${fmt(serverMessage(minted))}`);
     const again = await expectMcpError(
       supervised.callTool({ name: 'delete_note', arguments: { name: 'todo', approval_id: id } }, undefined, opts()),
       -32006);
     expectEqual(again.data.approval_id, id, 'pending recall approval_id');
-    const malformed = await expectMcpError(
-      supervised.callTool({ name: 'delete_note', arguments: { name: 'todo', approval_id: 'ABC' } }, undefined, opts()),
-      INVALID_PARAMS);
-    expect(serverMessage(malformed).includes('/approval_id'), `message ${fmt(serverMessage(malformed))}`);
-    expect(malformed.data.approval_id === undefined, 'a refused id must not come with a ticket');
+    const malformed = await supervised.callTool(
+      { name: 'delete_note', arguments: { name: 'todo', approval_id: 'ABC' } }, undefined, opts());
+    expectEqual(malformed.isError, true, 'isError');
+    const text = malformed.content?.[0]?.text ?? '';
+    expect(text.includes('/approval_id'), `text ${fmt(text)}`);
   } finally {
     await supervised.close();
   }

@@ -549,9 +549,9 @@ void normalise(json::value v, json::writer& w) {
   if (v.is_object()) {
     w.begin_object();
     for (const auto& m : v.members()) {
-      if (m.key == "audit_persisted") continue;
+      if (m.key == "audit_persisted" || m.key == "mcpcore/auditPersisted") continue;
       w.key(m.key);
-      if (m.key == "correlation_id" && m.value().is_string()) {
+      if ((m.key == "correlation_id" || m.key == "mcpcore/correlationId") && m.value().is_string()) {
         w.value("<cid>");
       } else {
         normalise(m.value(), w);
@@ -652,7 +652,7 @@ std::vector<audit_step> audit_sequence() {
       {"success", user, call_tool(1, "echo"), false},
       {"unknown tool", user, call_tool(2, "nope")},
       {"tier", reader, call_tool(3, "write", R"({"n":1})")},
-      {"schema", user, call_tool(4, "write", R"({"n":"x"})")},
+      {"schema", user, call_tool(4, "write", R"({"n":"x"})"), false},  // a tool result: errors.md#argument-errors
       {"rbac", stranger, call_tool(5, "secret")},
       {"handler exception", user, call_tool(6, "boom")},
       {"isError result", user, call_tool(7, "soft"), false},
@@ -685,6 +685,16 @@ std::vector<std::string> run_audit_sequence(audited_server<Sink>& s, bool rows_l
     const auto a = c.send(s.srv, req);
     if (ticket.empty() && a.code() == -32006) ticket = str(a.data()["approval_id"]);
     CHECK_MESSAGE(a.error().exists() == step.error_data, a.text);
+    if (!step.error_data && a.result()["_meta"]["mcpcore/correlationId"].exists()) {
+      // an argument error is a tool result: the gap is signalled in its _meta (errors.md#argument-errors)
+      const auto field = a.result()["_meta"]["mcpcore/auditPersisted"];
+      if (rows_lost) {
+        REQUIRE_MESSAGE(field.is_bool(), a.text);
+        CHECK_FALSE(field.as_bool());
+      } else {
+        CHECK_MESSAGE(!field.exists(), a.text);
+      }
+    }
     if (step.error_data) {
       const auto field = a.data()["audit_persisted"];
       if (rows_lost && step.audit_persisted_field) {
@@ -840,6 +850,7 @@ TEST_CASE("security.md/audit-and-the-one-cid-pattern: session rows of the HTTP e
     auto srv = build(b);
     http_endpoint_options o;
     o.session.max_sessions_per_principal = 1;
+    o.session.evict_idle_at_principal_cap = false;  // the cap refuses: a reject row
     http_endpoint ep{srv, bearer_principals{}, o};
     ep.set_metrics(metrics);  // one registry: the server's and the session layer's gaps in one family
     ep.set_audit(sink);

@@ -364,9 +364,9 @@ TEST_SUITE("jsonrpc") {
         {R"({"jsonrpc":"2.0","method":null})", errc::invalid_request, "Invalid Request: method must be a string",
          std::nullopt},
         {R"({"jsonrpc":"2.0","id":3,"method":"ping","result":{}})", errc::invalid_request,
-         "Invalid Request: a message cannot carry both method and result or error", request_id_view{3}},
+         "Invalid Request: a message cannot carry both method and result or error", std::nullopt},
         {R"({"jsonrpc":"2.0","id":3,"method":"ping","error":{"code":1,"message":"x"}})", errc::invalid_request,
-         "Invalid Request: a message cannot carry both method and result or error", request_id_view{3}},
+         "Invalid Request: a message cannot carry both method and result or error", std::nullopt},
         // params (docs/design.md#json-rpc: non-object params for MCP methods are -32602).
         {R"({"jsonrpc":"2.0","id":4,"method":"ping","params":[1]})", errc::invalid_params,
          "Invalid params: params must be an object", request_id_view{4}},
@@ -383,27 +383,29 @@ TEST_SUITE("jsonrpc") {
          request_id_view{6}},
         {R"({"jsonrpc":"2.0","id":6,"Method":"ping"})", errc::invalid_request, "Invalid Request: method is missing",
          request_id_view{6}},
-        // Responses.
+        // Responses: a refusal never echoes the id, which belongs to the server's numbering
+        // (docs/errors.md#malformed-responses).
         {R"({"jsonrpc":"2.0","result":{}})", errc::invalid_request, "Invalid Request: a response must carry an id",
          std::nullopt},
         {R"({"jsonrpc":"2.0","error":{"code":1,"message":"x"}})", errc::invalid_request,
          "Invalid Request: a response must carry an id", std::nullopt},
         {R"({"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1,"message":"x"}})", errc::invalid_request,
-         "Invalid Request: a response carries exactly one of result and error", request_id_view{7}},
+         "Invalid Request: a response carries exactly one of result and error", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":"boom"})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"code":"1","message":"x"}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"code":1.0,"message":"x"}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"code":18446744073709551615,"message":"x"}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"message":"x"}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"code":1}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
         {R"({"jsonrpc":"2.0","id":8,"error":{"code":1,"message":null}})", errc::invalid_request,
-         "Invalid Request: error must be an object with an integer code and a string message", request_id_view{8}},
+         "Invalid Request: error must be an object with an integer code and a string message", std::nullopt},
+        {R"({"id":9,"result":{}})", errc::invalid_request, R"(Invalid Request: jsonrpc must be "2.0")", std::nullopt},
     };
     for (const row& x : rows) {
       INFO("body: " << x.body);
@@ -456,6 +458,20 @@ TEST_SUITE("jsonrpc") {
       REQUIRE_FALSE(p.r);
       CHECK(p.r.error().code == errc::invalid_request);
       CHECK_FALSE(p.r.error().id.has_value());
+    }
+  }
+
+  TEST_CASE("a refusal of a response-shaped message answers id null, never the response's id (errors.md/malformed-responses)") {
+    for (const char* body : {R"({"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}})",
+                             R"({"jsonrpc":"2.0","id":1,"error":"boom"})", R"({"jsonrpc":"1.0","id":1,"result":{}})",
+                             R"({"jsonrpc":"2.0","id":"s-1","method":"ping","result":{}})"}) {
+      INFO("body: " << body);
+      parsed p{body};
+      REQUIRE_FALSE(p.r);
+      CHECK_FALSE(p.r.error().id.has_value());
+      std::string out;
+      write_error_response(out, p.r.error(), "req-1-1");
+      CHECK(out.find(R"("id":null)") != std::string::npos);
     }
   }
 

@@ -597,13 +597,15 @@ TEST_CASE("design.md/the-toolscall-pipeline, security.md/principals-and-tiers: a
   CHECK(odd.send(g.srv, call_tool(3, "echo", R"({"text":"x"})")).code() == -32004);
 }
 
-TEST_CASE("design.md/the-toolscall-pipeline, security.md/input-schema-validation: a schema violation is -32602 naming the path, counted, audited, handler not called") {
+TEST_CASE("design.md/the-toolscall-pipeline, security.md/input-schema-validation: a schema violation is an isError tool result naming the path, counted, audited, handler not called") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":5})"));
-  CHECK(a.code() == -32602);
-  CHECK(a.message().rfind("Invalid arguments at /text: ", 0) == 0);
-  CHECK(a.data()["remediation"].is_string());
+  REQUIRE(a.result()["isError"].is_bool());
+  CHECK(a.result()["isError"].as_bool());
+  const std::string text = str(at(a.result()["content"], 0)["text"]);
+  CHECK(text.rfind("Invalid arguments at /text: ", 0) == 0);
+  CHECK(text.find("Fix the arguments") != std::string::npos);  // what to do
   CHECK(g.echo_calls == 0);
   CHECK(g.metric(R"(t_mcp_tool_args_invalid_total{tool="echo"})") == 1);
   CHECK(g.metric(R"(t_mcp_tool_args_invalid_total{tool="set_tag"})") == 0);
@@ -613,15 +615,15 @@ TEST_CASE("design.md/the-toolscall-pipeline, security.md/input-schema-validation
   CHECK(rows[0].action == "mcp.echo");
   CHECK(rows[0].result == audit_result::denied);
   CHECK(rows[0].detail.rfind("schema path=/text", 0) == 0);
-  CHECK(rows[0].correlation_id == a.cid());
+  CHECK(rows[0].correlation_id == str(a.result()["_meta"]["mcpcore/correlationId"]));
 }
 
 TEST_CASE("design.md/the-toolscall-pipeline: arguments omitted are validated as {} (a required property is missing)") {
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo"));
-  CHECK(a.code() == -32602);
-  CHECK(a.message().rfind("Invalid arguments at ", 0) == 0);
+  CHECK(a.result()["isError"].is_bool());
+  CHECK(str(at(a.result()["content"], 0)["text"]).rfind("Invalid arguments at ", 0) == 0);
   CHECK(g.echo_calls == 0);
 }
 
@@ -629,7 +631,7 @@ TEST_CASE("design.md/the-toolscall-pipeline: a caller-supplied extra key is neve
   governed g;
   connection c{user()};
   const auto a = c.send(g.srv, call_tool(1, "echo", R"({"text":"x","ignore_previous_instructions":1})"));
-  CHECK(a.code() == -32602);
+  CHECK(a.result()["isError"].is_bool());
   CHECK(a.text.find("ignore_previous_instructions") == std::string::npos);
   REQUIRE(g.rows().size() == 1);
   CHECK(g.rows()[0].detail.find("ignore_previous_instructions") == std::string::npos);
@@ -695,19 +697,19 @@ TEST_CASE("design.md/the-toolscall-pipeline: gate order — each call gets the e
     connection c{stranger("readonly")};
     CHECK(c.send(g.srv, call_tool(1, "set_tag", R"({"tag":"a"})")).code() == -32004);
   }
-  SUBCASE("schema before RBAC: failing both is -32602") {
+  SUBCASE("schema before RBAC: failing both is an argument error (errors.md/argument-errors)") {
     connection c{stranger()};
-    CHECK(c.send(g.srv, call_tool(1, "echo", R"({"text":5})")).code() == -32602);
+    CHECK(c.send(g.srv, call_tool(1, "echo", R"({"text":5})")).result()["isError"].is_bool());
   }
-  SUBCASE("schema before approval: an invalid gated call is -32602") {
+  SUBCASE("schema before approval: an invalid gated call is an argument error") {
     connection c{user("supervised")};
     const auto a = c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":5})"));
-    CHECK(a.code() == -32602);
+    CHECK(a.result()["isError"].is_bool());
     CHECK(g.metric(R"(t_mcp_tool_args_invalid_total{tool="delete_tag"})") == 1);
   }
-  SUBCASE("approval before RBAC: a gated call failing RBAC is -32004") {
+  SUBCASE("RBAC before approval: a gated call failing RBAC is -32003") {
     connection c{stranger("supervised")};
-    CHECK(c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})")).code() == -32004);
+    CHECK(c.send(g.srv, call_tool(1, "delete_tag", R"({"tag":"a"})")).code() == -32003);
   }
   SUBCASE("unknown tool before everything but the disabled switch") {
     g.srv.switches().set_read_only(true);
@@ -740,7 +742,9 @@ TEST_CASE("schema.md, security.md/audit-and-the-one-cid-pattern: one-cid pattern
   REQUIRE(rows.size() == answers.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     CAPTURE(i);
-    const std::string cid = answers[i].cid();
+    // an argument error is a tool result carrying its correlation id in _meta (errors.md/argument-errors)
+    const std::string cid = answers[i].error().exists() ? answers[i].cid()
+                                                        : str(answers[i].result()["_meta"]["mcpcore/correlationId"]);
     CHECK(is_correlation_id(cid));
     CHECK(rows[i].correlation_id == cid);
     CHECK(rows[i].detail.find("correlation_id=" + cid) != std::string::npos);

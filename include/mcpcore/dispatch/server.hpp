@@ -14,6 +14,7 @@
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/wire/era.hpp>
+#include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
 #include <atomic>
@@ -89,6 +90,29 @@ inline constexpr std::size_t default_max_input_rounds = 8;
 /// Default cap on one principal's calls waiting for a client's answer at once
 /// (docs/eras.md#waiting-for-the-client).
 inline constexpr std::size_t default_max_waiting_calls_per_principal = 4;
+/// Longest string `_meta.progressToken` that gets progress notifications, in bytes
+/// (docs/errors.md#progress-tokens); a longer one, or a token that is neither a string nor an
+/// integer, gets none.
+inline constexpr std::size_t default_max_progress_token_bytes = 256;
+
+/// The `_meta` key of a tool result that carries the correlation id of an argument error
+/// (docs/errors.md#argument-errors).
+inline constexpr std::string_view correlation_id_meta_key = "mcpcore/correlationId";
+/// The `_meta` key that says `false` when the audit row of such a result could not be written.
+inline constexpr std::string_view audit_persisted_meta_key = "mcpcore/auditPersisted";
+
+/// Whether `token`, a request's `_meta.progressToken`, gets progress notifications
+/// (docs/errors.md#progress-tokens): a string of at most `max_bytes` bytes, or an integer in the
+/// signed 64-bit range. Anything else (null, booleans, objects, arrays, fractions, longer strings)
+/// is treated as no token: the call runs, without progress.
+[[nodiscard]] MCPCORE_DECL bool usable_progress_token(json::value token, std::size_t max_bytes) noexcept;
+
+/// How a tools/call whose arguments break the tool's input schema is answered
+/// (docs/errors.md#argument-errors).
+enum class argument_error_style : std::uint8_t {
+  tool_result,     ///< a tool result with `isError: true` (MCP 2025-11-25; the default)
+  json_rpc_error,  ///< JSON-RPC -32602 (the earlier answer)
+};
 
 /// Behaviour switches of the dispatch core; every default is documented in docs/configuration.md.
 struct server_options {
@@ -125,6 +149,10 @@ struct server_options {
   /// Calls of one principal waiting for a client's answer at once (an input round, or a handler
   /// in `call_context::request`); one more fails its request with `too_many_waiting`.
   std::size_t max_waiting_calls_per_principal = default_max_waiting_calls_per_principal;
+  /// Longest string progress token echoed in progress notifications (docs/errors.md#progress-tokens).
+  std::size_t max_progress_token_bytes = default_max_progress_token_bytes;
+  /// How input-schema violations of tools/call are answered (docs/errors.md#argument-errors).
+  argument_error_style argument_errors = argument_error_style::tool_result;
 };
 
 /// Live kill switches (docs/security.md#kill-switches-and-read-only-mode), read on every request;
@@ -389,6 +417,8 @@ struct tool_def {
 };
 struct resource_def {
   std::string uri, name, title, description, mime_type;
+  std::string securable{"Resource"};  // the security row (docs/security.md#resources-and-prompts)
+  operation op = operation::read;
   bool is_template = false;
   std::optional<cache_hint> cache;
   resource_handler handler;
@@ -402,6 +432,8 @@ struct prompt_argument_def {
 };
 struct prompt_def {
   std::string name, title, description;
+  std::string securable{"Prompt"};  // the security row (docs/security.md#resources-and-prompts)
+  operation op = operation::read;
   std::vector<prompt_argument_def> arguments;
   prompt_handler handler;
 };
@@ -440,7 +472,10 @@ class tool_builder {
   /// The input schema, served verbatim and compiled under the closed subset (docs/schema.md).
   /// Default: `{"type":"object","additionalProperties":false}` (a tool without arguments).
   tool_builder& input_schema(std::string json) { d_->input_schema = std::move(json); return *this; }
-  /// The output schema (an object schema), served verbatim; results must be structured.
+  /// The output schema (an object schema), served verbatim, compiled at build (one that does not
+  /// compile refuses the build) and enforced: every result that is not `isError` must carry
+  /// `structuredContent` that validates, else the call answers -32603
+  /// (docs/design.md#the-toolscall-pipeline).
   tool_builder& output_schema(std::string json) { d_->output_schema = std::move(json); return *this; }
   /// The security row: the securable the tool touches and the operation it performs.
   tool_builder& security(std::string securable, operation op) {
@@ -496,6 +531,13 @@ class resource_builder {
   /// `ttlMs`/`cacheScope` of this resource's reads in the per-request era (default:
   /// `server_options::read_cache`).
   resource_builder& cache(cache_hint hint) { d_->cache = hint; return *this; }
+  /// The security row the tier gate and the kill switches see on resources/read
+  /// (docs/security.md#resources-and-prompts). Default: (`Resource`, read).
+  resource_builder& security(std::string securable, operation op) {
+    d_->securable = std::move(securable);
+    d_->op = op;
+    return *this;
+  }
   template <resource_handler_callable H>
   resource_builder& handler(H h) {
     d_->handler = resource_handler{std::move(h)};
@@ -518,6 +560,13 @@ class prompt_builder {
   explicit prompt_builder(detail::prompt_def& d) noexcept : d_(&d) {}
   prompt_builder& title(std::string t) { d_->title = std::move(t); return *this; }
   prompt_builder& description(std::string t) { d_->description = std::move(t); return *this; }
+  /// The security row the tier gate and the kill switches see on prompts/get
+  /// (docs/security.md#resources-and-prompts). Default: (`Prompt`, read).
+  prompt_builder& security(std::string securable, operation op) {
+    d_->securable = std::move(securable);
+    d_->op = op;
+    return *this;
+  }
   /// A free-text argument; its value reaches the model only through
   /// `append_untrusted_argument` if the handler follows docs/design.md#other-methods.
   prompt_builder& argument(std::string name, std::string description, bool required) {

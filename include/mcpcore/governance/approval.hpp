@@ -253,6 +253,10 @@ concept approval_store = requires(S& s, const approval_mint_request& m, std::str
 };
 
 /// The machine's caps and names (docs/approvals.md#what-the-machine-checks-in-order, #lifetime).
+/// How long a recall refused by a tool's precondition is told to wait before it tries again
+/// (`retry_after_ms` of that -32003: docs/approvals.md#every-answer-of-the-machine).
+inline constexpr std::chrono::milliseconds default_precondition_retry_after{5000};
+
 struct approval_options {
   /// Pending tickets one submitter may hold (docs/approvals.md#what-the-machine-checks-in-order:
   /// 25).
@@ -266,6 +270,9 @@ struct approval_options {
   std::string status_url_prefix = "/api/v1";
   /// Longest review comment accepted, in bytes.
   std::size_t max_review_comment_bytes = 1024;
+  /// `retry_after_ms` of a recall a precondition refused (the ticket is intact: the same recall
+  /// may run once the condition holds, e.g. a free command slot).
+  std::chrono::milliseconds precondition_retry_after = default_precondition_retry_after;
 };
 
 /// Why a principal may not act as an approver (docs/approvals.md#the-approver-tools); the wire

@@ -156,8 +156,8 @@ struct message_error {
   std::string_view message;
   /// A server-authored hint for `error.data.remediation` (a static string).
   std::string_view remediation;
-  /// The message's id when it could be read (echoed so the client can correlate); otherwise
-  /// the error response carries `id: null`.
+  /// The message's id when it could be read and the message is not response-shaped (echoed so
+  /// the client can correlate); otherwise the error response carries `id: null`.
   std::optional<request_id_view> id;
 };
 
@@ -177,7 +177,9 @@ struct message_error {
 ///  - other members are ignored.
 ///
 /// @par Errors
-/// `invalid_request` or `invalid_params`, with the id echoed when it was valid.
+/// `invalid_request` or `invalid_params`, with the id echoed when it was valid and the message is
+/// not response-shaped: a message carrying `result` or `error` is refused with no id, because its
+/// id belongs to the server's own request numbering (docs/errors.md#malformed-responses).
 [[nodiscard]] MCPCORE_DECL result<message, message_error> read_message(json::value root) noexcept;
 
 /// Parses `body` into `doc` and interprets it with `read_message`.

@@ -68,7 +68,14 @@ class call_state_impl final : public call_state {
  public:
   call_state_impl(server::impl& s, const dispatch_context& ctx, request_id_view id, json::value progress_token,
                   std::stop_token stop) noexcept
-      : s_(s), ctx_(ctx), id_(id), token_(progress_token), stop_(std::move(stop)) {}
+      : s_(s),
+        ctx_(ctx),
+        id_(id),
+        // One rule for every transport (docs/errors.md#progress-tokens): anything but a bounded
+        // string or an integer is no token, so it is never echoed.
+        token_(usable_progress_token(progress_token, s.options.max_progress_token_bytes) ? progress_token
+                                                                                          : json::value{}),
+        stop_(std::move(stop)) {}
 
   const principal& caller() const noexcept override { return ctx_.caller; }
   request_id_view id() const noexcept override { return id_; }

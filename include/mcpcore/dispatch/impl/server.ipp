@@ -57,6 +57,11 @@ MCPCORE_DECL void server::expire_waiting() noexcept {
 MCPCORE_DECL const std::vector<std::string>& server::warnings() const noexcept { return impl_->warnings; }
 MCPCORE_DECL const server_info& server::info() const noexcept { return impl_->info; }
 
+MCPCORE_DECL bool usable_progress_token(json::value token, std::size_t max_bytes) noexcept {
+  if (token.is_string()) return token.as_string().size() <= max_bytes;
+  return token.is_integer() && token.to_int64().has_value();
+}
+
 MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx, std::string& out) {
   using namespace detail;
   auto& s = *impl_;

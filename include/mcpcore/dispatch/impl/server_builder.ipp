@@ -214,9 +214,17 @@ inline void check_tool_row(const tool_def& d, const builder_state& st, const std
   }
 }
 
-// Compiles the input schema and checks the output schema (both served as trimmed here).
+// Output schemas describe what the host's own handler returns: they are compiled with plain
+// JSON Schema semantics, without the registration lints input schemas get (docs/schema.md#two-modes).
+inline schema::compile_options output_schema_options() noexcept {
+  schema::compile_options o;
+  o.strict = false;
+  return o;
+}
+
+// Compiles the input schema and the output schema (into `output`, when declared).
 inline result<schema::compiled_schema, std::vector<schema::compile_error>> check_tool_schemas(
-    tool_def& d, const std::string& subject, offence_list& out) {
+    tool_def& d, const std::string& subject, offence_list& out, schema::compiled_schema& output) {
   d.input_schema = std::string{trim_blanks(d.input_schema)};
   d.output_schema = std::string{trim_blanks(d.output_schema)};
   auto compiled = schema::compiled_schema::compile(d.input_schema);
@@ -230,6 +238,13 @@ inline result<schema::compiled_schema, std::vector<schema::compile_error>> check
     auto root = od.parse(d.output_schema);
     if (!root || !root->is_object() || !(*root)["type"].is_string() || (*root)["type"].as_string() != "object") {
       out.push_back(subject + R"(: output schema must be a JSON object schema with "type":"object")");
+    } else if (auto o = schema::compiled_schema::compile(*root, output_schema_options())) {
+      output = std::move(*o);
+    } else {
+      for (const auto& e : o.error()) {
+        out.push_back(subject + ": output schema " + (e.path.empty() ? std::string{"(root)"} : e.path) + ": " +
+                      e.message);
+      }
     }
   }
   return compiled;
@@ -355,7 +370,8 @@ inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::st
                           server::impl& impl, offence_list& out) {
   const std::string subject = "tool '" + echo_name(d.name) + "'";
   check_tool_row(d, st, subject, names, out);
-  auto compiled = check_tool_schemas(d, subject, out);
+  schema::compiled_schema output;
+  auto compiled = check_tool_schemas(d, subject, out, output);
   if (!d.effect) {
     impl.warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
   }
@@ -366,6 +382,8 @@ inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::st
   auto& t = impl.tools.emplace_back();
   t.param_headers = std::move(headers);
   t.input = std::move(*compiled);
+  t.has_output_schema = !d.output_schema.empty();
+  t.output = std::move(output);
   t.op = *d.op;
   t.listing = render_tool(d);
   t.action = "mcp." + d.name;
@@ -522,6 +540,9 @@ inline void bind_tool_metrics(compiled_tool& t, const metrics_binding& m) {
   const metric_label l[] = {{"tool", t.def.name}};
   t.args_invalid = m.make_counter("mcp_tool_args_invalid_total",
                                   "tools/call refused by input-schema validation, by tool", l);
+  t.output_invalid = m.make_counter("mcp_tool_output_invalid_total",
+                                    "tools/call results refused for their structured content (outputSchema), by tool",
+                                    l);
   if (t.gated) bind_approval_metrics(t, m);
 }
 

@@ -191,11 +191,56 @@ inline bool resource_not_found(request_env& e, std::string_view uri) {
   return true;
 }
 
+// ---- governance of resources and prompts (docs/security.md#resources-and-prompts) ---------------
+
+inline constexpr std::string_view resource_read_action = "mcp.resources/read";
+inline constexpr std::string_view prompt_get_action = "mcp.prompts/get";
+
+// What resources/read and prompts/get are audited under: the action, the target's type and id.
+struct governed_target {
+  std::string_view action;
+  std::string_view type;
+  std::string target;  // sanitised
+};
+
+// The kill switch (read-only mode refuses an operation that is not `read`) and the tier gate of a
+// resource or prompt's security row. A refusal is answered (-32004, audited denied) and returns
+// true. The tier policy's `allow_with_approval` refuses too: these methods have no approval flow.
+inline bool governance_refused(request_env& e, const governed_target& g, std::string_view securable, operation op) {
+  auto& s = e.s;
+  std::string_view message;
+  std::string_view remediation;
+  std::string detail;
+  if (op != operation::read && s.switches.read_only()) {
+    message = "MCP is in read-only mode";
+    remediation = "Only reads are served while the server is in read-only mode; ask an operator to lift it.";
+    detail = "read-only mode";
+  } else if (s.policy->decide(e.ctx.caller.tier, securable, op) != tier_decision::allow) {
+    message = "MCP tier does not allow this operation";
+    remediation = "Use a token of a higher tier, or the host's REST API or dashboard.";
+    detail = "tier=" + sanitize_audit_value(e.ctx.caller.tier);
+  } else {
+    return false;
+  }
+  const auto cid = s.mint_cid();
+  detail += " correlation_id=";
+  detail += cid.view();
+  const bool persisted = s.record(g.action, g.type, g.target, e.ctx.caller, audit_result::denied, detail, cid.view());
+  write_error(e, errc::tier_denied, message, cid.view(), remediation, std::nullopt, persisted);
+  return true;
+}
+
+inline void audit_governed(request_env& e, const governed_target& g, audit_result result, std::string_view detail) {
+  (void)e.s.record(g.action, g.type, g.target, e.ctx.caller, result, detail, {});
+}
+
 inline bool handle_resources_read(request_env& e) {
   const auto uri = e.msg.params["uri"];
   if (!uri.is_string()) return bad_params(e, "resources/read needs params.uri (a string)");
   auto m = find_resource(e.s, uri.as_string());
   if (!m) return resource_not_found(e, uri.as_string());
+  const governed_target g{resource_read_action, "mcp_resource", sanitize_audit_value(uri.as_string())};
+  if (governance_refused(e, g, m->r->def.securable, m->r->def.op)) return true;
   e.read_cache = m->r->def.cache ? &*m->r->def.cache : &e.s.options.read_cache;
   call_scope scope{e.ctx, e.id};
   scope.link(e.ctx.stop);
@@ -205,10 +250,12 @@ inline bool handle_resources_read(request_env& e) {
   try {
     r = m->r->def.handler(cc, uri.as_string(), m->vars);
   } catch (...) {
+    audit_governed(e, g, audit_result::failure, "handler exception");
     return internal_fault(e, "The resource could not be read");
   }
   if (scope.cancelled()) return false;
   if (!r) return resource_not_found(e, uri.as_string());
+  audit_governed(e, g, audit_result::success, {});
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object().key("contents").begin_array();
     for (const auto& c : r->contents()) {
@@ -293,9 +340,11 @@ class prompt_loop final : public input_loop {
     state.round = &e.round;
     call_context cc{state};
     std::optional<prompt_result> r;
+    const governed_target g{prompt_get_action, "mcp_prompt", p_.def.name};
     try {
       r.emplace(p_.def.handler(cc, args_));
     } catch (...) {
+      audit_governed(e, g, audit_result::failure, "handler exception");
       return round_end_of(internal_fault(e, "The prompt could not be produced"));
     }
     if (scope.cancelled()) return round_end::no_answer;
@@ -303,6 +352,7 @@ class prompt_loop final : public input_loop {
       ask.emplace(*ir);
       return round_end::needs_input;
     }
+    audit_governed(e, g, audit_result::success, {});
     write_result_response(e.out, e.id, [&](json::writer& w) {
       w.begin_object();
       if (!r->description().empty()) w.member("description", r->description());
@@ -333,6 +383,7 @@ inline bool handle_prompts_get(request_env& e) {
     return true;
   }
   const auto& p = e.s.prompts[it->second];
+  if (governance_refused(e, {prompt_get_action, "mcp_prompt", p.def.name}, p.def.securable, p.def.op)) return true;
   prompt_arguments args;
   if (!read_prompt_arguments(p.def, e.msg.params["arguments"], args)) {
     return bad_params(e, "params.arguments must be an object of string values");

@@ -70,11 +70,14 @@ struct approval_counters {
 struct compiled_tool {
   tool_def def;
   schema::compiled_schema input;
+  schema::compiled_schema output;  // the outputSchema, when declared (has_output_schema)
+  bool has_output_schema = false;
   std::string listing;  // the tools/list entry
   std::string action;   // "mcp.<name>" (the audit action)
   operation op = operation::read;
   counter outcomes[static_cast<std::size_t>(call_outcome::count)];
   counter args_invalid;
+  counter output_invalid;  // results refused for their structured content (docs/design.md#the-toolscall-pipeline)
   bool gated = false;  // some tier of server_options::policy_tiers routes it through approval
   approval_counters approval;
   std::vector<param_header> param_headers;  // x-mcp-header properties (docs/eras.md#headers)

@@ -28,27 +28,45 @@ namespace detail {
 
 // ---- answers ---------------------------------------------------------------------------------
 
+// A result the host's handler got wrong (docs/design.md#the-toolscall-pipeline): -32603 with a
+// fresh correlation id, counted in mcp_tool_output_invalid_total.
+inline void invalid_result(request_env& e, compiled_tool& t, std::string_view message, const correlation_id*& cid_out,
+                           correlation_id& cid_storage) {
+  t.output_invalid.inc();
+  cid_storage = e.s.mint_cid();
+  cid_out = &cid_storage;
+  write_error(e, errc::internal_error, message, cid_storage.view(), "Report the correlation_id to the server's operator.");
+}
+
+// Writes a handler's result, or -32603 when it is malformed or breaks the outputSchema (then
+// false, and `why`, when given, receives the audit detail: the schema path and reason).
 inline bool write_tool_result(request_env& e, compiled_tool& t, const tool_result& r, const correlation_id*& cid_out,
-                              correlation_id& cid_storage) {
+                              correlation_id& cid_storage, std::string* why = nullptr) {
   // Structured content is checked before anything is written: a malformed payload from the
-  // handler becomes -32603, never a malformed response.
+  // handler, or one that breaks the tool's outputSchema, becomes -32603, never a malformed or
+  // non-conforming response.
   std::optional<json::document> doc;  // only structured results pay for a document
   json::value structured;
   if (!r.structured_json().empty()) {
     auto v = doc.emplace().parse(r.structured_json());
     if (!v || !v->is_object()) {
-      cid_storage = e.s.mint_cid();
-      cid_out = &cid_storage;
-      write_error(e, errc::internal_error, "The tool returned structured content that is not a JSON object",
-                  cid_storage.view(), "Report the correlation_id to the server's operator.");
+      if (why != nullptr) *why = "structured content is not a JSON object";
+      invalid_result(e, t, "The tool returned structured content that is not a JSON object", cid_out, cid_storage);
       return false;
     }
     structured = *v;
-  } else if (!t.def.output_schema.empty() && !r.is_error()) {
-    cid_storage = e.s.mint_cid();
-    cid_out = &cid_storage;
-    write_error(e, errc::internal_error, "The tool declares an outputSchema but returned no structured content",
-                cid_storage.view(), "Report the correlation_id to the server's operator.");
+    if (t.has_output_schema && !r.is_error()) {
+      if (const auto bad = t.output.validate(structured)) {
+        const std::string path = bad->path.empty() ? std::string{"/"} : bad->path;
+        if (why != nullptr) *why = "output schema path=" + sanitize_audit_value(path) + " " + sanitize_audit_value(bad->reason);
+        invalid_result(e, t, "The tool returned structured content that does not match its outputSchema", cid_out,
+                       cid_storage);
+        return false;
+      }
+    }
+  } else if (t.has_output_schema && !r.is_error()) {
+    if (why != nullptr) *why = "output schema path=/ no structured content";
+    invalid_result(e, t, "The tool declares an outputSchema but returned no structured content", cid_out, cid_storage);
     return false;
   }
   write_result_response(e.out, e.id, [&](json::writer& w) {
@@ -135,6 +153,37 @@ inline bool answer(request_env& e, compiled_tool& t, const pipeline_answer& a) {
   return true;
 }
 
+// An argument error of tools/call (docs/errors.md#argument-errors): by default a tool result with
+// `isError: true`, the message and what to do in its text and the correlation id in its `_meta`,
+// so the model can correct itself; with `argument_error_style::json_rpc_error`, -32602. Audited as
+// denied either way; nothing ran.
+inline bool argument_error(request_env& e, compiled_tool& t, std::string_view message, std::string_view remediation,
+                           std::string detail) {
+  t.args_invalid.inc();
+  if (e.s.options.argument_errors == argument_error_style::json_rpc_error) {
+    return answer(e, t, {.code = errc::invalid_params, .message = message, .remediation = remediation,
+                         .detail = std::move(detail)});
+  }
+  auto& s = e.s;
+  const auto cid = s.mint_cid();
+  detail += detail.empty() ? "correlation_id=" : " correlation_id=";
+  detail += cid.view();
+  const bool persisted = s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, audit_result::denied, detail, cid.view());
+  t.outcomes[static_cast<std::size_t>(call_outcome::denied)].inc();
+  std::string text{message};
+  text += '\n';
+  text += remediation;
+  write_result_response(e.out, e.id, [&](json::writer& w) {
+    w.begin_object().key("content").begin_array();
+    w.begin_object().member("type", "text").member("text", text).end_object();
+    w.end_array().member("isError", true);
+    w.key("_meta").begin_object().member(correlation_id_meta_key, cid.view());
+    if (!persisted) w.member(audit_persisted_meta_key, false);
+    w.end_object().end_object();
+  });
+  return true;
+}
+
 // A store fault during the gate: while minting (nothing was created) or while redeeming (the
 // ticket was not consumed); only the transient kind asks for a retry.
 inline bool approval_store_answer(request_env& e, compiled_tool& t, const approval_gate_outcome& g,
@@ -182,8 +231,14 @@ inline bool approval_answer(request_env& e, compiled_tool& t, approval_service& 
                          .detail = std::move(detail), .result = result});
   };
   auto required = [&](bool audit, std::string detail) {
+    // The ticket and what to do with it in the message too: many clients show only
+    // error.message (docs/approvals.md#the-flow).
+    const std::string message = "operation requires approval: ticket " + g.approval_id +
+                                ". An approver must approve it; then call this tool again with the same "
+                                "arguments plus \"approval_id\":\"" +
+                                g.approval_id + "\" to run it once.";
     return answer(e, t, {.code = errc::approval_required,
-                         .message = "operation requires approval",
+                         .message = message,
                          .remediation = "An approver must approve this approval_id (see status_url); then call this "
                                         "tool again with the same arguments plus the approval_id argument to run it "
                                         "once.",
@@ -219,13 +274,12 @@ inline bool approval_answer(request_env& e, compiled_tool& t, approval_service& 
                            .remediation = "Authenticate with a credential that names a principal.",
                            .detail = "approval refused: unidentified caller"});
     case approval_verdict::bad_id:
-      t.args_invalid.inc();
-      return answer(e, t, {.code = errc::invalid_params,
-                           .message = "Invalid arguments at /approval_id: must be a 32-character lowercase "
-                                      "hexadecimal approval id",
-                           .remediation = "Pass the approval_id exactly as the -32006 error returned it, or omit it "
-                                          "to request approval; nothing was minted or consumed.",
-                           .detail = "schema path=/approval_id"});
+      return argument_error(e, t,
+                            "Invalid arguments at /approval_id: must be a 32-character lowercase hexadecimal "
+                            "approval id",
+                            "Pass the approval_id exactly as the -32006 error returned it, or omit it to request "
+                            "approval; nothing was minted or consumed.",
+                            "schema path=/approval_id");
     case approval_verdict::mismatch:
       return refused("the approval_id does not match this tool and arguments",
                      "Call again without approval_id to request approval for these arguments; a ticket runs only "
@@ -254,7 +308,8 @@ inline bool approval_answer(request_env& e, compiled_tool& t, approval_service& 
                                       "not met",
                            .remediation = "The approval is still valid and was NOT consumed; call again later with "
                                           "the same arguments and approval_id.",
-                           .detail = id_head + " refused: precondition: " + sanitize_audit_value(g.detail)});
+                           .detail = id_head + " refused: precondition: " + sanitize_audit_value(g.detail),
+                           .retry_after = svc.options().precondition_retry_after});
     case approval_verdict::store_transient:
     case approval_verdict::store_permanent: return approval_store_answer(e, t, g, id_head);
   }
@@ -284,12 +339,9 @@ inline bool review_step(request_env& e, compiled_tool& t, json::value args) {
                          .detail = id_head + " approver_assurance:" + std::string{to_string(out.assurance)}});
   }
   if (out.comment_too_long) {
-    t.args_invalid.inc();
     const std::string message = "Invalid arguments at /comment: longer than " +
                                 std::to_string(s.approvals->options().max_review_comment_bytes) + " bytes";
-    return answer(e, t, {.code = errc::invalid_params, .message = message,
-                         .remediation = "Shorten the comment; nothing was reviewed.",
-                         .detail = "schema path=/comment"});
+    return argument_error(e, t, message, "Shorten the comment; nothing was reviewed.", "schema path=/comment");
   }
   if (out.error) {
     const bool permanent = is_permanent_store_error(out.error);
@@ -357,7 +409,7 @@ using gate_result = std::optional<bool>;
 
 inline void count_outcome(compiled_tool& t, call_outcome o) noexcept { t.outcomes[static_cast<std::size_t>(o)].inc(); }
 
-// From step 5 on a consumed ticket is spent: a request that still fails burned it
+// From step 6 on a consumed ticket is spent: a request that still fails burned it
 // (docs/security.md#the-gate-order).
 inline void burn_ticket(const tool_call& c, bool cancelled) noexcept {
   if (!c.consumed) return;
@@ -400,7 +452,7 @@ inline gate_result kill_switch_gate(tool_call& c) {
                            .detail = "read-only mode"});
 }
 
-// 3. The tier policy; its decision also says whether step 5 runs.
+// 3. The tier policy; its decision also says whether step 6 runs.
 inline gate_result tier_gate(tool_call& c) {
   const principal& who = c.e.ctx.caller;
   c.decision = c.e.s.policy->decide(who.tier, c.t.def.securable, c.t.op);
@@ -415,14 +467,12 @@ inline gate_result tier_gate(tool_call& c) {
 inline gate_result schema_gate(tool_call& c) {
   const auto v = c.t.input.validate(c.args.exists() ? c.args : c.e.s.empty_object.root());
   if (!v) return std::nullopt;
-  c.t.args_invalid.inc();
   const std::string path = v->path.empty() ? std::string{"/"} : v->path;
   const std::string message = "Invalid arguments at " + path + ": " + v->reason;
-  return answer(c.e, c.t, {.code = errc::invalid_params,
-                           .message = message,
-                           .remediation = "Fix the arguments to match the tool's inputSchema from tools/list; nothing "
-                                          "was executed and no approval ticket was created or consumed.",
-                           .detail = "schema path=" + sanitize_audit_value(path)});
+  return argument_error(c.e, c.t, message,
+                        "Fix the arguments to match the tool's inputSchema from tools/list; nothing was executed "
+                        "and no approval ticket was created or consumed.",
+                        "schema path=" + sanitize_audit_value(path));
 }
 
 // The request id is claimed before the approval step: a duplicate in-flight id must be refused
@@ -438,7 +488,7 @@ inline gate_result claim_gate(tool_call& c, call_scope& scope) {
   return std::nullopt;
 }
 
-// 5. allow_with_approval: the approval machine (docs/approvals.md) mints, polls or redeems a
+// 6. allow_with_approval: the approval machine (docs/approvals.md) mints, polls or redeems a
 // ticket; the call goes on only once a ticket was consumed. Without a service: the degraded -32004.
 inline gate_result approval_gate(tool_call& c) {
   if (c.decision != tier_decision::allow_with_approval) return std::nullopt;
@@ -463,7 +513,8 @@ inline gate_result approval_gate(tool_call& c) {
   return std::nullopt;
 }
 
-// 6. RBAC through the authorizer; one that throws denies.
+// 5. RBAC through the authorizer; one that throws denies. It runs before the approval machine,
+// so a refusal neither mints nor spends a ticket.
 inline gate_result rbac_gate(tool_call& c) {
   bool allowed = false;
   try {
@@ -472,7 +523,6 @@ inline gate_result rbac_gate(tool_call& c) {
     allowed = false;
   }
   if (allowed) return std::nullopt;
-  burn_ticket(c, false);
   return answer(c.e, c.t, {.code = errc::permission_denied,
                            .message = "Permission denied",
                            .remediation = "The caller lacks the permission this tool needs; ask an administrator for "
@@ -486,13 +536,17 @@ inline bool write_outcome(tool_call& c, const tool_result& r) {
   auto& t = c.t;
   correlation_id cid_storage;
   const correlation_id* cid = nullptr;
-  if (!write_tool_result(c.e, t, r, cid, cid_storage)) {
+  std::string why;
+  if (!write_tool_result(c.e, t, r, cid, cid_storage, &why)) {
     burn_ticket(c, false);
     count_outcome(t, call_outcome::failure);
     (void)s.record(t.action, "mcp_tool", t.def.name, c.e.ctx.caller, audit_result::failure,
-                   "invalid result correlation_id=" + std::string{cid->view()}, cid->view());
+                   "invalid result: " + why + " correlation_id=" + std::string{cid->view()}, cid->view());
     return true;
   }
+  // A consumed ticket whose call still failed, as a tool error, is spent without its operation
+  // having happened: burned (docs/security.md#the-gate-order).
+  if (r.is_error()) burn_ticket(c, false);
   count_outcome(t, r.is_error() ? call_outcome::error_result : call_outcome::success);
   (void)s.record(t.action, "mcp_tool", t.def.name, c.e.ctx.caller,
                  r.is_error() ? audit_result::failure : audit_result::success, r.is_error() ? "is_error" : "", {});
@@ -598,8 +652,10 @@ inline bool handle_tools_call(request_env& e) {
   if (auto a = schema_gate(c)) return *a;
   call_scope scope{e.ctx, e.id};
   if (auto a = claim_gate(c, scope)) return *a;
-  if (auto a = approval_gate(c)) return *a;
+  // RBAC before the approval machine: every check that can refuse runs before a ticket is minted
+  // or consumed (docs/approvals.md#what-the-machine-checks-in-order).
   if (auto a = rbac_gate(c)) return *a;
+  if (auto a = approval_gate(c)) return *a;
   return run_tool(c, scope);
 }
 }  // namespace detail

@@ -81,23 +81,27 @@ MCPCORE_DECL result<message, message_error> read_message(json::value root) noexc
     }
   }
 
+  // A message carrying `result` or `error` is response-shaped: its id belongs to the server's own
+  // request numbering, so a refusal never echoes it (id null: docs/errors.md#malformed-responses).
+  const bool response_shaped = result_v.exists() || error_v.exists();
+  const std::optional<request_id_view> echo = response_shaped ? std::nullopt : rid;
   if (!jsonrpc.is_string() || jsonrpc.as_string() != "2.0")
-    return fail(detail::refuse(errc::invalid_request, "Invalid Request: jsonrpc must be \"2.0\"", rid));
+    return fail(detail::refuse(errc::invalid_request, "Invalid Request: jsonrpc must be \"2.0\"", echo));
 
   message msg;
   msg.root = root;
   msg.id = rid;
   if (method.exists()) {
     if (!method.is_string())
-      return fail(detail::refuse(errc::invalid_request, "Invalid Request: method must be a string", rid));
+      return fail(detail::refuse(errc::invalid_request, "Invalid Request: method must be a string", echo));
     if (result_v.exists() || error_v.exists())
       return fail(detail::refuse(errc::invalid_request,
-                                 "Invalid Request: a message cannot carry both method and result or error", rid));
+                                 "Invalid Request: a message cannot carry both method and result or error", echo));
     if (params.exists() && !params.is_object()) {
       if (params.is_array())
         return fail(message_error{errc::invalid_params, "Invalid params: params must be an object",
-                                  "pass named parameters in a JSON object; MCP has no positional params", rid});
-      return fail(detail::refuse(errc::invalid_request, "Invalid Request: params must be an object", rid));
+                                  "pass named parameters in a JSON object; MCP has no positional params", echo});
+      return fail(detail::refuse(errc::invalid_request, "Invalid Request: params must be an object", echo));
     }
     msg.kind = rid ? message_kind::request : message_kind::notification;
     msg.method = method.as_string();
@@ -106,17 +110,17 @@ MCPCORE_DECL result<message, message_error> read_message(json::value root) noexc
   }
 
   if (!result_v.exists() && !error_v.exists())
-    return fail(detail::refuse(errc::invalid_request, "Invalid Request: method is missing", rid));
+    return fail(detail::refuse(errc::invalid_request, "Invalid Request: method is missing", echo));
   if (!rid) return fail(detail::refuse(errc::invalid_request, "Invalid Request: a response must carry an id"));
   if (result_v.exists() && error_v.exists())
     return fail(detail::refuse(errc::invalid_request,
-                               "Invalid Request: a response carries exactly one of result and error", rid));
+                               "Invalid Request: a response carries exactly one of result and error", echo));
   if (error_v.exists()) {
     const json::value code = error_v["code"];
     if (!error_v.is_object() || !code.is_integer() || !code.to_int64() || !error_v["message"].is_string())
       return fail(detail::refuse(errc::invalid_request,
                                  "Invalid Request: error must be an object with an integer code and a string message",
-                                 rid));
+                                 echo));
   }
   msg.kind = message_kind::response;
   msg.result = result_v;
