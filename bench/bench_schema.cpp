@@ -4,8 +4,8 @@
 // realistic one.
 //
 // This executable replaces the global operator new/delete with counting versions. Validating a
-// valid instance must not allocate (the schema's contract; `pattern` included, which the
-// validator's own matcher runs without allocating): each validation benchmark counts the
+// valid instance must not allocate (the schema's contract; `pattern` included, which RE2 matches
+// without allocating once its automaton is warm): each validation benchmark counts the
 // allocations of a fixed number of validations and fails (SkipWithError) when there are any.
 #include <mcpcore/dispatch/schema.hpp>
 

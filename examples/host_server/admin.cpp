@@ -97,12 +97,17 @@ std::string_view tool_of(const mcpcore::approval_ticket& t) {
   return d;
 }
 
+/// Text from outside (a submitter's arguments, names, comments, audit rows) as the terminal
+/// should show it: every control and invisible character a visible escape, so the person
+/// approving sees exactly what is approved (docs/security.md#text-shown-to-people).
+std::string shown(std::string_view untrusted) { return mcpcore::escape_for_display(untrusted); }
+
 void print_ticket_text(const mcpcore::approval_ticket& t) {
-  fmt::print("{}  {:<24}  {}  submitted by {} at {}\n    arguments: {}\n", t.id, tool_of(t), to_string(t.status),
-             t.submitted_by, mcpcore::to_rfc3339(t.submitted_at), t.scope);
+  fmt::print("{}  {:<24}  {}  submitted by {} at {}\n    arguments: {}\n", shown(t.id), shown(tool_of(t)),
+             to_string(t.status), shown(t.submitted_by), mcpcore::to_rfc3339(t.submitted_at), shown(t.scope));
   if (!t.reviewed_by.empty()) {
-    fmt::print("    reviewed by {} at {}{}{}\n", t.reviewed_by, mcpcore::to_rfc3339(t.reviewed_at),
-               t.review_comment.empty() ? "" : ": ", t.review_comment);
+    fmt::print("    reviewed by {} at {}{}{}\n", shown(t.reviewed_by), mcpcore::to_rfc3339(t.reviewed_at),
+               t.review_comment.empty() ? "" : ": ", shown(t.review_comment));
   }
   if (t.consumed_at) fmt::print("    used at {}\n", mcpcore::to_rfc3339(*t.consumed_at));
 }
@@ -137,11 +142,11 @@ int cmd_pending(const options& o) {
 std::optional<mcpcore::approval_ticket> read_ticket(mcpcore::approval_service& service, const std::string& id) {
   auto got = service.get(id);
   if (!got) {
-    say("cannot read approval {}: {}", id, got.error().message());
+    say("cannot read approval {}: {}", shown(id), got.error().message());
     return std::nullopt;
   }
   std::optional<mcpcore::approval_ticket> t = std::move(*got);
-  if (!t) say("no approval {}", id);
+  if (!t) say("no approval {}", shown(id));
   return t;
 }
 
@@ -211,11 +216,11 @@ int cmd_review(const options& o, bool approve) {
   const mcpcore::approval_ticket& t = *found;
   print_ticket_text(t);
   if (t.status != mcpcore::approval_status::pending) {
-    say("approval {} is {}, not pending", o.id, to_string(t.status));
+    say("approval {} is {}, not pending", shown(o.id), to_string(t.status));
     return failed;
   }
   const std::string verb = approve ? "approve" : "reject";
-  if (!confirmed(o, fmt::format("{} this request as {}", verb, o.as))) return failed;
+  if (!confirmed(o, fmt::format("{} this request as {}", verb, shown(o.as)))) return failed;
 
   mcpcore::principal reviewer;
   reviewer.id = o.as;
@@ -248,8 +253,8 @@ int cmd_review(const options& o, bool approve) {
   audit_review(o, action, &t, mcpcore::audit_result::success,
                approve ? std::string{"outcome=approved"}
                        : fmt::format("outcome=rejected comment={}", mcpcore::sanitize_audit_value(o.comment)));
-  fmt::print("{} {} as {}; the submitter may now call {} again with approval_id {}\n", o.id,
-             approve ? "approved" : "rejected", o.as, tool_of(t), o.id);
+  fmt::print("{} {} as {}; the submitter may now call {} again with approval_id {}\n", shown(o.id),
+             approve ? "approved" : "rejected", shown(o.as), shown(tool_of(t)), shown(o.id));
   return ok;
 }
 
@@ -277,10 +282,11 @@ int cmd_audit(const options& o) {
       if (!first) out += ',';
       mcpcore::append_audit_json(out, r);
     } else {
-      out += fmt::format("{}  {}  {}  principal={}  {}/{}", mcpcore::to_rfc3339(e.time), e.action,
-                     to_string(e.result), e.principal_id.empty() ? "-" : e.principal_id, e.target_type, e.target_id);
-      if (!e.detail.empty()) out += fmt::format("  {}", e.detail);
-      if (!e.correlation_id.empty()) out += fmt::format("  cid={}", e.correlation_id);
+      out += fmt::format("{}  {}  {}  principal={}  {}/{}", mcpcore::to_rfc3339(e.time), shown(e.action),
+                     to_string(e.result), e.principal_id.empty() ? "-" : shown(e.principal_id), shown(e.target_type),
+                     shown(e.target_id));
+      if (!e.detail.empty()) out += fmt::format("  {}", shown(e.detail));
+      if (!e.correlation_id.empty()) out += fmt::format("  cid={}", shown(e.correlation_id));
       out += '\n';
     }
     first = false;
@@ -355,8 +361,8 @@ int cmd_token_list(const options& o) {
     out += '\n';
   } else {
     for (const auto& e : *entries) {
-      out += fmt::format("sha256:{}...  {}  {}  {}{}{}\n", e.digest_prefix, e.principal_id, e.tier,
-                     e.kind, e.options.empty() ? "" : "  ", e.options);
+      out += fmt::format("sha256:{}...  {}  {}  {}{}{}\n", shown(e.digest_prefix), shown(e.principal_id),
+                     shown(e.tier), shown(e.kind), e.options.empty() ? "" : "  ", shown(e.options));
     }
   }
   std::fputs(out.c_str(), stdout);

@@ -140,8 +140,11 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--log-file", c.log_files,
                  "A log file get_recent_logs may read (repeatable; default: /var/log/syslog and "
                  "/var/log/messages when readable)");
-  app.add_flag("--journal,!--no-journal", c.journal, "Offer the systemd journal (when journalctl exists)")
-      ->capture_default_str();
+  // Two plain flags, not CLI11's "--journal,!--no-journal": its help prints a negated flag as
+  // "--no-journal{false}", which reads as "off by default".
+  app.add_flag_callback("--journal", [&c] { c.journal = true; },
+                        "Offer the systemd journal when journalctl exists (default: on)");
+  app.add_flag_callback("--no-journal", [&c] { c.journal = false; }, "Do not offer the systemd journal");
   app.add_flag("--read-only", c.read_only, "Start in read-only mode: every tool that changes something answers -32004");
   app.add_option("--metrics-prefix", c.metrics_prefix, "Prefix of every metric name")->capture_default_str();
   add_ms(app, "--tick-ms", c.tick, "Maintenance tick: idle sessions, sweeps, token file reload");
@@ -211,6 +214,9 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--max-output-bytes", r.max_output_bytes, "Output kept per execution (beyond: truncated)")
       ->capture_default_str();
   app.add_option("--max-retained-executions", r.max_retained, "Finished executions kept for get_execution_status")
+      ->capture_default_str();
+  app.add_option("--max-retained-per-principal", r.max_retained_per_principal,
+                 "Finished executions kept per principal (one principal's runs never push out another's)")
       ->capture_default_str();
   app.add_option("--max-output-line-bytes", r.max_line_bytes, "Longest output line in a progress notification")
       ->capture_default_str();

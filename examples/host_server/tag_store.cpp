@@ -110,6 +110,10 @@ mcpcore::result<std::vector<tag>, std::string> tag_store::list() const {
 
 mcpcore::result<set_outcome, std::string> tag_store::set(std::string_view key, std::string_view value,
                                                          std::string_view by, std::int64_t now_ms) {
+  if (value.size() > max_tag_value_bytes) {
+    return fail("a tag value holds at most " + std::to_string(max_tag_value_bytes) + " bytes of UTF-8; this one has " +
+                std::to_string(value.size()));
+  }
   const std::scoped_lock lock{impl_->mutex};
   if (!impl_->exec("BEGIN IMMEDIATE")) return fail(impl_->error("cannot write"));
   const auto rollback = [this](std::string_view what) {

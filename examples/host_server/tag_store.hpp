@@ -16,6 +16,9 @@ namespace mcpcore_host {
 
 /// Most tags one host may carry; `set` of a new key beyond it is refused (`cap_reached`).
 inline constexpr std::size_t default_max_tags = 1024;
+/// Longest tag value, in bytes of UTF-8 (the tool's `maxLength` counts code points, so it alone
+/// would let four times as many bytes through); `set` refuses a longer one.
+inline constexpr std::size_t max_tag_value_bytes = 256;
 /// How long a statement waits for another connection's write lock (the admin command, a second
 /// server on the same file) before it fails.
 inline constexpr int tag_store_busy_timeout_ms = 5000;
@@ -34,7 +37,7 @@ enum class set_outcome : std::uint8_t { created, updated, unchanged, cap_reached
 /// A host's tags in an SQLite file (table `host_tags`, WAL, `synchronous=FULL`).
 ///
 /// Keys and values are validated by the tools' input schemas before they get here; the store
-/// only enforces the count cap. Errors are English messages naming the database.
+/// enforces the count cap and the value's size in bytes. Errors are English messages naming the database.
 ///
 /// @par Thread safety
 /// Every member may be called concurrently (one connection, serialised by a mutex).

@@ -67,7 +67,7 @@ unsigned mode_of(const std::string& path) {
 struct host_fixture {
   temp_dir dir;
   std::optional<tag_store> tags;
-  command_runner runner{runner_options{}};
+  command_runner runner;
   std::optional<allowlist> commands;
   mcpcore::memory_approval_store store;
   mcpcore::approval_service approvals{store};
@@ -75,7 +75,7 @@ struct host_fixture {
   host_context ctx;
   std::optional<mcpcore::server> srv;
 
-  host_fixture() {
+  explicit host_fixture(runner_options options = {}) : runner{options} {
     auto t = tag_store::open(dir.file("tags.db"));
     REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error()));
     tags.emplace(std::move(*t));
@@ -111,6 +111,11 @@ const mcpcore::principal human{.id = "carol",
                                .kind = mcpcore::principal_kind::human_interactive,
                                .roles = {"approver"},
                                .assured = true};
+
+/// Whether `a` is an argument error: an isError tool result naming the path (docs/errors.md#argument-errors).
+bool argument_error(const answer& a) {
+  return a.result()["isError"].is_bool() && str(at(a.result()["content"], 0)["text"]).starts_with("Invalid arguments at ");
+}
 
 /// Polls `get_execution_status` as `who` until the execution is terminal (bounded).
 answer wait_terminal(host_fixture& f, const mcpcore::principal& who, const std::string& id) {
@@ -179,6 +184,21 @@ TEST_SUITE("host_server") {
     CHECK(s->set("c", "1", "op", 1).value() == set_outcome::cap_reached);
     CHECK(s->set("a", "2", "op", 1).value() == set_outcome::updated);
     CHECK(s->list().value().size() == 2);
+  }
+
+  TEST_CASE("host-server.md#what-it-serves: a tag value holds at most 256 bytes, however few code points they make") {
+    temp_dir d;
+    auto store = tag_store::open(d.file("tags.db"));
+    REQUIRE(store);
+    std::string wide;
+    for (int i = 0; i < 256; ++i) wide += "\u20AC";  // 256 code points, 768 bytes: within maxLength
+    auto refused = store->set("k", wide, "op", 1);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().find("at most 256 bytes") != std::string::npos);
+    CHECK(store->list().value().empty());
+    CHECK(store->set("k", std::string(256, 'x'), "op", 1).value() == set_outcome::created);
+    CHECK_FALSE(store->set("k", std::string(257, 'x'), "op", 1));
+    CHECK(store->list().value().at(0).value == std::string(256, 'x'));
   }
 
   TEST_CASE("tag_store: a database that cannot be opened is an error naming it") {
@@ -306,13 +326,13 @@ TEST_SUITE("host_server") {
     REQUIRE(lines.size() == 2);
     CHECK(str(at(lines, 0)["text"]) == "ERROR disk sda1 failing");
     // an unknown log source is refused by the input schema (its enum), before the handler
-    CHECK(f.call(reader, "get_recent_logs", R"({"source":"/etc/shadow"})").code() == -32602);
+    CHECK(argument_error(f.call(reader, "get_recent_logs", R"({"source":"/etc/shadow"})")));
   }
 
   TEST_CASE("security.md/principals-and-tiers: tags are read at readonly, set at operator, deleted only with approval") {
     host_fixture f;
     CHECK(f.call(reader, "set_tag", R"({"key":"k","value":"v"})").code() == -32004);
-    CHECK(f.call(op, "set_tag", R"({"key":"bad key","value":"v"})").code() == -32602);
+    CHECK(argument_error(f.call(op, "set_tag", R"({"key":"bad key","value":"v"})")));
     auto set = f.call(op, "set_tag", R"({"key":"owner","value":"team"})");
     CHECK_FALSE(set.result()["isError"].exists());
     auto got = f.call(reader, "get_tags");
@@ -356,6 +376,60 @@ TEST_SUITE("host_server") {
     CHECK(to_json(foreign.result()["content"]) == to_json(unknown.result()["content"]));
   }
 
+  TEST_CASE("approvals.md/what-the-machine-checks-in-order: with every command slot busy an approved recall is refused retryably and keeps its ticket") {
+    host_fixture f{runner_options{.max_concurrent = 1}};
+    const std::string args = R"({"command":"kernel_info"})";
+    auto mint = f.call(agent, "execute_instruction", args);
+    REQUIRE(mint.code() == -32006);
+    const std::string ticket = str(mint.data()["approval_id"]);
+    REQUIRE(f.approvals.approve(ticket, human).ok());
+    // the only slot is taken by an operator's command
+    auto busy = f.call(op, "execute_instruction", R"({"command":"sleep","args":["1"]})");
+    const std::string busy_id = str(busy.result()["structuredContent"]["execution_id"]);
+    REQUIRE(busy_id.size() == 32);
+    const std::string recall = R"({"command":"kernel_info","approval_id":")" + ticket + R"("})";
+    auto refused = f.call(agent, "execute_instruction", recall);
+    CHECK(refused.code() == -32003);
+    CHECK(refused.data()["retry_after_ms"].to_int64().value_or(0) > 0);
+    auto t = f.store.get(ticket);
+    REQUIRE(t.has_value());
+    const std::optional<mcpcore::approval_ticket> kept = t.value_or(std::nullopt);
+    REQUIRE(kept.has_value());
+    CHECK((kept.has_value() && !kept->consumed_at.has_value()));
+    // once the slot frees, the same ticket runs the command, once
+    CHECK(str(wait_terminal(f, op, busy_id).result()["structuredContent"]["status"]) == "succeeded");
+    auto run = f.call(agent, "execute_instruction", recall);
+    const std::string id = str(run.result()["structuredContent"]["execution_id"]);
+    REQUIRE(id.size() == 32);
+    CHECK(str(wait_terminal(f, agent, id).result()["structuredContent"]["status"]) == "succeeded");
+    CHECK(f.call(agent, "execute_instruction", recall).message() == "approval already used (one-time ticket)");
+  }
+
+  TEST_CASE("command_runner: a reserved slot is kept for its holder and refused to others") {
+    command_runner runner{runner_options{.max_concurrent = 1}};
+    auto a = allowlist::load(MCPCORE_HOST_ALLOWLIST);
+    REQUIRE(a.has_value());
+    const command_spec* spec = a->find("kernel_info");
+    REQUIRE(spec != nullptr);
+    CHECK(runner.reserve("ticket-1", std::chrono::seconds{10}));
+    CHECK_FALSE(runner.reserve("ticket-2", std::chrono::seconds{10}));
+    auto other = runner.start(*spec, {}, "op", {});
+    REQUIRE_FALSE(other.has_value());
+    CHECK(other.error() == start_error::too_many_running);
+    auto held = runner.start(*spec, {}, "agent", {}, "ticket-1");
+    CHECK(held.has_value());
+    runner.shutdown();
+  }
+
+  TEST_CASE("command_runner: a reservation expires after its hold and can be released") {
+    command_runner runner{runner_options{.max_concurrent = 1}};
+    CHECK(runner.reserve("ticket-1", std::chrono::milliseconds{1}));
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    CHECK(runner.reserve("ticket-2", std::chrono::seconds{10}));
+    runner.release("ticket-2");
+    CHECK(runner.reserve("ticket-3", std::chrono::seconds{10}));
+  }
+
   TEST_CASE("host-server.md: while a command runs, get_execution_status carries the success-shaped retry_after_ms") {
     host_fixture f;
     auto run = f.call(op, "execute_instruction", R"({"command":"sleep","args":["2"]})");
@@ -385,7 +459,7 @@ TEST_SUITE("host_server") {
     CHECK(str(at(bad.result()["content"], 0)["text"]).find("/args/0") != std::string::npos);
     CHECK(f.runner.running_count() == 0);
     // a command outside the allow-list is refused by the tool's input schema
-    CHECK(f.call(op, "execute_instruction", R"({"command":"rm","args":["-rf","/"]})").code() == -32602);
+    CHECK(argument_error(f.call(op, "execute_instruction", R"({"command":"rm","args":["-rf","/"]})")));
   }
 
   TEST_CASE("host-server.md: resources and prompts, incident prompt arguments are wrapped as untrusted data") {

@@ -3,7 +3,8 @@
 # mcpcore-host refuses to start, with a clear message and exit status 1, on each bad input of its
 # issue: a token file with bad permissions or syntax, an allow-list entry that does not exist (and
 # an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
-# directory, a port already in use, half a TLS configuration. Loopback only.
+# directory, a port already in use, half a TLS configuration. Loopback only. Also: --help states
+# the defaults truly.
 #
 # Usage: startup_refusals.sh <mcpcore-host>
 set -uo pipefail
@@ -99,6 +100,16 @@ if unshare -rm true 2>/dev/null; then
   fi
 else
   echo "ok - a data directory on a read-only filesystem # SKIP no user namespaces on this machine"
+fi
+
+# The help states each default as it is: the journal is offered unless --no-journal is given.
+help="$("$host" --help 2>&1)"
+if grep -q -- '--journal .*(default: on)' <<<"$help" && ! grep -q -- 'journal{false}' <<<"$help"; then
+  echo "ok - --help shows the journal on by default"
+  passed=$((passed + 1))
+else
+  echo "not ok - --help shows the journal on by default: $(grep -i -- '--.*journal' <<<"$help" | head -3)"
+  failed=$((failed + 1))
 fi
 
 echo "# $passed passed, $failed failed"

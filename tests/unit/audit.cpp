@@ -378,6 +378,35 @@ TEST_SUITE("audit") {
     CHECK(mcpcore::sanitize_audit_value("").empty());
   }
 
+  TEST_CASE("security.md/text-shown-to-people: sanitize_audit_value shows bidi, separator and zero-width characters as visible escapes") {
+    // U+202E RIGHT-TO-LEFT OVERRIDE would make "txt.exe" read as "exe.txt" in a viewer.
+    CHECK(mcpcore::sanitize_audit_value("a\u202E" "exe.txt") == "a\\u202eexe.txt");
+    CHECK(mcpcore::sanitize_audit_value("x\u2028y\u2029z") == "x\\u2028y\\u2029z");  // line separators
+    CHECK(mcpcore::sanitize_audit_value("\u200B\u200D\uFEFF\u2066") == "\\u200b\\u200d\\ufeff\\u2066");
+    CHECK(mcpcore::sanitize_audit_value("\u00AD") == "\\u00ad");                     // soft hyphen
+    CHECK(mcpcore::sanitize_audit_value("tag\U000E0041") == "tag\\u0e0041");          // a tag character
+    // Visible characters next to the ranges stay as they are.
+    CHECK(mcpcore::sanitize_audit_value("\u2027\u2030\u00AC\uFFFC") == "\u2027\u2030\u00AC\uFFFC");
+    // An escape is never cut: the value stops before it when it would not fit.
+    const std::string filler(mcpcore::max_audit_value_bytes - 3, 'a');
+    CHECK(mcpcore::sanitize_audit_value(filler + "\u202E") == filler);
+  }
+
+  TEST_CASE("security.md/text-shown-to-people: escape_for_display hides nothing from the person reading") {
+    CHECK(mcpcore::escape_for_display("plain text, héllo ✓ 𝄞") == "plain text, héllo ✓ 𝄞");
+    // ESC, CR, BEL, NUL: a terminal would act on them.
+    CHECK(mcpcore::escape_for_display(std::string_view{"\x1b[2J\r\a\0", 7}) == "\\u001b[2J\\u000d\\u0007\\u0000");
+    CHECK(mcpcore::escape_for_display("\x7f") == "\\u007f");                            // DEL
+    CHECK(mcpcore::escape_for_display("\u009B" "31m") == "\\u009b31m");                  // C1 CSI
+    CHECK(mcpcore::escape_for_display("rm -rf /\u202E#") == "rm -rf /\\u202e#");         // bidi override
+    CHECK(mcpcore::escape_for_display("a\u2028b\u200Bc") == "a\\u2028b\\u200bc");
+    // A backslash is doubled, so text that spells an escape cannot pass for one.
+    CHECK(mcpcore::escape_for_display("\\u202e") == "\\\\u202e");
+    // Ill-formed UTF-8 shows its bytes.
+    CHECK(mcpcore::escape_for_display("a\xff\xC3") == "a\\xff\\xc3");
+    CHECK(mcpcore::escape_for_display("").empty());
+  }
+
   TEST_CASE("security.md/audit-and-the-one-cid-pattern: sanitize_audit_value repairs invalid UTF-8 with U+FFFD per maximal subpart") {
     const std::string r = "\xEF\xBF\xBD";
     CHECK(mcpcore::sanitize_audit_value("a\xff" "b") == "a" + r + "b");

@@ -226,8 +226,21 @@ inline constexpr std::size_t max_audit_value_bytes = 256;
 ///   "substitution of maximal subparts", as `json::append_escaped` does);
 /// - the result is cut to at most `max_audit_value_bytes` bytes, never inside a UTF-8 sequence.
 ///
+/// - the invisible characters that reorder or hide text (bidirectional controls such as U+202E,
+///   the line and paragraph separators U+2028 and U+2029, zero-width and other format characters
+///   such as U+200B and U+FEFF, tag characters; the list: docs/security.md#text-shown-to-people)
+///   become a visible escape, `\u202e` (lower-case hex, 4 digits, or 6 beyond U+FFFF).
+///
 /// Spaces are kept: without `=`, a value cannot forge a `key=value` pair whatever else it holds.
 [[nodiscard]] MCPCORE_DECL std::string sanitize_audit_value(std::string_view v);
+
+/// Untrusted text made safe to show a person on a terminal, with nothing hidden
+/// (docs/security.md#text-shown-to-people): every C0 control, DEL, C1 control and invisible
+/// character (the list of `sanitize_audit_value`) becomes a visible escape (`\u001b`, `\u009b`,
+/// `\u202e`), a backslash becomes `\\` (so an escape in the text cannot pass for one made
+/// here), and each ill-formed UTF-8 byte becomes `\xNN`. Everything else is kept as it is; the
+/// result is never cut.
+[[nodiscard]] MCPCORE_DECL std::string escape_for_display(std::string_view text);
 
 MCPCORE_END_NAMESPACE
 

@@ -221,10 +221,56 @@ MCPCORE_DECL void append_audit_json(std::string& out, const audit_record& r) {
       .end_object();
 }
 
+namespace detail {
+
+// The characters that change how the text around them is shown, or that show nothing at all
+// (docs/security.md#text-shown-to-people): Unicode's format characters (general category Cf:
+// bidirectional controls, zero-width characters, the byte order mark, tag characters, ...), the
+// line and paragraph separators, and the fillers that render as blanks. Ranges, sorted.
+struct code_point_range {
+  char32_t first;
+  char32_t last;
+};
+inline constexpr code_point_range invisible_ranges[] = {
+    {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},
+    {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},   {0x115F, 0x1160},   {0x17B4, 0x17B5},
+    {0x180B, 0x180F},   {0x200B, 0x200F},   {0x2028, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},
+    {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF9, 0xFFFB},
+    {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+    {0xE0000, 0xE0FFF},
+};
+
+[[nodiscard]] constexpr bool invisible_code_point(char32_t c) noexcept {
+  for (const auto& r : invisible_ranges) {
+    if (c < r.first) return false;
+    if (c <= r.last) return true;
+  }
+  return false;
+}
+
+// The code point of a well-formed UTF-8 sequence of `length` bytes at `p`.
+[[nodiscard]] inline char32_t decode_utf8(const unsigned char* p, std::size_t length) noexcept {
+  constexpr unsigned char lead_bits[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  char32_t c = p[0] & lead_bits[length];
+  for (std::size_t i = 1; i < length; ++i) c = (c << 6U) | (p[i] & 0x3FU);  // NOLINT: bytes of the text
+  return c;
+}
+
+// `\uXXXX` (4 lower-case hex digits, 6 beyond U+FFFF).
+inline void append_code_point_escape(std::string& out, char32_t c) {
+  constexpr std::string_view hex = "0123456789abcdef";
+  out += "\\u";
+  const int digits = c > 0xFFFF ? 6 : 4;
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(c >> static_cast<unsigned>(shift)) & 0xFU];
+}
+
+}  // namespace detail
+
 MCPCORE_DECL std::string sanitize_audit_value(std::string_view v) {
   constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
   std::string out;
   out.reserve(v.size() < max_audit_value_bytes ? v.size() : max_audit_value_bytes);
+  std::string escape;
   const auto* p = reinterpret_cast<const unsigned char*>(v.data());  // NOLINT: bytes of the text
   const auto* const end = p + v.size();
   while (p < end) {
@@ -243,6 +289,10 @@ MCPCORE_DECL std::string sanitize_audit_value(std::string_view v) {
         piece = replacement;
       } else if (c == 0xC2 && p[1] < 0xA0) {
         piece = "_";  // C1 control U+0080-U+009F
+      } else if (const char32_t cp = detail::decode_utf8(p, step.length); detail::invisible_code_point(cp)) {
+        escape.clear();
+        detail::append_code_point_escape(escape, cp);
+        piece = escape;
       } else {
         piece = {reinterpret_cast<const char*>(p), step.length};  // NOLINT: bytes of the text
       }
@@ -250,6 +300,43 @@ MCPCORE_DECL std::string sanitize_audit_value(std::string_view v) {
     if (out.size() + piece.size() > max_audit_value_bytes) break;  // never cut inside a sequence
     out.append(piece);
     p += consumed;
+  }
+  return out;
+}
+
+MCPCORE_DECL std::string escape_for_display(std::string_view text) {
+  constexpr std::string_view hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());  // NOLINT: bytes of the text
+  const auto* const end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F) {
+        detail::append_code_point_escape(out, c);
+      } else if (c == '\\') {
+        out += "\\\\";
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++p;
+      continue;
+    }
+    const auto step = json::detail::utf8_sequence(p, end);
+    if (!step.valid) {
+      for (std::size_t i = 0; i < step.length; ++i) {  // each byte of the ill-formed part
+        out += "\\x";
+        out += hex[p[i] >> 4U];    // NOLINT: bytes of the text
+        out += hex[p[i] & 0xFU];   // NOLINT: bytes of the text
+      }
+    } else if (const char32_t cp = detail::decode_utf8(p, step.length);
+               (cp >= 0x80 && cp <= 0x9F) || detail::invisible_code_point(cp)) {
+      detail::append_code_point_escape(out, cp);
+    } else {
+      out.append(reinterpret_cast<const char*>(p), step.length);  // NOLINT: bytes of the text
+    }
+    p += step.length;
   }
   return out;
 }

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcpcore-admin shows a person untrusted text (a submitter's arguments and name, a reviewer's
+// comment, audit rows) with every control and invisible character made visible
+// (docs/security.md#text-shown-to-people). The real program runs on a real data directory.
+#include <doctest/doctest.h>
+
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+
+#include <sys/wait.h>
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): POSIX mkdtemp
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#if !defined(MCPCORE_ADMIN)
+#  error "MCPCORE_ADMIN names the mcpcore-admin program under test"
+#endif
+
+namespace {
+
+struct ran {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs mcpcore-admin with `args` (already shell-quoted) and returns what it printed.
+ran admin(const std::string& data_dir, const std::string& args) {
+  const std::string command = std::string{"'"} + MCPCORE_ADMIN + "' --data-dir '" + data_dir + "' " + args + " 2>&1";
+  ran r;
+  FILE* pipe = ::popen(command.c_str(), "r");  // NOLINT(cert-env33-c): the test's own program
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Whether `out` holds any byte or sequence a terminal would act on or not show.
+bool holds_raw_hazard(std::string_view out) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto c = static_cast<unsigned char>(out[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7F) return true;                       // C0 but the line ends, DEL
+    if (c == 0xC2 && i + 1 < out.size() && static_cast<unsigned char>(out[i + 1]) < 0xA0) return true;  // C1
+  }
+  for (std::string_view s : {"\u202E", "\u2028", "\u200B", "\uFEFF"}) {
+    if (out.find(s) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's arguments and a reviewer's comment") {
+  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
+  REQUIRE(::mkdtemp(templ.data()) != nullptr);
+  const std::string dir = templ;
+
+  // A ticket as mcpcore-host would store it for a hostile caller: canonical JSON arguments keep
+  // C1 controls, DEL and the invisible characters as they are (JSON escapes only C0).
+  const std::string scope = "{\"command\":\"rm -rf /\u202E#\",\"note\":\"\xC2\x9B" "31m\x7F\u2028\u200B\uFEFF\"}";
+  std::string id;
+  {
+    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
+    REQUIRE(store);
+    auto fresh = mcpcore::make_approval_id();
+    REQUIRE(fresh);
+    mcpcore::approval_mint_request m;
+    m.id = *fresh;
+    m.definition_id = "mcp.execute_instruction";
+    m.origin = "mcp";
+    m.submitted_by = "op\u202Eevil";
+    m.scope = scope;
+    m.now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+    m.lifetime = std::chrono::minutes{10};
+    m.per_submitter_cap = 10;
+    m.global_cap = 10;
+    auto minted = store->mint(m);
+    REQUIRE(minted);
+    id = minted->id;
+  }
+
+  const auto pending = admin(dir, "pending");
+  CHECK(pending.status == 0);
+  CHECK_FALSE(holds_raw_hazard(pending.out));
+  CHECK(pending.out.find("rm -rf /\\u202e#") != std::string::npos);
+  CHECK(pending.out.find("\\u009b31m\\u007f\\u2028\\u200b\\ufeff") != std::string::npos);
+  CHECK(pending.out.find("submitted by op\\u202eevil") != std::string::npos);
+
+  // ESC, CR and BEL in the comment, as an attacker at the reviewer's keyboard might paste them.
+  const auto rejected = admin(dir, "reject " + id + " --as alice --yes --comment \"$(printf 'no\\033[2J\\r\\away')\"");
+  CHECK(rejected.status == 0);
+  CHECK_FALSE(holds_raw_hazard(rejected.out));
+
+  const auto shown = admin(dir, "show " + id);
+  CHECK(shown.status == 0);
+  CHECK_FALSE(holds_raw_hazard(shown.out));
+  CHECK_MESSAGE(shown.out.find("no\\u001b[2J\\u000d\\u0007way") != std::string::npos, shown.out);
+
+  const auto audit = admin(dir, "audit");
+  CHECK(audit.status == 0);
+  CHECK_FALSE(holds_raw_hazard(audit.out));
+  CHECK(audit.out.find("submitted_by=op\\\\u202eevil") != std::string::npos);  // the row's escape, shown
+
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
