@@ -748,12 +748,17 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_c
     detail::http_deliver(done, std::move(*refused));
     return;
   }
+  if (!who) {  // not reached: mcp_head refuses every request it leaves without a principal
+    detail::http_deliver(done, detail::http_unauthenticated(cid.view(), options.resource_metadata_url));
+    return;
+  }
+  const principal& caller = *who;
   if (req.method == "POST") {
-    handle_post(req, *who, cid, done);
+    handle_post(req, caller, cid, done);
   } else if (req.method == "GET") {
-    handle_get(req, *who, cid, done);
+    handle_get(req, caller, cid, done);
   } else {
-    handle_delete(req, *who, cid, done);
+    handle_delete(req, caller, cid, done);
   }
 }
 
