@@ -870,6 +870,18 @@ class connection : public std::enable_shared_from_this<connection> {
     clear_deadline();
   }
 
+  // The view of `r`'s head on this connection (no body).
+  http_request_view view_of(const parsed_request& r) const {
+    http_request_view view;
+    view.method = r.method;
+    view.target = r.target;
+    view.headers = r.headers;
+    view.remote = remote_;
+    view.local = local_;
+    view.disconnected = gone_.get_token();
+    return view;
+  }
+
   // The head is complete: the endpoint's check_head and the head_check option run on it
   // (docs/http.md#head-checks). False when one refused: its answer is queued in turn, the input
   // stops, and the body is never read.
@@ -878,13 +890,7 @@ class connection : public std::enable_shared_from_this<connection> {
       return true;
     }
     const parsed_request& r = parser_.peek();
-    http_request_view view;
-    view.method = r.method;
-    view.target = r.target;
-    view.headers = r.headers;
-    view.remote = remote_;
-    view.local = local_;
-    view.disconnected = gone_.get_token();
+    http_request_view view = view_of(r);
     view.chunked = parser_.body_chunked();
     if (!view.chunked) {
       view.declared_length = parser_.body_declared();
@@ -1006,14 +1012,8 @@ class connection : public std::enable_shared_from_this<connection> {
   // thread, at most once: it holds only a weak_ptr and posts the reply back to the strand
   // through the gate, tagged with this turn's number.
   void call_handler(const parsed_request& req) {
-    http_request_view view;
-    view.method = req.method;
-    view.target = req.target;
+    http_request_view view = view_of(req);
     view.body = req.body;
-    view.headers = req.headers;
-    view.remote = remote_;
-    view.local = local_;
-    view.disconnected = gone_.get_token();
 
     auto once = std::make_shared<std::atomic<bool>>(false);
     http_completion done = [gate = srv_.gate_, weak = weak_from_this(), once, turn = turn_no_](http_reply reply) {

@@ -1074,12 +1074,14 @@ http_head_parser::~http_head_parser() = default;
 http_head_parser::http_head_parser(http_head_parser&&) noexcept = default;
 http_head_parser& http_head_parser::operator=(http_head_parser&&) noexcept = default;
 
-std::size_t http_head_parser::feed(std::string_view data) noexcept {
-  impl& s = *impl_;
+namespace {
+
+// Steps `s` over `data` while it is in a state `go_on` accepts; the bytes consumed.
+template <class Parser, class GoOn>
+std::size_t feed_while(Parser& s, std::string_view data, GoOn go_on) noexcept {
   std::size_t total = 0;
-  while (total < data.size() &&
-         (s.state_ == parse_state::need_more || s.state_ == parse_state::headers_done)) {
-    const impl::region before = s.region_;
+  while (total < data.size() && go_on(s.state_)) {
+    const auto before = s.region_;
     const std::size_t n = s.step(data.substr(total));
     total += n;
     if (n == 0 && s.region_ == before && s.state_ != parse_state::error) {
@@ -1089,18 +1091,16 @@ std::size_t http_head_parser::feed(std::string_view data) noexcept {
   return total;
 }
 
+}  // namespace
+
+std::size_t http_head_parser::feed(std::string_view data) noexcept {
+  return feed_while(*impl_, data, [](parse_state st) {
+    return st == parse_state::need_more || st == parse_state::headers_done;
+  });
+}
+
 std::size_t http_head_parser::feed_head(std::string_view data) noexcept {
-  impl& s = *impl_;
-  std::size_t total = 0;
-  while (total < data.size() && s.state_ == parse_state::need_more) {
-    const impl::region before = s.region_;
-    const std::size_t n = s.step(data.substr(total));
-    total += n;
-    if (n == 0 && s.region_ == before && s.state_ != parse_state::error) {
-      s.fail(500, reason_internal);  // no progress: unreachable, but never loop forever
-    }
-  }
-  return total;
+  return feed_while(*impl_, data, [](parse_state st) { return st == parse_state::need_more; });
 }
 
 parse_state http_head_parser::state() const noexcept { return impl_->state_; }

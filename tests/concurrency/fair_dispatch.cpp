@@ -7,12 +7,12 @@
 
 #include <doctest/doctest.h>
 
+#include "support/task_pool.hpp"
+
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,63 +22,6 @@
 #include <vector>
 
 using namespace mcpcore;
-
-namespace {
-
-/// `n` threads over one FIFO; refuses every `refuse_every`-th closure (0: never).
-class pool {
- public:
-  pool(std::size_t n, std::uint64_t refuse_every) : refuse_every_(refuse_every) {
-    for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~pool() { stop(); }
-  pool(const pool&) = delete;
-  pool& operator=(const pool&) = delete;
-
-  bool submit(std::function<void()> task) {
-    {
-      const std::lock_guard lock{mu_};
-      if (refuse_every_ != 0 && ++submitted_ % refuse_every_ == 0) return false;
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
-  void stop() {
-    {
-      const std::lock_guard lock{mu_};
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock{mu_};
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-  const std::uint64_t refuse_every_;
-  std::uint64_t submitted_ = 0;  // guarded by mu_
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
-}  // namespace
 
 TEST_SUITE("concurrency") {
   TEST_CASE("sessions.md/fair-dispatch: many principals from many threads: each task runs once or is refused, the cap always holds") {
@@ -96,7 +39,7 @@ TEST_SUITE("concurrency") {
       std::atomic<std::uint64_t> busy{0};
       std::atomic<std::uint64_t> capped{0};
       {
-        pool exec{2, refuse_every};
+        test_support::task_pool exec{2, refuse_every};
         {
           std::vector<std::jthread> workers;
           workers.reserve(submitters);

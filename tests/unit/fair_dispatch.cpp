@@ -9,6 +9,7 @@
 
 #include "support/http_endpoint_fixture.hpp"
 #include "support/server_fixture.hpp"
+#include "support/task_pool.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -19,7 +20,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,60 +36,6 @@ using namespace http_endpoint_fixture;
 namespace fx = server_fixture;
 
 namespace {
-
-/// An executor of `n` threads over one FIFO of closures (never refuses).
-class pool_executor {
- public:
-  explicit pool_executor(std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~pool_executor() { stop(); }
-  pool_executor(const pool_executor&) = delete;
-  pool_executor& operator=(const pool_executor&) = delete;
-
-  http_executor get() {
-    return [this](std::function<void()> task) {
-      {
-        const std::lock_guard lock{mu_};
-        if (stopping_) return false;
-        queue_.push_back(std::move(task));
-      }
-      cv_.notify_one();
-      return true;
-    };
-  }
-  /// Runs what is queued, then joins the threads.
-  void stop() {
-    {
-      const std::lock_guard lock{mu_};
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock{mu_};
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
 
 /// Handlers that record the order they start in; `flood` calls wait for one permit each.
 struct recorder {
@@ -160,7 +106,7 @@ struct fixture {
     o.max_dispatch_per_principal = cap;
     ep = std::make_unique<http_endpoint>(*srv, auth, o, clock_ref<manual_clock>{clk});
     ep->set_metrics(metrics);
-    binding = ep->bind_executor(pool.get());
+    binding = ep->bind_executor(pool.executor());
   }
   ~fixture() {
     rec.release_all();
@@ -187,7 +133,7 @@ struct fixture {
   two_principals auth;
   std::optional<server> srv;
   std::unique_ptr<http_endpoint> ep;
-  pool_executor pool{pool_threads};
+  test_support::task_pool pool{pool_threads};
   http_executor_binding binding;
 };
 
