@@ -49,7 +49,13 @@ double family_sum(const std::string& text, std::string_view name) {
   return sum;
 }
 
-struct fixture : endpoint_harness {
+// The registry the endpoint reports to, in a base before the harness so that it outlives the
+// endpoint the harness owns (the bridge's destructor still moves its gauges).
+struct with_metrics {
+  metrics_registry metrics;
+};
+
+struct fixture : with_metrics, endpoint_harness {
   explicit fixture(const std::function<void(http_endpoint_options&)>& tweak = {}) {
     server_info info;
     info.name = "endpoint-lifecycle-test";
@@ -93,7 +99,6 @@ struct fixture : endpoint_harness {
     return out;
   }
 
-  metrics_registry metrics;
   fx::gate held_started;
   fx::gate held_gate;
   std::atomic<bool> held_saw_stop{false};
