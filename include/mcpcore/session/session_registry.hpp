@@ -17,10 +17,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -200,7 +200,10 @@ class session_registry {
   /// As above, and calls `each` (which must not throw) with every session ended, after its sinks
   /// closed and with no lock held: the HTTP endpoint closes the sessions' peers there
   /// (docs/sessions.md#shutdown).
-  MCPCORE_DECL std::size_t terminate_all(const std::function<void(const session&)>& each) noexcept;
+  template <class F>
+  std::size_t terminate_all(F&& each) noexcept {
+    return terminate_all_with(&each, [](void* f, const session& s) { (*static_cast<std::remove_reference_t<F>*>(f))(s); });
+  }
 
   /// Sessions held (expired ones not yet collected included).
   [[nodiscard]] MCPCORE_DECL std::size_t size() const;
@@ -211,6 +214,8 @@ class session_registry {
   [[nodiscard]] MCPCORE_DECL std::chrono::steady_clock::time_point now() const noexcept;
 
  private:
+  // terminate_all with a callback that needs no <functional>: `each(ctx, s)` per session ended.
+  MCPCORE_DECL std::size_t terminate_all_with(void* ctx, void (*each)(void*, const session&)) noexcept;
   MCPCORE_DECL session_registry(session_registry_options options, detail::clock_base* clock,
                                 session_metrics metrics);
   MCPCORE_DECL void set_audit(detail::audit_base* audit);

@@ -378,9 +378,9 @@ MCPCORE_DECL bool session_registry::shutting_down() const noexcept {
   return impl_->shutdown.load(std::memory_order_acquire);
 }
 
-MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept { return terminate_all({}); }
+MCPCORE_DECL std::size_t session_registry::terminate_all() noexcept { return terminate_all_with(nullptr, nullptr); }
 
-MCPCORE_DECL std::size_t session_registry::terminate_all(const std::function<void(const session&)>& each) noexcept {
+MCPCORE_DECL std::size_t session_registry::terminate_all_with(void* ctx, void (*each)(void*, const session&)) noexcept {
   impl& m = *impl_;
   // Later mints are not refused here: begin_shutdown does that, first (docs/sessions.md#shutdown).
   decltype(m.sessions) taken;
@@ -393,7 +393,7 @@ MCPCORE_DECL std::size_t session_registry::terminate_all(const std::function<voi
   }
   for (const auto& [id, e] : taken) {
     e.s->stream()->close_sinks(close_reason::session_terminated);
-    if (each) each(*e.s);
+    if (each != nullptr) each(ctx, *e.s);
     m.write_row("mcp.session.close", audit_result::success, id, e.s->principal_id(), "shutdown", {});
   }
   return taken.size();
