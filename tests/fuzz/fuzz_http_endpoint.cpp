@@ -700,7 +700,9 @@ class driver {
       return;  // fuzz_approval checks the approval routes
     }
     if (!info.mcp) {
-      MCPCORE_FUZZ_CHECK(status == 200 || status == 403 || status == 404 || status == 405 || status == 503);
+      // 400: a repeated Host, refused on every route (docs/security.md#dns-rebinding-host-and-origin).
+      MCPCORE_FUZZ_CHECK(status == 200 || status == 400 || status == 403 || status == 404 || status == 405 ||
+                         status == 503);
       return;
     }
 
