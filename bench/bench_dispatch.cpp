@@ -49,7 +49,8 @@ constexpr std::string_view call_response =
 constexpr std::string_view invalid_call_request =
     R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":42}}})";
 // The start of its answer; error.data holds a fresh correlation id on every call.
-constexpr std::string_view invalid_response_head = R"({"jsonrpc":"2.0","id":7,"error":{"code":-32602,)";
+constexpr std::string_view invalid_response_head =
+    R"({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Invalid arguments at /text)";
 
 constexpr std::string_view list_request = R"({"jsonrpc":"2.0","id":8,"method":"tools/list"})";
 constexpr std::string_view list_response_head = R"({"jsonrpc":"2.0","id":8,"result":{"tools":[)";
@@ -247,8 +248,8 @@ void BM_dispatch_tools_call_all_gates_audited(benchmark::State& state) {
 }
 BENCHMARK(BM_dispatch_tools_call_all_gates_audited);
 
-// The schema refuses the arguments: the denial path (correlation id, audit row, -32602 with
-// error.data) instead of the handler.
+// The schema refuses the arguments: the denial path (correlation id, audit row, an `isError` tool
+// result naming the path, docs/errors.md#argument-errors) instead of the handler.
 void BM_dispatch_tools_call_invalid_args(benchmark::State& state) {
   static const mcpcore::principal caller = plain_caller();
   run_calls(state, minimal_server(), caller, {invalid_call_request, invalid_response_head, true});
