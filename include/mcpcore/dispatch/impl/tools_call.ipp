@@ -128,16 +128,18 @@ struct pipeline_answer {
   bool audit = true;
 };
 
+// Writes the audit row of one refusal under `cid`, its detail ending `correlation_id=<cid>`
+// (docs/security.md#audit-and-the-one-cid-pattern); whether the row was kept.
+inline bool audit_refusal(request_env& e, compiled_tool& t, std::string detail, audit_result result,
+                          const correlation_id& cid) {
+  detail += detail.empty() ? "correlation_id=" : " correlation_id=";
+  detail += cid.view();
+  return e.s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, result, detail, cid.view());
+}
+
 inline bool answer(request_env& e, compiled_tool& t, const pipeline_answer& a) {
-  auto& s = e.s;
-  const auto cid = s.mint_cid();
-  bool persisted = true;
-  if (a.audit) {
-    std::string detail = a.detail;
-    detail += detail.empty() ? "correlation_id=" : " correlation_id=";
-    detail += cid.view();
-    persisted = s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, a.result, detail, cid.view());
-  }
+  const auto cid = e.s.mint_cid();
+  const bool persisted = !a.audit || audit_refusal(e, t, a.detail, a.result, cid);
   t.outcomes[static_cast<std::size_t>(a.outcome)].inc();
   error_data d;
   d.correlation_id = cid.view();
@@ -164,11 +166,8 @@ inline bool argument_error(request_env& e, compiled_tool& t, std::string_view me
     return answer(e, t, {.code = errc::invalid_params, .message = message, .remediation = remediation,
                          .detail = std::move(detail)});
   }
-  auto& s = e.s;
-  const auto cid = s.mint_cid();
-  detail += detail.empty() ? "correlation_id=" : " correlation_id=";
-  detail += cid.view();
-  const bool persisted = s.record(t.action, "mcp_tool", t.def.name, e.ctx.caller, audit_result::denied, detail, cid.view());
+  const auto cid = e.s.mint_cid();
+  const bool persisted = audit_refusal(e, t, std::move(detail), audit_result::denied, cid);
   t.outcomes[static_cast<std::size_t>(call_outcome::denied)].inc();
   std::string text{message};
   text += '\n';
