@@ -137,6 +137,8 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--tls-key", c.tls_key, "TLS private key (PEM)")->check(CLI::ExistingFile);
   app.add_option("--allowed-origin", c.allowed_origins,
                  "An Origin allowed besides this server's own loopback origins (repeatable)");
+  app.add_option("--cors-origin", c.endpoint.cors.allowed_origins,
+                 "Let pages of this exact origin call MCP from a browser (CORS, docs/http.md#cors; repeatable)");
   app.add_option("--log-file", c.log_files,
                  "A log file get_recent_logs may read (repeatable; default: /var/log/syslog and "
                  "/var/log/messages when readable)");
@@ -270,7 +272,7 @@ std::optional<token_authenticator> load_tokens(const std::string& path) {
   if (!token_file_permissions_ok(path)) return std::nullopt;
   auto loaded = token_authenticator::load(path);
   if (!loaded) {
-    say("token file {}: {}", path, mcpcore::transport::to_string(loaded.error()));
+    say("token file refused: {}", loaded.error().message());  // "<path>:<line>: <reason>"
     return std::nullopt;
   }
   for (const auto& w : loaded->warnings()) say("token file {}: warning: {}", path, mcpcore::transport::to_string(w));
@@ -446,7 +448,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
         if (!token_file_permissions_ok(path)) {
           say("token file changed but refused; the previous tokens stay in force");
         } else if (auto r = tokens->reload(); !r) {
-          say("token file reload refused, previous tokens kept: {}", mcpcore::transport::to_string(r.error()));
+          say("token file reload refused, previous tokens kept: {}", r.error().message());
         } else {
           say("token file reloaded: {} entries", tokens->size());
         }

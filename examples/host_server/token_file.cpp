@@ -131,7 +131,7 @@ class edit_lock {
 /// The file's text must parse exactly as the server will parse it.
 mcpcore::result<void, std::string> check_parses(const std::string& path, std::string_view text) {
   auto parsed = token_authenticator::from_text(text);
-  if (!parsed) return fail(fmt::format("token file {}: {}", path, mcpcore::transport::to_string(parsed.error())));
+  if (!parsed) return fail(fmt::format("token file {}: {}", path, parsed.error().message()));
   return {};
 }
 

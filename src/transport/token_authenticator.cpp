@@ -157,6 +157,31 @@ bool sha256(std::string_view data, digest_t& out) noexcept {
 
 // ---- the token file parser ----------------------------------------------------------------------
 
+// Why a token file (or text) was refused, before it becomes the public `error`
+// (docs/errors.md#one-error-shape). Never contains a secret.
+struct token_file_error {
+  std::size_t line = 0;      // 1-based line of the offending entry; 0 for the file as a whole
+  std::string message{};     // what is wrong, without the line number
+  std::error_code code{};    // the operating-system error of a failed open/stat/read
+};
+
+// "<where>:<line>: message" ("line <n>: message" without a path; the message alone for the file
+// as a whole), then ": <OS error text>"; the code is the OS error, else token_file_refused.
+error public_error(const token_file_error& e, std::string_view path) {
+  std::string out;
+  if (e.line != 0) {
+    if (path.empty()) {
+      out.append("line ").append(std::to_string(e.line));
+    } else {
+      out.append(path).append(":").append(std::to_string(e.line));
+    }
+    out.append(": ");
+  }
+  out.append(e.message);
+  if (e.code) out.append(": ").append(e.code.message());
+  return {e.code ? e.code : make_error_code(library_errc::token_file_refused), std::move(out)};
+}
+
 token_file_error line_error(std::size_t line, std::string message) {
   return token_file_error{line, std::move(message), {}};
 }
@@ -404,15 +429,15 @@ struct token_authenticator::shared_state {
 
 token_authenticator::token_authenticator(std::shared_ptr<shared_state> state) noexcept : state_(std::move(state)) {}
 
-result<token_authenticator, token_file_error> token_authenticator::load(std::string path) {
+result<token_authenticator> token_authenticator::load(std::string path) {
   auto table = load_table(path);
-  if (!table) return fail(std::move(table.error()));
+  if (!table) return fail(public_error(table.error(), path));
   return token_authenticator(std::make_shared<shared_state>(std::move(path), std::move(*table)));
 }
 
-result<token_authenticator, token_file_error> token_authenticator::from_text(std::string_view text) {
+result<token_authenticator> token_authenticator::from_text(std::string_view text) {
   auto table = parse_table(text);
-  if (!table) return fail(std::move(table.error()));
+  if (!table) return fail(public_error(table.error(), {}));
   return token_authenticator(std::make_shared<shared_state>(std::string(), std::move(*table)));
 }
 
@@ -471,20 +496,20 @@ credential_verdict token_authenticator::revalidate(const principal& p) const noe
   }
 }
 
-result<void, token_file_error> token_authenticator::reload() {
-  if (!state_) return fail(token_file_error{0, "the authenticator was moved from", {}});
+result<void> token_authenticator::reload() {
+  if (!state_) return fail(error(library_errc::moved_from, std::string("the authenticator was moved from")));
   const std::lock_guard lock(state_->reload_mutex);
   auto table = load_table(state_->path);
-  if (!table) return fail(std::move(table.error()));
+  if (!table) return fail(public_error(table.error(), state_->path));
   state_->install(std::move(*table));
   return {};
 }
 
-result<void, token_file_error> token_authenticator::reload_text(std::string_view text) {
-  if (!state_) return fail(token_file_error{0, "the authenticator was moved from", {}});
+result<void> token_authenticator::reload_text(std::string_view text) {
+  if (!state_) return fail(error(library_errc::moved_from, std::string("the authenticator was moved from")));
   const std::lock_guard lock(state_->reload_mutex);
   auto table = parse_table(text);
-  if (!table) return fail(std::move(table.error()));
+  if (!table) return fail(public_error(table.error(), {}));
   state_->install(std::move(*table));
   return {};
 }
@@ -567,14 +592,6 @@ std::optional<std::string> token_authenticator::token_file_line(std::string_view
   if (who.assured) line.append("  assured");
   if (!name.empty()) line.append("  name=").append(name);
   return line;
-}
-
-std::string to_string(const token_file_error& e) {
-  std::string out;
-  if (e.line != 0) out.append("line ").append(std::to_string(e.line)).append(": ");
-  out.append(e.message);
-  if (e.code) out.append(": ").append(e.code.message());
-  return out;
 }
 
 std::string to_string(const token_file_warning& w) {

@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     MCPCORE_FUZZ_CHECK(too_deep || !ref_ok);
   } else {
     MCPCORE_FUZZ_CHECK(!ref_ok);
-    MCPCORE_FUZZ_CHECK(ours.error().category() == json::json_category());
+    MCPCORE_FUZZ_CHECK(ours.error().code().category() == json::json_category());
   }
   MCPCORE_FUZZ_CHECK(!too_deep || (!ours && ours.error() == json::json_errc::depth_exceeded));
 

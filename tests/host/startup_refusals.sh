@@ -46,12 +46,12 @@ expect_refusal "a token file readable by others" "accessible by group or others 
 d=$(fresh_dir syntax)
 printf '# tokens\nsha256:nothex alice operator service\n' >"$d/tokens"
 chmod 600 "$d/tokens"
-expect_refusal "a token file with a syntax error names the line" "line 2" --data-dir "$d"
+expect_refusal "a token file with a syntax error names the line" "tokens:2: the digest" --data-dir "$d"
 
 d=$(fresh_dir tier)
 printf 'sha256:%064d alice root service\n' 0 >"$d/tokens"
 chmod 600 "$d/tokens"
-expect_refusal "a token file with an unknown tier" "line 1" --data-dir "$d"
+expect_refusal "a token file with an unknown tier" "tokens:1: unknown tier" --data-dir "$d"
 
 d=$(fresh_dir allowlist)
 printf '{"commands":[{"name":"gone","description":"d","program":"/nonexistent/program"}]}\n' >"$work/allow.json"

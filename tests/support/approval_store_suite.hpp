@@ -47,7 +47,7 @@ inline approval_time at(milliseconds::rep ms) { return t0 + milliseconds{ms}; }
 // The value of a store call; a store error fails the test with its message.
 template <class T>
 T must(mcpcore::result<T> r) {
-  if (!r.has_value()) FAIL("approval store error: " << r.error().message() << " (" << r.error().category().name() << ")");
+  if (!r.has_value()) FAIL("approval store error: " << r.error().message() << " (" << r.error().code().category().name() << ")");
   return std::move(*r);
 }
 

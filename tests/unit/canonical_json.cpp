@@ -24,7 +24,7 @@ namespace {
 std::string canon(std::string_view text, const json::parse_options& options = {}) {
   auto r = canonical_json(text, options);
   if (r) return *r;
-  const std::error_code ec = r.error();
+  const std::error_code ec = r.error().code();
   if (ec.category() != json::json_category()) return "<foreign error: " + ec.message() + ">";
   switch (static_cast<json::json_errc>(ec.value())) {
     case json::json_errc::empty_input: return "<error: empty_input>";
@@ -226,7 +226,7 @@ TEST_SUITE("canonical_json") {
 
     auto r = canonical_json("[1,");
     REQUIRE_FALSE(r);
-    CHECK(&r.error().category() == &json::json_category());
+    CHECK(&r.error().code().category() == &json::json_category());
     CHECK(r.error() == json::json_errc::syntax_error);
   }
 

@@ -47,7 +47,7 @@ std::string outcome(std::string_view text, json::parse_options options = {}) {
     return "ok";
   }
   CHECK_FALSE(doc.root().exists());
-  return errc_name(r.error());
+  return errc_name(r.error().code());
 }
 
 // `n` nested arrays around the number 1.
@@ -595,7 +595,7 @@ TEST_SUITE("json") {
     json::document doc;
     auto r = doc.parse("[");
     REQUIRE_FALSE(r);
-    CHECK(std::string{r.error().category().name()} == "mcpcore.json");
+    CHECK(std::string{r.error().code().category().name()} == "mcpcore.json");
     CHECK(r.error() == json::json_errc::syntax_error);
     CHECK(r.error() != json::json_errc::empty_input);
   }
@@ -677,7 +677,7 @@ TEST_SUITE("json") {
       buf.append(json::padding, '\0');
       auto r = doc.parse_padded(std::string_view{buf.data(), len}, buf.size());
       REQUIRE_FALSE(r);
-      CHECK(errc_name(r.error()) == "too_large");
+      CHECK(errc_name(r.error().code()) == "too_large");
     }
   }
 
@@ -809,7 +809,7 @@ TEST_SUITE("json") {
       bad.append(json::padding, ' ');
       auto e = doc.parse_padded(std::string_view{bad.data(), len}, bad.size());
       REQUIRE_FALSE(e);
-      CHECK(errc_name(e.error()) == "syntax_error");
+      CHECK(errc_name(e.error().code()) == "syntax_error");
     }
     SUBCASE("the bytes after the text are not part of it") {
       std::string tail = "[1]";

@@ -1791,8 +1791,8 @@ struct asking_server {
           asked.arrive();
           auto r = ctx.request(method, params, timeout);
           if (!r) {
-            CHECK(r.error().category() == client_request_category());
-            return tool_result::text("failed:" + std::to_string(r.error().value()));
+            CHECK(r.error().code().category() == client_request_category());
+            return tool_result::text("failed:" + std::to_string(r.error().code().value()));
           }
           return tool_result::text((r->is_error() ? "error-reply:" : "reply:") + to_json(r->value()));
         });
@@ -1937,7 +1937,7 @@ TEST_CASE("MCP 2025-11-25 server-to-client requests: what the handler sees when 
   b.tool("ask").description("d").security("Thing", operation::read).effect(tool_effect::read_only, true)
       .handler([&](call_context& ctx, const arguments&) {
         auto r = ctx.request("ping", {}, std::chrono::milliseconds{5000});
-        seen = r ? -1 : r.error().value();
+        seen = r ? -1 : r.error().code().value();
         return tool_result::text("x");
       });
   auto srv = build(b);
@@ -1956,7 +1956,7 @@ TEST_CASE("MCP 2025-11-25 server-to-client requests: peer.close() fails the wait
   b.tool("ask").description("d").security("Thing", operation::read).effect(tool_effect::read_only, true)
       .handler([&](call_context& ctx, const arguments&) {
         auto r = ctx.request("ping", {}, std::chrono::milliseconds{5000});
-        seen = r ? -1 : r.error().value();
+        seen = r ? -1 : r.error().code().value();
         return tool_result::text("x");
       });
   auto srv = build(b);
@@ -1987,7 +1987,7 @@ TEST_CASE("MCP 2025-11-25 server-to-client requests: input_closed() fails the wa
   b.tool("ask").description("d").security("Thing", operation::read).effect(tool_effect::read_only, true)
       .handler([&](call_context& ctx, const arguments&) {
         auto r = ctx.request("ping", {}, std::chrono::milliseconds{5000});
-        seen = r ? -1 : r.error().value();
+        seen = r ? -1 : r.error().code().value();
         return tool_result::text("answered");
       });
   auto srv = build(b);
@@ -2042,7 +2042,7 @@ TEST_CASE("MCP 2025-11-25: a response for no outstanding request is counted in m
 // ---- registration validation (docs/design.md#registration-validation)
 // ---------------------------------------------------
 
-TEST_CASE("design.md/registration-validation: every registration offence is listed, sorted, in one build_error") {
+TEST_CASE("design.md/registration-validation: every registration offence is listed, sorted, in one build_refused error") {
   server_builder b{test_info()};
   auto ok = [](std::string_view) { return text_handler("ok"); };
   b.securables({"Thing", "Tag"});
@@ -2089,7 +2089,8 @@ TEST_CASE("design.md/registration-validation: every registration offence is list
 
   auto r = b.build();
   REQUIRE_FALSE(r.has_value());
-  const auto& offences = r.error().offences;
+  const auto& offences = r.error().details();
+  CHECK(r.error() == library_errc::build_refused);
   CHECK(std::is_sorted(offences.begin(), offences.end()));
   const std::vector<std::string> expected = {
       "tool 'bad name!': name must be 1-128 characters",
@@ -2143,7 +2144,7 @@ TEST_CASE("design.md/registration-validation: the server's own settings are vali
   server_builder b{{.name = "", .version = ""}, {.page_size = 0}};
   auto r = b.build();
   REQUIRE_FALSE(r.has_value());
-  CHECK(r.error().offences ==
+  CHECK(r.error().details() ==
         std::vector<std::string>{"server_info.name is empty", "server_info.version is empty", "server_options.page_size is 0"});
 }
 

@@ -182,7 +182,7 @@ TEST_CASE("sqlite store schema: four processes opening one fresh file together m
     children.push_back(spawn([&] {
       gate.wait();
       auto s = sqlite_approval_store::open(path);
-      if (!s) return 10 + static_cast<int>(s.error().value());
+      if (!s) return 10 + static_cast<int>(s.error().code().value());
       const auto id = tid(i + 1);
       const auto m = s->mint(mint_req(id, "alice", "{\"i\":" + std::to_string(i) + "}"));
       return m && m->status == approval_mint_status::created ? 0 : 2;
@@ -430,7 +430,7 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a database file of mode 044
   // The checks, as codes: 0 = as expected.
   const auto attempt = [&]() -> int {
     auto s = sqlite_approval_store::open(path);
-    if (!s) return 20 + s.error().value();
+    if (!s) return 20 + s.error().code().value();
     const auto m = s->mint(mint_req(tid(2)));
     if (m) return 11;
     if (m.error() != approval_store_errc::read_only) return 12;

@@ -438,7 +438,7 @@ TEST_CASE("sqlite_audit_sink schema: four processes opening a fresh file migrate
     children.push_back(spawn([&] {
       gate.wait();
       auto s = sqlite_audit_sink::open(path);
-      if (!s) return 10 + s.error().value();
+      if (!s) return 10 + s.error().code().value();
       for (int j = 0; j < per_child; ++j) {
         if (!s->record(row(cid(i * 100 + j)))) return 2;
       }

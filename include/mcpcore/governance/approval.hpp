@@ -214,8 +214,9 @@ enum class approval_store_fault : std::uint8_t {
 [[nodiscard]] inline std::error_condition make_error_condition(approval_store_fault f) noexcept {
   return {static_cast<int>(f), approval_store_fault_category()};
 }
-/// Whether `ec` is a permanent store fault (otherwise it is handled as transient).
-[[nodiscard]] MCPCORE_DECL bool is_permanent_store_error(std::error_code ec) noexcept;
+/// Whether `e` is a permanent store fault (otherwise it is handled as transient). Takes the
+/// `error` of a store call as well as a bare `std::error_code` or error-code enum.
+[[nodiscard]] MCPCORE_DECL bool is_permanent_store_error(const error& e) noexcept;
 
 /// The approval store (docs/plugins.md `approval_store`, docs/approvals.md#the-flow): where tickets
 /// live.
@@ -398,7 +399,7 @@ struct approval_review_outcome {
 };
 
 namespace detail {
-struct approval_store_base {
+struct MCPCORE_API approval_store_base {
   approval_store_base() = default;
   approval_store_base(const approval_store_base&) = delete;
   approval_store_base& operator=(const approval_store_base&) = delete;

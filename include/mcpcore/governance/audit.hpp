@@ -87,7 +87,7 @@ concept audit_sink = requires(S& s, const audit_record& r) {
 
 namespace detail {
 /// One type erasure of an `audit_sink`, shared by every component that writes rows (library use).
-struct audit_base {
+struct MCPCORE_API audit_base {
   virtual ~audit_base() = default;
   virtual bool record(const audit_record& r) = 0;
 };

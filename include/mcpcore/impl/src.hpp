@@ -29,6 +29,7 @@
 #include <mcpcore/governance/impl/audit.ipp>
 #include <mcpcore/governance/impl/metrics.ipp>
 #include <mcpcore/governance/impl/policy.ipp>
+#include <mcpcore/impl/expected.ipp>
 #include <mcpcore/impl/random.ipp>
 #include <mcpcore/session/impl/progress_bridge.ipp>
 #include <mcpcore/session/impl/progress_bridge_table.ipp>
@@ -40,6 +41,7 @@
 #include <mcpcore/session/impl/stream_pump.ipp>
 #include <mcpcore/session/impl/stream_types.ipp>
 #include <mcpcore/stores/impl/memory_approval_store.ipp>
+#include <mcpcore/transport/impl/blocking_adapter.ipp>
 #include <mcpcore/transport/impl/http_endpoint.ipp>
 #include <mcpcore/transport/impl/http_get_stream.ipp>
 #include <mcpcore/transport/impl/http_post_stream.ipp>

@@ -36,18 +36,6 @@ inline constexpr std::size_t generated_token_bytes = 32;
 /// Length of `token_authenticator::token_digest`'s result: SHA-256 as lowercase hex.
 inline constexpr std::size_t token_digest_hex_length = 64;
 
-/// Why a token file (or text) was refused. Never contains a secret: the offending field of a
-/// digest column is not quoted (it may be a token pasted by mistake).
-struct token_file_error {
-  /// 1-based line of the offending entry; 0 when the file as a whole is at fault (it cannot be
-  /// read, is too large, is not a regular file, or there is no file to re-read).
-  std::size_t line = 0;
-  /// What is wrong, in English, without the line number (`to_string` adds it).
-  std::string message{};
-  /// The operating-system error of a failed open/stat/read; empty otherwise.
-  std::error_code code{};
-};
-
 /// Something that did not prevent loading but deserves the operator's attention (a
 /// world-readable file, a file without entries).
 struct token_file_warning {
@@ -55,11 +43,8 @@ struct token_file_warning {
   std::string message{};  ///< what is wrong, in English
 };
 
-/// "line N: message" (or the message alone when `line` is 0), then ": <OS error text>" when
-/// `code` is set.
-[[nodiscard]] std::string to_string(const token_file_error& e);
 /// "line N: message" (or the message alone when `line` is 0).
-[[nodiscard]] std::string to_string(const token_file_warning& w);
+[[nodiscard]] MCPCORE_API std::string to_string(const token_file_warning& w);
 
 /// Bearer tokens from a token file (docs/plugins.md `authenticator`, shipped model;
 /// docs/authentication.md).
@@ -105,59 +90,66 @@ class token_authenticator {
   /// Reads and parses the token file at `path`; the path is kept for `reload`.
   /// Fails (without an authenticator) when the file cannot be read, is not a regular file, is
   /// larger than `max_token_file_bytes`, or any line is refused.
+  ///
+  /// Errors (docs/errors.md#one-error-shape): `code()` is the operating-system error of a failed
+  /// open/stat/read, else `library_errc::token_file_refused`; `message()` says what is wrong and
+  /// where ("<path>:<line>: ..." for a refused line, "line <n>: ..." for text). It never
+  /// contains a secret: the offending field of a digest column is not quoted (it may be a token
+  /// pasted by mistake).
   /// @throws std::bad_alloc
-  [[nodiscard]] static result<token_authenticator, token_file_error> load(std::string path);
+  [[nodiscard]] MCPCORE_API static result<token_authenticator> load(std::string path);
   /// Parses `text` in the token file format. `reload` then fails (there is no file);
   /// `reload_text` replaces the table.
   /// @throws std::bad_alloc
-  [[nodiscard]] static result<token_authenticator, token_file_error> from_text(std::string_view text);
+  [[nodiscard]] MCPCORE_API static result<token_authenticator> from_text(std::string_view text);
 
   /// The principal of the request's bearer token, or `std::nullopt` when the request has no
   /// `Authorization` field, more than one, another scheme, a malformed or over-long token, or a
   /// token whose digest is not in the table. Reads only the `Authorization` field.
   /// Thread-safe; never throws (an internal failure refuses the request).
-  [[nodiscard]] std::optional<principal> authenticate(const http_request_view& req) const noexcept;
+  [[nodiscard]] MCPCORE_API std::optional<principal> authenticate(const http_request_view& req) const noexcept;
 
   /// `valid` while the current table holds an entry whose principal equals `p` in every field
   /// (id, tier, kind, display name, roles in order, assured); `revoked` otherwise;
   /// `indeterminate` only if an internal failure prevents the lookup. Thread-safe.
-  [[nodiscard]] credential_verdict revalidate(const principal& p) const noexcept;
+  [[nodiscard]] MCPCORE_API credential_verdict revalidate(const principal& p) const noexcept;
 
   /// Re-reads the file given to `load` and, if it parses, makes it the table of this
   /// authenticator and of every copy. On failure the previous table stays in force and the
   /// error is returned. Reloads are serialised; `authenticate` and `revalidate` run concurrently
   /// and see either the old table or the new one, never a mixture.
+  /// A moved-from authenticator fails with `library_errc::moved_from`.
   /// @throws std::bad_alloc
-  [[nodiscard]] result<void, token_file_error> reload();
+  [[nodiscard]] MCPCORE_API result<void> reload();
   /// As `reload`, from `text` in the token file format instead of the file (for hosts that
   /// keep the entries elsewhere, and for tests). `path()` is unchanged.
   /// @throws std::bad_alloc
-  [[nodiscard]] result<void, token_file_error> reload_text(std::string_view text);
+  [[nodiscard]] MCPCORE_API result<void> reload_text(std::string_view text);
 
   /// The warnings of the table in force (the last successful load or reload).
   /// @throws std::bad_alloc
-  [[nodiscard]] std::vector<token_file_warning> warnings() const;
+  [[nodiscard]] MCPCORE_API std::vector<token_file_warning> warnings() const;
   /// How many entries the table in force holds.
-  [[nodiscard]] std::size_t size() const noexcept;
+  [[nodiscard]] MCPCORE_API std::size_t size() const noexcept;
   /// The file `reload` re-reads; empty for an authenticator made by `from_text`.
   /// @throws std::bad_alloc
-  [[nodiscard]] std::string path() const;
+  [[nodiscard]] MCPCORE_API std::string path() const;
 
   /// SHA-256 of `token` as 64 lowercase hex digits: the digest column of a token file entry.
   /// Returns "" only if the digest cannot be computed (libcrypto failure). Does not keep `token`.
   /// @throws std::bad_alloc
-  [[nodiscard]] static std::string token_digest(std::string_view token);
+  [[nodiscard]] MCPCORE_API static std::string token_digest(std::string_view token);
 
   /// A fresh token: `generated_token_bytes` bytes from OpenSSL's CSPRNG (`RAND_bytes`), encoded
   /// base64url without padding (43 characters, valid `b64token` syntax). `std::nullopt` when the
   /// CSPRNG fails. The caller shows it once and stores only `token_digest` of it.
   /// @throws std::bad_alloc
-  [[nodiscard]] static std::optional<std::string> generate_token();
+  [[nodiscard]] MCPCORE_API static std::optional<std::string> generate_token();
 
   /// Whether `token` may be presented as `Authorization: Bearer <token>`: RFC 6750 §2.1
   /// `b64token` (1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=") and at most
   /// `max_bearer_token_bytes` long.
-  [[nodiscard]] static bool is_valid_token(std::string_view token) noexcept;
+  [[nodiscard]] MCPCORE_API static bool is_valid_token(std::string_view token) noexcept;
 
   /// The token file line (without a newline) that makes `token` authenticate as `who`:
   /// `sha256:<digest>  <id>  <tier or ->  <kind>` then `roles=...`, `assured`, `name=...` as
@@ -167,7 +159,7 @@ class token_authenticator {
   /// contains a comma, space, tab or control character, the display name contains a control
   /// character or has surrounding blanks, or a field is not valid UTF-8.
   /// @throws std::bad_alloc
-  [[nodiscard]] static std::optional<std::string> token_file_line(std::string_view token, const principal& who);
+  [[nodiscard]] MCPCORE_API static std::optional<std::string> token_file_line(std::string_view token, const principal& who);
 
  private:
   struct shared_state;

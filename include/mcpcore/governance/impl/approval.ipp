@@ -203,8 +203,8 @@ MCPCORE_DECL const std::error_category& approval_store_fault_category() noexcept
   return category;
 }
 
-MCPCORE_DECL bool is_permanent_store_error(std::error_code ec) noexcept {
-  return ec && ec == approval_store_fault::permanent;
+MCPCORE_DECL bool is_permanent_store_error(const error& e) noexcept {
+  return e.code() && e.code() == approval_store_fault::permanent;
 }
 
 // ---- the service ---------------------------------------------------------------------------------
@@ -297,12 +297,12 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   if (!aid.exists()) {
     // First call: mint, deduplicated (docs/approvals.md#what-the-machine-checks-in-order).
     auto id = make_approval_id();
-    if (!id) return detail::store_failure(id.error(), {}, true, false);  // no entropy: nothing was stored
+    if (!id) return detail::store_failure(id.error().code(), {}, true, false);  // no entropy: nothing was stored
     const approval_mint_request m{*id,  definition, approval_origin_mcp, caller.id,
                                   scope, now,       lifetime,           options_.max_pending_per_submitter,
                                   options_.max_pending_global};
     auto r = detail::guarded_store_call([&] { return store_->mint(m); });
-    if (!r) return detail::store_failure(r.error(), {}, true, false);
+    if (!r) return detail::store_failure(r.error().code(), {}, true, false);
     switch (r->status) {
       case approval_mint_status::created: return verdict_of(approval_verdict::minted, std::move(r->id));
       case approval_mint_status::deduped: return verdict_of(approval_verdict::deduped, std::move(r->id));
@@ -316,7 +316,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   std::string id{aid.as_string()};
   // 1. The error-distinguishing read; its failure leaves origin and submitter unverified.
   auto read = detail::guarded_store_call([&] { return store_->get(id); });
-  if (!read) return detail::store_failure(read.error(), std::move(id), false, true);
+  if (!read) return detail::store_failure(read.error().code(), std::move(id), false, true);
   // Steps 2-4 answer before the binding checks, as Yuzu does: anyone holding the id and the
   // arguments learns the state, never the owner (docs/approvals.md#the-anti-oracle-rule).
   // 2. Checks b and c: the ticket exists and is for this tool and these exact arguments.
@@ -368,7 +368,7 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
   }
   const approval_consume_request c{id, caller.id, approval_origin_mcp, now, lifetime};
   auto consumed = detail::guarded_store_call([&] { return store_->consume(c); });
-  if (!consumed) return detail::store_failure(consumed.error(), std::move(id), false, false);
+  if (!consumed) return detail::store_failure(consumed.error().code(), std::move(id), false, false);
   switch (*consumed) {
     case approval_consume_status::consumed: return verdict_of(approval_verdict::proceed, std::move(id));
     case approval_consume_status::expired: return verdict_of(approval_verdict::expired, std::move(id));
@@ -405,7 +405,7 @@ MCPCORE_DECL approval_review_outcome approval_service::review(std::string_view i
   const approval_review_request r{id, reviewer.id, decision, comment, now(), options_.ticket_lifetime};
   auto res = detail::guarded_store_call([&] { return store_->review(r); });
   if (!res) {
-    out.error = res.error();
+    out.error = res.error().code();
     return out;
   }
   out.status = *res;

@@ -71,7 +71,7 @@ struct route {
 }
 
 // A response with the headers every answer carries.
-[[nodiscard]] MCPCORE_DECL http_response make_response(int status) {
+[[nodiscard]] MCPCORE_INTERNAL http_response make_response(int status) {
   http_response r;
   r.status = status;
   r.headers.reserve(3);
@@ -82,7 +82,7 @@ struct route {
 }
 
 // {"error":token,"message":message}
-[[nodiscard]] MCPCORE_DECL http_response error_response(int status, std::string_view token,
+[[nodiscard]] MCPCORE_INTERNAL http_response error_response(int status, std::string_view token,
                                                         std::string_view message) {
   http_response r = make_response(status);
   json::writer w{r.body};
@@ -90,12 +90,12 @@ struct route {
   return r;
 }
 
-[[nodiscard]] MCPCORE_DECL http_response not_found() {
+[[nodiscard]] MCPCORE_INTERNAL http_response not_found() {
   // One body for unknown, malformed and invisible tickets alike (no existence oracle).
   return error_response(404, "not_found", "no such approval");
 }
 
-[[nodiscard]] MCPCORE_DECL http_response store_error_response(std::error_code ec) {
+[[nodiscard]] MCPCORE_INTERNAL http_response store_error_response(std::error_code ec) {
   if (is_permanent_store_error(ec)) {
     return error_response(500, "store_unavailable",
                           "approval store unavailable; this will not clear on retry, escalate to an operator");
@@ -109,7 +109,7 @@ struct route {
 // YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6, UTC), as the audit lines write it.
 [[nodiscard]] inline std::string rfc3339(approval_time t) { return to_rfc3339(t); }
 
-MCPCORE_DECL void write_optional_time(json::writer& w, std::string_view key, const std::optional<approval_time>& t) {
+MCPCORE_INTERNAL void write_optional_time(json::writer& w, std::string_view key, const std::optional<approval_time>& t) {
   w.key(key);
   if (t) {
     w.value(rfc3339(*t));
@@ -119,7 +119,7 @@ MCPCORE_DECL void write_optional_time(json::writer& w, std::string_view key, con
 }
 
 // The ticket JSON documented on approval_endpoint.
-MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::string_view status_url) {
+MCPCORE_INTERNAL void write_ticket(std::string& out, const approval_ticket& t, std::string_view status_url) {
   json::writer w{out};
   w.begin_object();
   w.member("approval_id", t.id);
@@ -163,14 +163,14 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   w.end_object();
 }
 
-[[nodiscard]] MCPCORE_DECL http_response ticket_response(const approval_service& service, const approval_ticket& t) {
+[[nodiscard]] MCPCORE_INTERNAL http_response ticket_response(const approval_service& service, const approval_ticket& t) {
   http_response r = make_response(200);
   write_ticket(r.body, t, service.status_url(t.id));
   return r;
 }
 
 // The authorizer's verdict; an exception is a denial (policy.hpp, `authorizer` requirement 4).
-[[nodiscard]] MCPCORE_DECL bool is_approver(const authorizer_base& authz, const principal& who,
+[[nodiscard]] MCPCORE_INTERNAL bool is_approver(const authorizer_base& authz, const principal& who,
                                             std::string_view securable) noexcept {
   try {
     return authz.allowed(who, securable, operation::approve);
@@ -179,12 +179,12 @@ MCPCORE_DECL void write_ticket(std::string& out, const approval_ticket& t, std::
   }
 }
 
-[[nodiscard]] MCPCORE_DECL http_response handle_get(approval_service& service, const authorizer_base& authz,
+[[nodiscard]] MCPCORE_INTERNAL http_response handle_get(approval_service& service, const authorizer_base& authz,
                                                     const approval_endpoint_options& options, std::string_view id,
                                                     const principal& caller) {
   if (!is_approval_id(id)) return not_found();
   auto found = service.get(id);
-  if (!found) return store_error_response(found.error());
+  if (!found) return store_error_response(found.error().code());
   const std::optional<approval_ticket> ticket = std::move(*found);
   if (!ticket.has_value()) return not_found();
   const approval_ticket& t = *ticket;
@@ -208,7 +208,7 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
   row.detail.append(why);
 }
 
-[[nodiscard]] MCPCORE_DECL http_response handle_review(approval_service& service, const authorizer_base& authz,
+[[nodiscard]] MCPCORE_INTERNAL http_response handle_review(approval_service& service, const authorizer_base& authz,
                                                        const approval_endpoint_options& options, route r,
                                                        std::string_view body, const principal& caller,
                                                        review_row& row) {

@@ -26,7 +26,7 @@ MCPCORE_BEGIN_NAMESPACE
 namespace detail {
 
 // Appends v in decimal, left-padded with zeros to `width` digits. @pre v >= 0.
-MCPCORE_DECL void audit_append_padded(std::string& out, long long v, int width) {
+MCPCORE_INTERNAL void audit_append_padded(std::string& out, long long v, int width) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   for (auto n = static_cast<int>(r.ptr - buf); n < width; ++n) out.push_back('0');
@@ -35,7 +35,7 @@ MCPCORE_DECL void audit_append_padded(std::string& out, long long v, int width) 
 
 // YYYY-MM-DDTHH:MM:SS.mmmZ (RFC 3339 §5.6 with the UTC "Z"), truncated to the millisecond below.
 // Shared with the approval endpoint, which includes this file for it.
-MCPCORE_DECL void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
+MCPCORE_INTERNAL void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto ms = floor<milliseconds>(t);
   const auto day = floor<days>(ms);
@@ -155,7 +155,8 @@ MCPCORE_DECL result<jsonl_audit_sink> jsonl_audit_sink::open(const std::string& 
   std::FILE* f = std::fopen(path.c_str(), mode);
   if (f == nullptr) {
     const int e = errno;
-    return fail(std::error_code{e != 0 ? e : EIO, std::generic_category()});
+    const std::error_code ec{e != 0 ? e : EIO, std::generic_category()};
+    return fail(error(ec, "cannot open the audit log " + path + ": " + ec.message()));
   }
   auto* p = new (std::nothrow) impl(f);
   if (p == nullptr) {

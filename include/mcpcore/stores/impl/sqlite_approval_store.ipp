@@ -411,7 +411,13 @@ MCPCORE_DECL result<sqlite_approval_store> sqlite_approval_store::open(const std
     if (const int rc = p->prepare(stmt_sql); rc != SQLITE_OK) return fail(sqlite_error(rc));
     return store;
   };
-  return detail::sqlite::retry_open(options.busy_timeout, make_error_code(approval_store_errc::busy), attempt);
+  auto opened = detail::sqlite::retry_open(options.busy_timeout, make_error_code(approval_store_errc::busy), attempt);
+  if (!opened) {
+    // docs/errors.md#one-error-shape: the message names the file.
+    const std::error_code ec = opened.error().code();
+    return fail(error(ec, "cannot open the approval store " + path + ": " + ec.message()));
+  }
+  return opened;
 }
 
 MCPCORE_DECL sqlite_approval_store::sqlite_approval_store(sqlite_approval_store&& other) noexcept

@@ -370,7 +370,13 @@ MCPCORE_DECL result<sqlite_audit_sink> sqlite_audit_sink::open(const std::string
     p->prune_now();
     return sink;
   };
-  return detail::sqlite::retry_open(options.busy_timeout, make_error_code(sqlite_audit_errc::busy), attempt);
+  auto opened = detail::sqlite::retry_open(options.busy_timeout, make_error_code(sqlite_audit_errc::busy), attempt);
+  if (!opened) {
+    // docs/errors.md#one-error-shape: the message names the file.
+    const std::error_code ec = opened.error().code();
+    return fail(error(ec, "cannot open the audit database " + path + ": " + ec.message()));
+  }
+  return opened;
 }
 
 MCPCORE_DECL sqlite_audit_sink::sqlite_audit_sink(sqlite_audit_sink&& other) noexcept

@@ -12,20 +12,20 @@ inline constexpr std::string_view remediation_single_message =
     R"(send exactly one JSON-RPC 2.0 message per request: a UTF-8 JSON object with "jsonrpc":"2.0")";
 
 // message_error holds views: every text given here is a string literal.
-MCPCORE_DECL message_error refuse(errc code, std::string_view text, std::optional<request_id_view> id = {}) noexcept {
+MCPCORE_INTERNAL message_error refuse(errc code, std::string_view text, std::optional<request_id_view> id = {}) noexcept {
   return message_error{code, text, remediation_single_message, id};
 }
 
 // Opens an error response up to and including `"message"`; the caller may add `"data"`, then
 // closes both objects.
-MCPCORE_DECL json::writer begin_error_response(std::string& out, const std::optional<request_id_view>& id,
+MCPCORE_INTERNAL json::writer begin_error_response(std::string& out, const std::optional<request_id_view>& id,
                                                std::int32_t code, std::string_view message) {
   json::writer w{out};
   begin_message(w, id).key("error").begin_object().member("code", code).member("message", message);
   return w;
 }
 
-MCPCORE_DECL message_error refuse_json(std::error_code ec) noexcept {
+MCPCORE_INTERNAL message_error refuse_json(std::error_code ec) noexcept {
   using json::json_errc;
   std::string_view text = "Parse error: invalid JSON";
   switch (static_cast<json_errc>(ec.value())) {
@@ -130,7 +130,7 @@ MCPCORE_DECL result<message, message_error> read_message(json::value root) noexc
 
 MCPCORE_DECL result<message, message_error> parse_message(json::document& doc, std::string_view body) {
   auto root = doc.parse(body);
-  if (!root) return fail(detail::refuse_json(root.error()));
+  if (!root) return fail(detail::refuse_json(root.error().code()));
   return read_message(*root);
 }
 
