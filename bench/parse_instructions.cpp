@@ -163,12 +163,14 @@ struct endpoint_bench {
   // since the executor is inline), or nothing.
   std::optional<mcpcore::http_reply>& post(const std::vector<mcpcore::http_header>& headers, std::string_view body) {
     reply.reset();
+    fields.clear();
+    for (const auto& h : headers) fields.push_back(mcpcore::http_header_view{h.name, h.value});
     const mcpcore::http_request_view view{.method = "POST",
                                           .target = "/mcp",
                                           .body = body,
-                                          .headers = headers,
+                                          .headers = fields,
                                           .remote = "127.0.0.1:50000",
-                                          .local = "127.0.0.1:8765",
+                                          .local = local,
                                           .disconnected = connection.get_token()};
     endpoint->handle(view, [this](mcpcore::http_reply r) { reply = std::move(r); });
     return reply;
@@ -197,6 +199,10 @@ struct endpoint_bench {
   mcpcore::http_executor_binding binding;
   std::stop_source connection;  // asio_http_server's per-connection `gone_`, never signalled
   std::optional<mcpcore::http_reply> reply;
+  // The header views of the request in flight (asio_http_server builds them the same way), and
+  // the loopback listener's address.
+  std::vector<mcpcore::http_header_view> fields;
+  const mcpcore::http_local_address local{.address = "127.0.0.1", .port = 8765, .loopback = true};
 };
 
 // Sends N echo tools/calls with `headers` and the body `body_prefix <id> suffix`, ids 1..N;

@@ -9,6 +9,10 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
+// base
+class error;
+enum class library_errc : int;
+// wire
 enum class errc : std::int32_t;
 struct error_data;
 struct error_object;
@@ -23,6 +27,7 @@ struct message_error;
 enum class operation : std::uint8_t;
 enum class principal_kind : std::uint8_t;
 struct principal;
+struct host_context;
 enum class tier_decision : std::uint8_t;
 struct yuzu_tier_policy;
 struct open_tier_policy;
@@ -66,7 +71,6 @@ class prompt_arguments;
 class tool_builder;
 class resource_builder;
 class prompt_builder;
-struct build_error;
 class server_builder;
 class server;
 struct stdio_options;
@@ -102,9 +106,12 @@ struct approval_endpoint_options;
 class approval_endpoint;
 // sans-I/O HTTP
 struct http_header;
+struct http_header_view;
+struct http_local_address;
 struct http_request_view;
 struct http_response;
 struct http_reply;
+struct cors_options;
 struct http_endpoint_options;
 class http_stream;
 class http_endpoint;

@@ -8,6 +8,7 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/wire/http.hpp>
@@ -435,7 +436,11 @@ class connection : public std::enable_shared_from_this<connection> {
     }
     const auto l = socket_.local_endpoint(ec);
     if (!ec) {
-      local_ = format_endpoint(l);
+      // The endpoint still reads the address itself before it skips the Host check
+      // (docs/security.md#dns-rebinding-host-and-origin): an IPv4-mapped loopback reads as loopback.
+      local_ip_ = l.address().to_string();
+      local_port_ = l.port();
+      local_loopback_ = l.address().is_loopback();
     }
     if (srv.ssl_) {
       tls_.emplace(socket_, *srv.ssl_);
@@ -489,6 +494,9 @@ class connection : public std::enable_shared_from_this<connection> {
     // `Connection: close`, then the connection closes; the body was never read.
     std::optional<http_response> refusal{};
     body_lease lease{};  // the body's share of the budgets, given back once the request is handed over
+    // The principal the endpoint's check_head authenticated, handed to its handle: one
+    // authentication per request (std::nullopt on the routes that need none).
+    std::optional<principal> caller{};
   };
   // Which deadline read_timer_ runs. `fresh` runs from the start of the connection: the first
   // request's head must arrive within header_read_timeout of it (not of its first byte).
@@ -843,7 +851,8 @@ class connection : public std::enable_shared_from_this<connection> {
         current_.shrink_to(parser_.peek().body.size());
       }
       if (st == parse_state::complete) {
-        queue_.push_back(queued{parser_.take(), 0, {}, std::nullopt, std::move(current_)});
+        queue_.push_back(queued{parser_.take(), 0, {}, std::nullopt, std::move(current_), std::move(head_caller_)});
+        head_caller_.reset();
         input_ = input::idle;
         interim_ = interim::none;
         clear_deadline();
@@ -863,6 +872,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // The parser rejected the input: its status is answered in turn, then the connection closes.
   void fail_input() {
+    head_caller_.reset();
     const auto f = parser_.failure();
     queue_.push_back(queued{{}, f.status > 0 ? f.status : 400, f.reason});
     input_ = input::failed;
@@ -870,14 +880,20 @@ class connection : public std::enable_shared_from_this<connection> {
     clear_deadline();
   }
 
-  // The view of `r`'s head on this connection (no body).
-  http_request_view view_of(const parsed_request& r) const {
+  // The view of `r`'s head on this connection (no body); `fields` holds the header views (into
+  // `r`) and must outlive the view.
+  http_request_view view_of(const parsed_request& r, std::vector<http_header_view>& fields) const {
+    fields.clear();
+    fields.reserve(r.headers.size());
+    for (const mcpcore::http_header& h : r.headers) {
+      fields.push_back(http_header_view{h.name, h.value});
+    }
     http_request_view view;
     view.method = r.method;
     view.target = r.target;
-    view.headers = r.headers;
+    view.headers = fields;
     view.remote = remote_;
-    view.local = local_;
+    view.local = http_local_address{.address = local_ip_, .port = local_port_, .loopback = local_loopback_};
     view.disconnected = gone_.get_token();
     return view;
   }
@@ -890,7 +906,8 @@ class connection : public std::enable_shared_from_this<connection> {
       return true;
     }
     const parsed_request& r = parser_.peek();
-    http_request_view view = view_of(r);
+    std::vector<http_header_view> fields;
+    http_request_view view = view_of(r, fields);
     view.chunked = parser_.body_chunked();
     if (!view.chunked) {
       view.declared_length = parser_.body_declared();
@@ -898,7 +915,7 @@ class connection : public std::enable_shared_from_this<connection> {
     std::optional<http_response> refusal;
     try {
       if (srv_.endpoint_ != nullptr) {
-        refusal = srv_.endpoint_->check_head(view);
+        refusal = srv_.endpoint_->check_head(view, head_caller_);
       }
       if (!refusal && opts_.head_check) {
         refusal = opts_.head_check(view);
@@ -909,6 +926,7 @@ class connection : public std::enable_shared_from_this<connection> {
     if (!refusal) {
       return true;
     }
+    head_caller_.reset();
     queued q;
     q.request.method = r.method;  // the answer's framing depends on it (HEAD)
     q.request.version_minor = r.version_minor;
@@ -944,6 +962,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // The body does not fit in the server's budget: 503 + Retry-After, in turn, then close.
   void refuse_body() {
+    head_caller_.reset();
     srv_.body_refusals_.fetch_add(1);
     current_.reset();
     const parsed_request& r = parser_.peek();
@@ -1000,7 +1019,7 @@ class connection : public std::enable_shared_from_this<connection> {
     turn_ = turn_state::dispatched;
     const parsed_request& req = item.request;
     writer_.begin(request_facts{req.version_minor, req.keep_alive, req.method == "HEAD"});
-    call_handler(req);
+    call_handler(req, std::move(item.caller));
     item = queued{};  // the request is no longer referenced: release its body (and its budget) now
     if (!in_.empty() || input_ == input::wait) {
       process_input();  // a paused pipelined request may now be queued, a waiting body admitted
@@ -1011,8 +1030,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // Hands `req` to the endpoint or the handler, on this strand. The completion may run on any
   // thread, at most once: it holds only a weak_ptr and posts the reply back to the strand
   // through the gate, tagged with this turn's number.
-  void call_handler(const parsed_request& req) {
-    http_request_view view = view_of(req);
+  void call_handler(const parsed_request& req, std::optional<principal> caller) {
+    std::vector<http_header_view> fields;
+    http_request_view view = view_of(req, fields);
     view.body = req.body;
 
     auto once = std::make_shared<std::atomic<bool>>(false);
@@ -1027,7 +1047,9 @@ class connection : public std::enable_shared_from_this<connection> {
       });
     };
     try {
-      if (srv_.endpoint_ != nullptr) {
+      if (srv_.endpoint_ != nullptr && caller) {
+        srv_.endpoint_->handle(view, std::move(*caller), done);  // authenticated by check_head
+      } else if (srv_.endpoint_ != nullptr) {
         srv_.endpoint_->handle(view, done);
       } else {
         srv_.handler_(view, done);
@@ -1249,9 +1271,13 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::steady_timer stream_timer_;  // the next pull of a stream without a wake
   asio::steady_timer linger_timer_;  // close_linger
   http_head_parser parser_;
+  // The principal check_head authenticated for the request being read; moved into its queue entry.
+  std::optional<principal> head_caller_;
   http_response_writer writer_;
   std::string remote_;
-  std::string local_;
+  std::string local_ip_;        // the local address, without port (empty when unknown)
+  std::uint16_t local_port_ = 0;
+  bool local_loopback_ = true;  // unknown counts as loopback: the Host is checked
 
   std::unique_ptr<std::array<char, read_chunk_bytes>> tls_buf_;  // TLS reads only
   std::string in_;    // received, not yet parsed
@@ -1307,7 +1333,9 @@ result<void> asio_http_server::impl::start() {
   std::error_code ec;
   const auto address = asio::ip::make_address(o.address, ec);
   if (ec) {
-    return std::unexpected(std::make_error_code(std::errc::invalid_argument));
+    // docs/errors.md#one-error-shape: the message names what is wrong.
+    return std::unexpected(error(std::make_error_code(std::errc::invalid_argument),
+                                 "the listen address '" + o.address + "' is not an IP address"));
   }
   if (o.tls) {
     std::error_code tls_ec;
@@ -1340,7 +1368,9 @@ result<void> asio_http_server::impl::start() {
   if (ec) {
     std::error_code ignored;
     acceptor_.close(ignored);
-    return std::unexpected(normalize(ec));
+    const std::error_code code = normalize(ec);
+    return std::unexpected(error(code, "cannot listen on " + o.address + " port " + std::to_string(o.port) + ": " +
+                                           code.message()));
   }
   port_.store(bound);
   work_.emplace(io_->get_executor());

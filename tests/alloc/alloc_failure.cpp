@@ -9,6 +9,7 @@
 // is driven to its end and checked empty. Leaks are AddressSanitizer's to find; an exception
 // escaping a noexcept boundary terminates the program.
 #include "failing_allocator.hpp"
+#include "support/header_views.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
@@ -417,14 +418,15 @@ struct http_world {
 struct owned_request {
   std::string body;
   std::vector<http_header> headers;
+  test_support::header_views fields{};  // built once by post(): a view allocates nothing
   [[nodiscard]] http_request_view view() const {
     http_request_view v;
     v.method = "POST";
     v.target = "/mcp";
     v.body = body;
-    v.headers = headers;
+    v.headers = fields.of(headers);
     v.remote = "127.0.0.1:50000";
-    v.local = "127.0.0.1:8765";
+    v.local = parse_local_address("127.0.0.1:8765");
     return v;
   }
 };
@@ -439,6 +441,7 @@ owned_request post(std::string body, std::string session = {}, bool sse = false)
                {"Content-Type", "application/json"},
                {"Accept", sse ? "application/json, text/event-stream" : "application/json"}};
   if (!session.empty()) r.headers.push_back({"Mcp-Session-Id", std::move(session)});
+  (void)r.view();  // the header views, before any armed allocation
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "support/header_views.hpp"
 #include "support/http_endpoint_fixture.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
@@ -59,13 +60,14 @@ struct owned_request {
   std::string method = "POST";
   std::string body;
   std::vector<http_header> headers;
+  test_support::header_views fields{};
   [[nodiscard]] http_request_view view() const {
     http_request_view v;
     v.method = method;
     v.target = "/mcp";
     v.body = body;
-    v.headers = headers;
-    v.local = "127.0.0.1:1";
+    v.headers = fields.of(headers);
+    v.local = parse_local_address("127.0.0.1:1");
     return v;
   }
 };

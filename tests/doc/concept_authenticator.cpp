@@ -100,8 +100,10 @@ mcpcore::http_reply send(mcpcore::http_endpoint& ep, std::vector<mcpcore::http_h
   v.method = "POST";
   v.target = "/mcp";
   v.body = body;
-  v.headers = headers;
-  v.local = "127.0.0.1:8765";
+  std::vector<mcpcore::http_header_view> fields;
+  for (const auto& h : headers) fields.push_back({h.name, h.value});
+  v.headers = fields;
+  v.local = mcpcore::parse_local_address("127.0.0.1:8765");
   captured c;
   ep.handle(v, [&c](mcpcore::http_reply r) { c.reply = std::move(r); });  // no executor: inline
   REQUIRE(c.reply.has_value());

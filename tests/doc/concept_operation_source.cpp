@@ -81,13 +81,16 @@ class reindexer {
 
 namespace {
 
-mcpcore::http_request_view post_view(const std::vector<mcpcore::http_header>& headers, const std::string& body) {
+/// The view of a POST; `fields` holds its header views (into `headers`) and must outlive it.
+mcpcore::http_request_view post_view(const std::vector<mcpcore::http_header>& headers, const std::string& body,
+                                     std::vector<mcpcore::http_header_view>& fields) {
+  for (const auto& h : headers) fields.push_back({h.name, h.value});
   mcpcore::http_request_view v;
   v.method = "POST";
   v.target = "/mcp";
   v.body = body;
-  v.headers = headers;
-  v.local = "127.0.0.1:8765";
+  v.headers = fields;
+  v.local = mcpcore::parse_local_address("127.0.0.1:8765");
   return v;
 }
 
@@ -102,7 +105,8 @@ std::vector<mcpcore::http_header> post_headers(std::string_view session_id) {
 mcpcore::http_reply send(mcpcore::http_endpoint& ep, const std::vector<mcpcore::http_header>& headers,
                          const std::string& body) {
   std::optional<mcpcore::http_reply> out;
-  ep.handle(post_view(headers, body), [&out](mcpcore::http_reply r) { out = std::move(r); });  // inline
+  std::vector<mcpcore::http_header_view> fields;
+  ep.handle(post_view(headers, body, fields), [&out](mcpcore::http_reply r) { out = std::move(r); });  // inline
   REQUIRE(out.has_value());
   return std::move(*out);
 }

@@ -643,13 +643,16 @@ class driver {
       }
     }
 
+    std::vector<http_header_view> fields;
+    fields.reserve(headers.size());
+    for (const http_header& h : headers) fields.push_back(http_header_view{h.name, h.value});
     http_request_view view;
     view.method = method;
     view.target = target;
     view.body = body;
-    view.headers = headers;
+    view.headers = fields;
     view.remote = "127.0.0.1:50000";
-    view.local = local;
+    view.local = parse_local_address(local);
 
     const std::size_t slot = completions_.size();
     completions_.push_back(0);

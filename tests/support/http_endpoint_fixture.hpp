@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "support/header_views.hpp"
 #include "support/server_fixture.hpp"
 #include "support/sse_events.hpp"
 
@@ -119,7 +120,7 @@ static_assert(mcpcore::authenticator<two_principals>);
 
 // ---- requests ----------------------------------------------------------------------------------
 
-/// A request the test owns; `view()` is valid while it lives.
+/// A request the test owns; `view()` is valid while it lives and its fields do not change.
 struct request {
   std::string method = "POST";
   std::string target = "/mcp";
@@ -145,10 +146,12 @@ struct request {
     return {.method = method,
             .target = target,
             .body = body,
-            .headers = headers,
+            .headers = fields.of(headers),
             .remote = "127.0.0.1:50000",
-            .local = local};
+            .local = mcpcore::parse_local_address(local)};
   }
+  /// The views of `headers` the last `view()` handed out.
+  test_support::header_views fields;
 };
 
 /// A request as the TypeScript SDK client sends it: `Host`, `Content-Type` (when a body has one),

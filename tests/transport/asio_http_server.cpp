@@ -263,7 +263,8 @@ TEST_CASE("asio server: the handler sees method, target, headers, body, remote a
         {
           std::lock_guard lock(mu);
           seen = std::string(req.method) + "|" + std::string(req.target) + "|" + std::string(req.body) + "|" +
-                 std::string(req.header("x-test").value_or("none")) + "|" + std::string(req.local);
+                 std::string(req.header("x-test").value_or("none")) + "|" + std::string(req.local.address) + ":" +
+                 std::to_string(req.local.port) + (req.local.loopback ? "|loopback" : "|public");
           CHECK(req.remote.starts_with("127.0.0.1:"));
         }
         done(text_reply(200, "ok"));
@@ -276,7 +277,7 @@ TEST_CASE("asio server: the handler sees method, target, headers, body, remote a
   REQUIRE(m);
   CHECK(m->status == 200);
   std::lock_guard lock(mu);
-  CHECK(seen == "POST|/p|abc|value|127.0.0.1:" + std::to_string(srv.port()));
+  CHECK(seen == "POST|/p|abc|value|127.0.0.1:" + std::to_string(srv.port()) + "|loopback");
 }
 
 TEST_CASE("asio server: keep-alive serves several requests on one connection, Connection: close ends it") {

@@ -17,8 +17,10 @@
 #include <mcpcore/transport/http_endpoint.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <optional>
@@ -392,4 +394,99 @@ TEST_CASE("transport.md/body-buffering: the server-wide cap holds with many conn
   CHECK(ok == 3);
   CHECK(refused == 3);
   CHECK(test_http::eventually([&] { return http.buffered_body_bytes() == 0; }));
+}
+
+namespace {
+
+/// `Bearer alice-token` is alice, `Bearer bob-token` bob; counts every `authenticate`.
+struct counting_bearer {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  [[nodiscard]] std::optional<mcpcore::principal> authenticate(const mcpcore::http_request_view& req) const {
+    ++*calls;
+    const auto a = req.header("Authorization");
+    if (!a) return std::nullopt;
+    mcpcore::principal p;
+    if (*a == "Bearer alice-token") {
+      p.id = "alice";
+    } else if (*a == "Bearer bob-token") {
+      p.id = "bob";
+    } else {
+      return std::nullopt;
+    }
+    return p;
+  }
+  [[nodiscard]] mcpcore::credential_verdict revalidate(const mcpcore::principal& /*p*/) const noexcept {
+    return mcpcore::credential_verdict::valid;
+  }
+};
+
+/// A POST of `body` on /mcp with the bearer `token` (and `Mcp-Session-Id` when `session` is set).
+std::string token_post(std::uint16_t port, std::string_view body, std::string_view token, std::string_view session = {}) {
+  std::string s = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                  "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                  "MCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer " +
+                  std::string(token) + "\r\n";
+  if (!session.empty()) s += "Mcp-Session-Id: " + std::string(session) + "\r\n";
+  s += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  s += body;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("http.md/handing-in-the-principal: the Asio server authenticates each request once, pipelined requests each as their own principal") {
+  mcpcore::server_builder b{{.name = "once", .version = "1"}};
+  b.tool("whoami")
+      .description("Names the caller.")
+      .security("Thing", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, false)
+      .handler([](mcpcore::call_context& ctx, const mcpcore::arguments&) {
+        return mcpcore::tool_result::text("caller=" + ctx.caller().id);
+      });
+  auto srv = fx::build(b);
+  const counting_bearer auth;
+  mcpcore::http_endpoint endpoint{srv, auth};
+  asio_http_server http{endpoint, head_options()};
+  REQUIRE(http.start());
+  const auto port = http.port();
+  raw_client c(port);
+  REQUIRE(c.connected());
+  // Two pipelined calls (stateless), in one write: each is its own principal's.
+  REQUIRE(c.send(token_post(port, fx::call_tool(1, "whoami"), "alice-token") +
+                 token_post(port, fx::call_tool(2, "whoami"), "bob-token")));
+  auto first = c.read_response();
+  REQUIRE(first);
+  CHECK(first->status == 200);
+  CHECK(first->body.find("caller=alice") != std::string::npos);
+  auto second = c.read_response();
+  REQUIRE(second);
+  CHECK(second->status == 200);
+  CHECK(second->body.find("caller=bob") != std::string::npos);
+  CHECK(auth.calls->load() == 2);
+  // A session: initialize, then DELETE as its owner.
+  REQUIRE(c.send(token_post(port, fx::initialize(3), "alice-token")));
+  auto init = c.read_response();
+  REQUIRE(init);
+  REQUIRE(init->status == 200);
+  const auto sid = init->header("Mcp-Session-Id");
+  REQUIRE(sid);
+  CHECK(auth.calls->load() == 3);
+  REQUIRE(c.send("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                 "\r\nAuthorization: Bearer alice-token\r\nMcp-Session-Id: " + *sid + "\r\n\r\n"));
+  auto del = c.read_response();
+  REQUIRE(del);
+  CHECK(del->status == 200);
+  CHECK(auth.calls->load() == 4);
+  // A refused head is authenticated once too; the operational routes not at all.
+  REQUIRE(c.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n\r\n"));
+  auto health = c.read_response();
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(auth.calls->load() == 4);
+  raw_client d(port);
+  REQUIRE(d.send(token_post(port, fx::call_tool(4, "whoami"), "wrong-token")));
+  auto refused = d.read_response();
+  REQUIRE(refused);
+  CHECK(refused->status == 401);
+  CHECK(auth.calls->load() == 5);
 }

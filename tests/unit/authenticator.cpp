@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the authenticator concept (docs/plugins.md), fixed_authenticator and the endpoint's type
-// erasure.
+// Tests of the authenticator concept (docs/plugins.md), fixed_authenticator, external_authenticator
+// and the endpoint's type erasure.
 #include <mcpcore/governance/authenticator.hpp>
 
 #include <doctest/doctest.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 using mcpcore::credential_verdict;
-using mcpcore::http_header;
+using mcpcore::http_header_view;
 using mcpcore::http_request_view;
 using mcpcore::principal;
 using mcpcore::principal_kind;
@@ -133,13 +133,43 @@ TEST_SUITE("authenticator") {
     REQUIRE(none.has_value());
     CHECK(same(*none, alice()));
 
-    const std::vector<http_header> headers{{"Authorization", "Bearer anything"}, {"Cookie", "x=y"}};
+    const std::vector<http_header_view> headers{{"Authorization", "Bearer anything"}, {"Cookie", "x=y"}};
     http_request_view req;
     req.method = "POST";
     req.headers = headers;
     const auto with_credentials = a.authenticate(req);
     REQUIRE(with_credentials.has_value());
     CHECK(same(*with_credentials, alice()));
+  }
+
+  TEST_CASE("plugins.md: external_authenticator establishes nobody from headers and re-validates through the host's callable") {
+    static_assert(mcpcore::authenticator<mcpcore::external_authenticator<>>);
+    const std::vector<http_header_view> headers{{"Authorization", "Bearer anything"}};
+    http_request_view req;
+    req.headers = headers;
+    const mcpcore::external_authenticator none;
+    CHECK_FALSE(none.authenticate(req).has_value());
+    CHECK(none.revalidate(alice()) == credential_verdict::valid);
+
+    struct session_ctx final : mcpcore::host_context {
+      explicit session_ctx(int n) : number(n) {}
+      int number;
+    };
+    const mcpcore::external_authenticator host{[](const principal& p) {
+      const auto* c = dynamic_cast<const session_ctx*>(p.context.get());
+      if (c == nullptr) return credential_verdict::indeterminate;
+      return c->number == 7 ? credential_verdict::valid : credential_verdict::revoked;
+    }};
+    CHECK_FALSE(host.authenticate(req).has_value());
+    principal p = alice();
+    CHECK(host.revalidate(p) == credential_verdict::indeterminate);
+    p.context = std::make_shared<const session_ctx>(7);
+    CHECK(host.revalidate(p) == credential_verdict::valid);
+    const principal copy = p;  // a copy shares the context
+    CHECK(copy.context == p.context);
+    p.context = std::make_shared<const session_ctx>(8);
+    CHECK(host.revalidate(p) == credential_verdict::revoked);
+    CHECK(host.revalidate(copy) == credential_verdict::valid);
   }
 
   TEST_CASE("sessions.md/credential-re-validation: fixed_authenticator never revokes") {
@@ -155,7 +185,7 @@ TEST_SUITE("authenticator") {
     const std::unique_ptr<mcpcore::detail::authenticator_base> erased =
         std::make_unique<mcpcore::detail::authenticator_model<counting_authenticator>>(model);
 
-    const std::vector<http_header> ok{{"Authorization", "let me in"}};
+    const std::vector<http_header_view> ok{{"Authorization", "let me in"}};
     http_request_view req;
     req.headers = ok;
     const auto p = erased->authenticate(req);

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the sans-I/O HTTP values: header lookup is ASCII case-insensitive (RFC 9110 §5.1).
+// Tests of the sans-I/O HTTP values: header lookup is ASCII case-insensitive (RFC 9110 §5.1); a
+// request's header fields are views into the host's buffer; the local address's reading fails
+// safe (docs/security.md#dns-rebinding-host-and-origin).
 #include <mcpcore/wire/http.hpp>
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -11,8 +15,11 @@
 #include <type_traits>
 
 using mcpcore::http_header;
+using mcpcore::http_header_view;
+using mcpcore::http_local_address;
 using mcpcore::http_request_view;
 using mcpcore::http_response;
+using mcpcore::parse_local_address;
 
 namespace {
 
@@ -92,6 +99,63 @@ TEST_SUITE("http") {
     CHECK(*r.header("") == "anon");
     REQUIRE(r.header("x-empty").has_value());
     CHECK(r.header("x-empty")->empty());
+  }
+
+  TEST_CASE("http.md/the-request-view: a request's header fields are views into the host's buffer, found case-insensitively") {
+    static_assert(std::is_aggregate_v<http_header_view>);
+    const std::string buffer = "Content-TypeapplicationjsonAuthorizationBearer t";
+    const std::string_view b = buffer;
+    const std::array<http_header_view, 3> fields{http_header_view{b.substr(0, 12), b.substr(12, 11)},
+                                                 http_header_view{b.substr(27, 13), b.substr(40, 8)},
+                                                 http_header_view{"authorization", "Bearer u"}};
+    const http_request_view v{.method = "POST", .target = "/mcp", .body = {}, .headers = fields};
+    REQUIRE(v.header("content-type").has_value());
+    CHECK(*v.header("content-type") == "application");
+    CHECK(v.header("content-type")->data() == buffer.data() + 12);  // no copy
+    CHECK(*v.header("AUTHORIZATION") == "Bearer t");
+    CHECK(v.header_repeated("Authorization"));
+    CHECK_FALSE(v.header_repeated("Content-Type"));
+    CHECK_FALSE(v.header("Host").has_value());
+  }
+
+  TEST_CASE("security.md/dns-rebinding-host-and-origin: parse_local_address reads IPv4 and bracketed IPv6 with a port, and fails safe on the rest") {
+    const std::string text = "10.0.0.5:8765";
+    const http_local_address a = parse_local_address(text);
+    CHECK(a.address == "10.0.0.5");
+    CHECK(a.address.data() == text.data());
+    CHECK(a.port == 8765);
+    CHECK_FALSE(a.loopback);
+    CHECK_FALSE(a.treated_as_loopback());
+    struct row {
+      const char* text;
+      std::string_view address;
+      std::uint16_t port;
+      bool loopback;
+    };
+    for (const row& r : {row{"127.0.0.1:8765", "127.0.0.1", 8765, true}, row{"[::1]:80", "::1", 80, true},
+                         row{"[2001:db8::1]:65535", "2001:db8::1", 65535, false}, row{"192.168.1.2", "192.168.1.2", 0, false},
+                         row{"[::ffff:10.0.0.1]:80", "::ffff:10.0.0.1", 80, false},
+                         row{"[::ffff:127.0.0.1]:80", "::ffff:127.0.0.1", 80, true}, row{"0.0.0.0:80", "0.0.0.0", 80, true},
+                         row{"[::]:80", "::", 80, true}, row{"[::10.0.0.1]:80", "::10.0.0.1", 80, true}}) {
+      CAPTURE(r.text);
+      const http_local_address p = parse_local_address(r.text);
+      CHECK(p.address == r.address);
+      CHECK(p.port == r.port);
+      CHECK(p.loopback == r.loopback);
+      CHECK(p.treated_as_loopback() == r.loopback);
+    }
+    // Unreadable: nothing known, checked as loopback.
+    for (const char* bad : {"", "::1:8800", "junk", "[::1", "localhost:80", "10.0.0.1:99999", "10.0.0:80", "256.0.0.1:80",
+                            "[2001:db8::1]x", "10.0.0.1:", "10.0.0.1:8a", "[1.2.3.4]:80", "[fe80::1%eth0]:80", " 10.0.0.1:80"}) {
+      CAPTURE(bad);
+      const http_local_address p = parse_local_address(bad);
+      CHECK(p.address.empty());
+      CHECK(p.port == 0);
+      CHECK(p.loopback);
+      CHECK(p.treated_as_loopback());
+    }
+    // A default one knows nothing and is checked.
+    CHECK(http_local_address{}.treated_as_loopback());
   }
 
   TEST_CASE("the view returned by header() refers into the response's headers") {

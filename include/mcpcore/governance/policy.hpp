@@ -9,6 +9,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,9 +82,27 @@ enum class principal_kind : std::uint8_t {
   return {};
 }
 
-/// Who is calling, as the authenticator established it.
+/// What the host knows about a request beyond its principal (its own session, an mTLS
+/// identity), handed in with the principal (docs/http.md#handing-in-the-principal). Opaque to
+/// mcpcore, which only carries it: the host derives its own type and a tool handler reads it back
+/// with `dynamic_cast` (`dynamic_cast<const my_context*>(ctx.caller().context.get())`).
 ///
-/// A plain value: copy it freely; it is not synchronised.
+/// Immutable once handed in (it is shared as `const` between every copy of the principal, on
+/// any thread): a derived type that changes after construction synchronises itself.
+struct MCPCORE_API host_context {
+  virtual ~host_context() = default;
+
+ protected:
+  host_context() = default;
+  host_context(const host_context&) = default;
+  host_context(host_context&&) = default;
+  host_context& operator=(const host_context&) = default;
+  host_context& operator=(host_context&&) = default;
+};
+
+/// Who is calling, as the authenticator established it or the host handed it in.
+///
+/// A plain value: copy it freely (a copy shares `context`); it is not synchronised.
 struct principal {
   /// Stable identifier (audit rows, approval submitter binding). Never empty for a real caller.
   std::string id{};
@@ -98,6 +117,9 @@ struct principal {
   std::vector<std::string> roles{};
   /// The authenticator vouches for a strong, recent authentication (required to approve).
   bool assured = false;
+  /// The host's own context of the request (`host_context`); null when there is none. Never
+  /// read by mcpcore, never written to audit rows; `authenticator::revalidate` sees it.
+  std::shared_ptr<const host_context> context{};
 };
 
 /// The authenticator's answer when a held-open stream re-checks its principal
@@ -249,7 +271,7 @@ class role_table_authorizer {
 
 namespace detail {
 // Type erasure of an `authorizer`, shared by the server and the approval endpoint.
-struct authorizer_base {
+struct MCPCORE_API authorizer_base {
   virtual ~authorizer_base() = default;
   virtual bool allowed(const principal& who, std::string_view securable, operation op) const = 0;
 };

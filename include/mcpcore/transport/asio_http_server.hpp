@@ -178,15 +178,15 @@ class asio_http_server {
   using handler = std::function<void(const http_request_view&, http_completion)>;
 
   /// A server calling `h` for every request.
-  explicit asio_http_server(handler h, asio_http_server_options options = {});
+  MCPCORE_API explicit asio_http_server(handler h, asio_http_server_options options = {});
   /// A server driving `endpoint` (which must outlive the server): binds its bounded handler
   /// executor with `http_endpoint::bind_executor` for its own lifetime (so it must be constructed
   /// before the endpoint handles its first request; a second server on the same endpoint throws
   /// `std::logic_error`), calls `http_endpoint::tick` every `tick_interval` while running, and
   /// `http_endpoint::begin_shutdown` on stop.
-  explicit asio_http_server(http_endpoint& endpoint, asio_http_server_options options = {});
+  MCPCORE_API explicit asio_http_server(http_endpoint& endpoint, asio_http_server_options options = {});
   /// Stops the server (as `stop`) if it is running.
-  ~asio_http_server();
+  MCPCORE_API ~asio_http_server();
   asio_http_server(const asio_http_server&) = delete;
   asio_http_server& operator=(const asio_http_server&) = delete;
   asio_http_server(asio_http_server&&) = delete;
@@ -195,34 +195,34 @@ class asio_http_server {
   /// Binds, listens (loading the TLS files if configured) and starts the I/O and handler threads;
   /// returns at once. Errors: the bind / listen / TLS error, `std::errc::invalid_argument` for a
   /// bad address or option, `std::errc::operation_not_permitted` when already started or stopped.
-  result<void> start();
+  MCPCORE_API result<void> start();
   /// `start`, then blocks until `request_stop` or `stop` is called (from another thread), then
   /// stops gracefully and returns. Signal handling is the application's job (call `request_stop`
   /// from its signal-watching thread).
-  result<void> run();
+  MCPCORE_API result<void> run();
   /// Asks a running `run` to stop and return; non-blocking, callable from any thread (also from a
   /// handler). Without `run`, it starts the graceful shutdown; `stop` or the destructor joins.
-  void request_stop() noexcept;
+  MCPCORE_API void request_stop() noexcept;
   /// Stops gracefully (see the class comment) and joins every thread; idempotent.
-  void stop() noexcept;
+  MCPCORE_API void stop() noexcept;
 
   /// The bound port after a successful `start` (the ephemeral one for port 0), else 0.
-  [[nodiscard]] std::uint16_t port() const noexcept;
+  [[nodiscard]] MCPCORE_API std::uint16_t port() const noexcept;
   /// Open connections (accepted and not yet fully closed), over-limit ones included.
-  [[nodiscard]] std::size_t connections() const noexcept;
+  [[nodiscard]] MCPCORE_API std::size_t connections() const noexcept;
   /// Request body bytes buffered now, across every connection (a gauge; at most
   /// `max_buffered_body_bytes`; docs/transport.md#body-buffering).
-  [[nodiscard]] std::size_t buffered_body_bytes() const noexcept;
+  [[nodiscard]] MCPCORE_API std::size_t buffered_body_bytes() const noexcept;
   /// Request bodies refused `503` because they did not fit in `max_buffered_body_bytes`, since
   /// start (a counter).
-  [[nodiscard]] std::uint64_t body_refusals() const noexcept;
+  [[nodiscard]] MCPCORE_API std::uint64_t body_refusals() const noexcept;
   /// Whether the server is started and not yet stopping.
-  [[nodiscard]] bool running() const noexcept;
+  [[nodiscard]] MCPCORE_API bool running() const noexcept;
   /// The bounded handler executor: runs a task on a handler thread, or returns false (running
   /// nothing) when its queue is full or the server is stopped. Valid for the server's lifetime
   /// and beyond (it then returns false).
-  [[nodiscard]] http_executor executor() const;
-  [[nodiscard]] const asio_http_server_options& options() const noexcept;
+  [[nodiscard]] MCPCORE_API http_executor executor() const;
+  [[nodiscard]] MCPCORE_API const asio_http_server_options& options() const noexcept;
 
   struct impl;
 
