@@ -21,7 +21,7 @@ MCPCORE_BEGIN_NAMESPACE
 /// Semantic requirements: (1) every member is thread-safe; (2) `progress` and `finish` keep the
 /// rules of `operation_handle::progress` and `operation_handle::finish` and never throw for a
 /// refused report (they return false).
-class operation_link {
+class MCPCORE_API operation_link {
  public:
   /// A progress snapshot; whether a frame was committed by this call.
   virtual bool progress(double progress, std::optional<double> total, std::string_view message) = 0;
@@ -43,7 +43,7 @@ class operation_link {
 ///
 /// Semantic requirements: (1) `detach` is thread-safe; (2) after it, the transport treats the
 /// call's response as the base of a later final (not as the terminal).
-class call_link {
+class MCPCORE_API call_link {
  public:
   /// Marks the call's work as continuing after the call returns, under the durable handle
   /// `execution_id`, and returns the record its reports go to (null when there is none).

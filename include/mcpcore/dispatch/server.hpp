@@ -63,6 +63,14 @@ inline constexpr std::size_t default_page_size = 100;
 inline constexpr std::size_t default_max_pending_client_requests = 64;
 /// Default cap on the resource URIs one peer may subscribe to.
 inline constexpr std::size_t default_max_subscriptions_per_peer = 1024;
+/// Default caps on the server's tables, at build and after (docs/server.md#tables-that-change).
+/// Each change copies its list's pointers and rebuilds its index, and every `resources/read` of
+/// a URI that is not a fixed resource tries the templates one after another: the caps keep both
+/// bounded.
+inline constexpr std::size_t default_max_tools = 1024;
+inline constexpr std::size_t default_max_resources = 4096;
+inline constexpr std::size_t default_max_resource_templates = 256;
+inline constexpr std::size_t default_max_prompts = 1024;
 /// Longest caller-supplied name echoed in an error message ("Unknown tool: <name>"); longer
 /// names are cut (at a UTF-8 boundary) and marked with "...".
 inline constexpr std::size_t max_echoed_name_bytes = 128;
@@ -153,6 +161,19 @@ struct server_options {
   std::size_t max_progress_token_bytes = default_max_progress_token_bytes;
   /// How input-schema violations of tools/call are answered (docs/errors.md#argument-errors).
   argument_error_style argument_errors = argument_error_style::tool_result;
+  /// Whether the tables change at run time and the clients are told (docs/server.md#tables-that-change):
+  /// `initialize` advertises `listChanged: true` for tools, resources and prompts (and the three
+  /// families even while empty, as `server/discover` does), and the transports send
+  /// `notifications/{tools,resources,prompts}/list_changed` to the handshake era's sessions.
+  bool list_changed = false;
+  /// Tools the server may hold (built and added); one more refuses the build or the addition.
+  std::size_t max_tools = default_max_tools;
+  /// Fixed resources the server may hold.
+  std::size_t max_resources = default_max_resources;
+  /// Resource templates the server may hold.
+  std::size_t max_resource_templates = default_max_resource_templates;
+  /// Prompts the server may hold.
+  std::size_t max_prompts = default_max_prompts;
 };
 
 /// Live kill switches (docs/security.md#kill-switches-and-read-only-mode), read on every request;
@@ -181,7 +202,7 @@ enum class tool_effect : std::uint8_t { read_only, additive, destructive };
 /// Semantic requirements: (1) `send` delivers one complete JSON-RPC message, in call order,
 /// before the call's response; (2) it is thread-safe; (3) it returns false when the message
 /// cannot be delivered (closed connection) and never throws.
-class message_sink {
+class MCPCORE_API message_sink {
  public:
   virtual ~message_sink() = default;
   virtual bool send(std::string_view message) noexcept = 0;
@@ -259,7 +280,7 @@ struct dispatch_report {
 /// call's answer to `finish`, not to `handle`'s return; (2) `finish` is then called exactly once,
 /// from any thread, possibly before `handle` returned; (3) `post` and `finish` are thread-safe and
 /// never throw.
-class call_resumer {
+class MCPCORE_API call_resumer {
  public:
   /// The call will answer later: returns what keeps the call's message, caller, peer, sink and
   /// link alive until `finish` has run; null refuses (the call then waits on its thread).
@@ -439,7 +460,7 @@ struct prompt_def {
 };
 
 // Type erasure of the plug-ins: one virtual call per gate.
-struct policy_base {
+struct MCPCORE_API policy_base {
   virtual ~policy_base() = default;
   virtual tier_decision decide(std::string_view tier, std::string_view securable, operation op) const noexcept = 0;
 };
@@ -598,14 +619,6 @@ class prompt_builder {
   detail::prompt_def* d_;
 };
 
-/// The registration offences that refused a build, each one sentence naming its subject,
-/// sorted (docs/design.md#registration-validation).
-struct build_error {
-  std::vector<std::string> offences;
-  /// All offences joined by "; ".
-  [[nodiscard]] MCPCORE_DECL std::string message() const;
-};
-
 /// Collects tables and plug-ins, then validates them and builds an immutable `server`.
 ///
 /// Plug-ins default to Yuzu's tier policy, an allow-all authorizer, no audit, no metrics and
@@ -681,7 +694,11 @@ class server_builder {
   /// and builds the server; on any offence nothing is built and every offence is listed. Either way
   /// the builder is left without tables and plug-ins (they moved into the server); it keeps its
   /// `server_info` and `server_options`.
-  [[nodiscard]] MCPCORE_DECL result<server, build_error> build();
+  ///
+  /// A refusal is `library_errc::build_refused` with the offences in `error::details()`, each one
+  /// sentence naming its subject, sorted; `message()` joins them with "; "
+  /// (docs/errors.md#one-error-shape).
+  [[nodiscard]] MCPCORE_DECL result<server> build();
 
  private:
   MCPCORE_DECL void set_policy(detail::policy_base* p);
@@ -706,6 +723,11 @@ struct server_event {
   /// The resource, for `resource_updated`.
   std::string_view uri{};
 };
+
+/// The handshake era's notification for `e` (`notifications/tools/list_changed`, ...,
+/// `notifications/resources/updated` with `params.uri`), for a transport that delivers events
+/// itself (docs/server.md#notifications).
+[[nodiscard]] MCPCORE_DECL std::string event_notification(const server_event& e);
 
 namespace detail {
 struct event_hub;
@@ -733,9 +755,10 @@ class event_subscription {
   std::uint64_t key_ = 0;
 };
 
-/// An immutable, thread-safe MCP server: tables, compiled schemas, plug-ins and pre-rendered
-/// list pages (tools and prompts can be hidden and shown again at run time). Every transport
-/// drives the same object through `handle`.
+/// A thread-safe MCP server: tables, compiled schemas, plug-ins and pre-rendered list pages. The
+/// tables can change at run time (tools and prompts hidden and shown again, every kind added,
+/// replaced and removed: docs/server.md#tables-that-change); everything else is fixed at build.
+/// Every transport drives the same object through `handle`.
 class server {
  public:
   MCPCORE_DECL server(server&& other) noexcept;
@@ -784,17 +807,81 @@ class server {
   /// The same for a prompt (`prompts_list_changed`).
   MCPCORE_DECL bool set_prompt_enabled(std::string_view name, bool enabled) noexcept;
   /// The `Mcp-Param-*` headers of tool `name` (empty for an unknown tool or one without any).
-  [[nodiscard]] MCPCORE_DECL std::span<const param_header> param_headers(std::string_view name) const noexcept;
+  [[nodiscard]] MCPCORE_DECL std::vector<param_header> param_headers(std::string_view name) const;
+  /// The options the server was built with.
+  [[nodiscard]] MCPCORE_DECL const server_options& options() const noexcept;
+
+  /// The host's resource `uri` changed: publishes `resource_updated`, which every transport
+  /// delivers to the clients that subscribed to `uri` (docs/server.md#notifications). Any thread.
+  MCPCORE_DECL void notify_resource_updated(std::string_view uri) noexcept;
+
+  /// Tables that change at run time (docs/server.md#tables-that-change). Any thread, concurrently
+  /// with `handle`. `declare` fills the declaration as `server_builder::tool` would; it is then
+  /// validated as at build (name, description, handler, security row against the securable
+  /// catalogue, schemas compiled, approval gating, `Mcp-Param-*` headers) and, without offence,
+  /// replaces the tool of that name or adds one (past `server_options::max_tools`: refused).
+  /// A call already running keeps the tool it found until it ends. Publishes
+  /// `tools_list_changed`. A refusal is `library_errc::build_refused` with the offences in
+  /// `error::details()`; the tables are then unchanged.
+  template <std::invocable<tool_builder&> F>
+  result<void> add_tool(std::string name, F&& declare) {
+    detail::tool_def d;
+    d.name = std::move(name);
+    tool_builder b{d};
+    std::forward<F>(declare)(b);
+    return commit(std::move(d));
+  }
+  /// A resource with a fixed URI (replaces one with that URI; `resources_list_changed`).
+  template <std::invocable<resource_builder&> F>
+  result<void> add_resource(std::string uri, F&& declare) {
+    detail::resource_def d;
+    d.uri = std::move(uri);
+    resource_builder b{d};
+    std::forward<F>(declare)(b);
+    return commit(std::move(d));
+  }
+  /// A resource template (replaces one with that template; `resources_list_changed`).
+  template <std::invocable<resource_builder&> F>
+  result<void> add_resource_template(std::string uri_template, F&& declare) {
+    detail::resource_def d;
+    d.uri = std::move(uri_template);
+    d.is_template = true;
+    resource_builder b{d};
+    std::forward<F>(declare)(b);
+    return commit(std::move(d));
+  }
+  /// A prompt (replaces one of that name; `prompts_list_changed`).
+  template <std::invocable<prompt_builder&> F>
+  result<void> add_prompt(std::string name, F&& declare) {
+    detail::prompt_def d;
+    d.name = std::move(name);
+    prompt_builder b{d};
+    std::forward<F>(declare)(b);
+    return commit(std::move(d));
+  }
+  /// Removes tool `name` (a call running it finishes normally); false when there is none.
+  /// Publishes `tools_list_changed`.
+  MCPCORE_DECL bool remove_tool(std::string_view name);
+  /// Removes the fixed resource `uri`; `resources_list_changed`.
+  MCPCORE_DECL bool remove_resource(std::string_view uri);
+  /// Removes the resource template `uri_template` (as declared); `resources_list_changed`.
+  MCPCORE_DECL bool remove_resource_template(std::string_view uri_template);
+  /// Removes prompt `name`; `prompts_list_changed`.
+  MCPCORE_DECL bool remove_prompt(std::string_view name);
 
   struct impl;
 
  private:
   friend class server_builder;
   explicit server(impl* p) noexcept : impl_(p) {}
+  MCPCORE_DECL result<void> commit(detail::tool_def&& d);
+  MCPCORE_DECL result<void> commit(detail::resource_def&& d);
+  MCPCORE_DECL result<void> commit(detail::prompt_def&& d);
   impl* impl_;
 };
 
 /// Writes `notifications/resources/updated` for `uri` to `sink` if `client` subscribed to it.
+/// Superseded by `server::notify_resource_updated`, which reaches every transport's subscribers.
 MCPCORE_DECL bool notify_resource_updated(peer& client, message_sink& sink, std::string_view uri);
 
 MCPCORE_END_NAMESPACE

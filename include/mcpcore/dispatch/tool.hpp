@@ -311,7 +311,7 @@ inline constexpr std::chrono::milliseconds default_client_request_timeout{60000}
 
 namespace detail {
 /// The server's side of one call (library use; implemented by the dispatch core).
-class call_state {
+class MCPCORE_API call_state {
  public:
   virtual const principal& caller() const noexcept = 0;
   virtual request_id_view id() const noexcept = 0;

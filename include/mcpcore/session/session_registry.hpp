@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -207,6 +208,10 @@ class session_registry {
 
   /// Sessions held (expired ones not yet collected included).
   [[nodiscard]] MCPCORE_DECL std::size_t size() const;
+  /// The sessions held now that are not expired (copied under the registry lock, so that the
+  /// caller may publish to their streams with no lock held: docs/http.md#server-notifications);
+  /// empty when there is no memory for the copy.
+  [[nodiscard]] MCPCORE_DECL std::vector<std::shared_ptr<session>> live() const noexcept;
   /// Sessions held by `principal_id`.
   [[nodiscard]] MCPCORE_DECL std::size_t count(std::string_view principal_id) const;
   [[nodiscard]] MCPCORE_DECL const session_registry_options& options() const noexcept;

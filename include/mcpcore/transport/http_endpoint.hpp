@@ -64,6 +64,26 @@ struct per_request_stream_options {
   std::size_t max_listen_uris = default_max_listen_uris;
 };
 
+/// How long a browser may cache a CORS preflight answer (`Access-Control-Max-Age`, docs/http.md#cors).
+inline constexpr std::chrono::seconds default_cors_max_age{600};
+
+/// Cross-origin requests from browser pages (docs/http.md#cors). Off while `allowed_origins` is
+/// empty (the default): then nothing changes, `OPTIONS` stays 405.
+struct cors_options {
+  /// Exact origins (`scheme://host[:port]`, compared byte for byte) whose pages may call the MCP
+  /// paths: their preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered 204, every
+  /// answer to them carries `Access-Control-Allow-Origin: <origin>`, and they pass the Origin check
+  /// as if listed in `http_endpoint_options::allowed_origins`. Any other origin is unchanged: 403
+  /// -32008 on the MCP methods, its preflight refused.
+  std::vector<std::string> allowed_origins{};
+  /// `Access-Control-Max-Age` of a preflight answer (a negative value sends 0: no caching).
+  std::chrono::seconds max_age = default_cors_max_age;
+  /// Send `Access-Control-Allow-Credentials: true`, for a host whose authenticator reads cookies
+  /// (a page then fetches with `credentials: "include"`). Off: bearer tokens in `Authorization`
+  /// need no credentials mode.
+  bool allow_credentials = false;
+};
+
 /// What the endpoint serves and how.
 struct http_endpoint_options {
   /// The MCP path (docs/http.md#processing-order-on-the-mcp-path). Compared byte for byte with the
@@ -117,6 +137,8 @@ struct http_endpoint_options {
   std::vector<std::string> allowed_hosts{};
   /// Validate `Host` on requests that arrived on a loopback address (default on).
   bool validate_loopback_host = true;
+  /// CORS for browser pages of other origins (docs/http.md#cors); off by default.
+  cors_options cors{};
   /// The `retry:` of the priming event.
   std::chrono::milliseconds sse_retry = default_sse_retry;
   /// `resource_metadata` of the `WWW-Authenticate: Bearer` challenge on a 401 (MCP
@@ -150,7 +172,7 @@ struct http_endpoint_options {
 /// One stream belongs to one thread (or strand) at a time, except `close`, which any thread may
 /// call. The waker is called from any thread, under no mcpcore lock; it must not block and must
 /// not call `pull`.
-class http_stream {
+class MCPCORE_API http_stream {
  public:
   virtual ~http_stream() = default;
   /// Registers the function called when `pull` may have new bytes.
@@ -304,6 +326,14 @@ class http_endpoint {
   /// call still runs, when its response became a stream). Never throws except on allocation
   /// failure before `done` was called.
   MCPCORE_DECL void handle(const http_request_view& req, http_completion done);
+  /// The same for a request the host authenticated itself (docs/http.md#handing-in-the-principal):
+  /// `caller` (its `context` included) is the request's principal, and the authenticator's
+  /// `authenticate` is not called. Every other check stays: the kill switch, Host, Origin, the
+  /// protocol version, a session bound to another principal id (404), the approval routes (which
+  /// see `caller`). Streams the request opens re-validate `caller` through the authenticator's
+  /// `revalidate`. Use with `external_authenticator` unless requests may also arrive with
+  /// credentials of their own.
+  MCPCORE_DECL void handle(const http_request_view& req, principal caller, http_completion done);
   /// The checks that need only the head (docs/http.md#head-checks), for a transport to run as
   /// soon as a request's head is complete, before it answers `100 Continue` or reads the body:
   /// route and method (404 / 405), kill switch, Host (403; a repeated Host 400), Origin (403
@@ -313,6 +343,17 @@ class http_endpoint {
   /// the head passes; `head.body` is ignored. `handle` runs the same checks again, so a host that
   /// never calls this stays safe. Never throws except on allocation failure.
   [[nodiscard]] MCPCORE_DECL std::optional<http_response> check_head(const http_request_view& head) const;
+  /// `check_head` for a request whose principal the host established (`caller`; nullptr:
+  /// authenticate from the headers, as above).
+  [[nodiscard]] MCPCORE_DECL std::optional<http_response> check_head(const http_request_view& head,
+                                                                   const principal* caller) const;
+  /// `check_head` that keeps the principal it authenticated, for a transport that then calls
+  /// `handle(req, std::move(*established), done)` so that each request is authenticated once
+  /// (the Asio server does). On a pass `established` holds the principal (std::nullopt on the
+  /// operational routes, which need none: call `handle(req, done)` for those); on a refusal it is
+  /// std::nullopt.
+  [[nodiscard]] MCPCORE_DECL std::optional<http_response> check_head(const http_request_view& head,
+                                                                   std::optional<principal>& established) const;
   /// Whether `target`'s path is served here (MCP, approval or operational route).
   [[nodiscard]] MCPCORE_DECL bool matches(std::string_view target) const noexcept;
 

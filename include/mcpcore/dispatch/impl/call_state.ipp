@@ -290,6 +290,9 @@ struct request_env {
   bool input_required = false;
   /// The cache hint of the resource a `resources/read` found (its own, else the server's).
   const cache_hint* read_cache = nullptr;
+  /// The tables this request reads, taken once when its dispatch starts: a tool, resource or
+  /// prompt it found stays alive until it ends (docs/server.md#tables-that-change).
+  std::shared_ptr<const tables> t = s.tables();
 };
 
 inline void write_error(request_env& e, errc code, std::string_view message, std::string_view cid,

@@ -7,11 +7,14 @@
 #include <mcpcore/dispatch/server.hpp>
 
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/wire/json.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,29 +88,49 @@ MCPCORE_DECL void server::publish(const server_event& e) noexcept {
   }
 }
 
-MCPCORE_DECL bool server::publishes(server_event_kind k) const noexcept {
-  switch (k) {
-    case server_event_kind::tools_list_changed: return !impl_->tools.empty();
-    case server_event_kind::prompts_list_changed: return !impl_->prompts.empty();
+MCPCORE_DECL std::string event_notification(const server_event& e) {
+  std::string out;
+  switch (e.kind) {
+    case server_event_kind::tools_list_changed: write_notification(out, "notifications/tools/list_changed"); break;
+    case server_event_kind::prompts_list_changed: write_notification(out, "notifications/prompts/list_changed"); break;
     case server_event_kind::resources_list_changed:
-    case server_event_kind::resource_updated: return !impl_->resources.empty() || !impl_->templates.empty();
+      write_notification(out, "notifications/resources/list_changed");
+      break;
+    case server_event_kind::resource_updated:
+      write_notification(out, "notifications/resources/updated",
+                         [&](json::writer& w) { w.begin_object().member("uri", e.uri).end_object(); });
+      break;
+  }
+  return out;
+}
+
+MCPCORE_DECL bool server::publishes(server_event_kind k) const noexcept {
+  if (impl_->options.list_changed) return true;  // every family may fill at run time
+  const auto t = impl_->tables();
+  switch (k) {
+    case server_event_kind::tools_list_changed: return !t->tools.empty();
+    case server_event_kind::prompts_list_changed: return !t->prompts.empty();
+    case server_event_kind::resources_list_changed:
+    case server_event_kind::resource_updated: return !t->resources.empty() || !t->templates.empty();
   }
   return false;
 }
 
 MCPCORE_DECL bool server::set_tool_enabled(std::string_view name, bool enabled) noexcept {
-  const auto it = impl_->tool_index.find(name);
-  if (it == impl_->tool_index.end()) return false;
-  if (impl_->tool_hidden[it->second].exchange(!enabled) != !enabled) {
+  const auto t = impl_->tables();
+  const auto it = t->tool_index.find(name);
+  if (it == t->tool_index.end()) return false;
+  if (t->tools[it->second]->hidden.exchange(!enabled) != !enabled) {
     publish(server_event{server_event_kind::tools_list_changed, {}});
   }
   return true;
 }
 
 MCPCORE_DECL bool server::set_prompt_enabled(std::string_view name, bool enabled) noexcept {
-  const auto it = impl_->prompt_index.find(name);
-  if (it == impl_->prompt_index.end()) return false;
-  if (impl_->prompt_hidden[it->second].exchange(!enabled) != !enabled) {
+  const auto t = impl_->tables();
+  const auto it = t->prompt_index.find(name);
+  if (it == t->prompt_index.end()) return false;
+  if (t->prompts[it->second]->hidden.exchange(!enabled) != !enabled) {
     publish(server_event{server_event_kind::prompts_list_changed, {}});
   }
   return true;

@@ -24,15 +24,16 @@ namespace detail {
 
 /// Whether the server has the family `m` belongs to: a method of a family the server does not
 /// advertise is unknown in the per-request era (its `server/discover` does not list it).
-inline bool per_request_family_served(const server::impl& s, method_id m) noexcept {
+inline bool per_request_family_served(const server::impl& srv, const tables& s, method_id m) noexcept {
+  const bool all = srv.options.list_changed;  // families that may fill at run time are served empty
   switch (m) {
     case method_id::tools_list:
-    case method_id::tools_call: return !s.tools.empty();
+    case method_id::tools_call: return all || !s.tools.empty();
     case method_id::resources_list:
     case method_id::resources_templates_list:
-    case method_id::resources_read: return !s.resources.empty() || !s.templates.empty();
+    case method_id::resources_read: return all || !s.resources.empty() || !s.templates.empty();
     case method_id::prompts_list:
-    case method_id::prompts_get: return !s.prompts.empty();
+    case method_id::prompts_get: return all || !s.prompts.empty();
     case method_id::completion_complete: return s.has_completions;
     case method_id::server_discover: return true;
     default: return false;  // handshake-era methods and unknown ones
@@ -45,7 +46,7 @@ inline bool handle_discover(request_env& e) {
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object().key("supportedVersions").begin_array();
     for (const std::string_view v : per_request_protocol_versions) w.value(v);
-    w.end_array().raw_member("capabilities", e.s.per_request_capabilities_json);
+    w.end_array().raw_member("capabilities", e.t->per_request_capabilities_json);
     if (!e.s.info.instructions.empty()) w.member("instructions", e.s.info.instructions);
     w.end_object();
   });
@@ -81,7 +82,7 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
   if (s.switches.disabled()) {
     write_error_response(out, msg.id, errc::mcp_disabled, "MCP is disabled on this server", error_data{});
     e.error = errc::mcp_disabled;
-  } else if (!per_request_family_served(s, method)) {
+  } else if (!per_request_family_served(s, *e.t, method)) {
     // docs/eras.md#methods: removed methods, unknown ones and unadvertised families alike.
     const auto cid = s.mint_cid();
     write_error(e, errc::method_not_found, "Method not found: " + echo_name(msg.method), cid.view(),
@@ -94,25 +95,19 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
       case method_id::tools_call: answered = !read_input_round(e) || handle_tools_call(e); break;
       case method_id::tools_list:
         cache = &s.options.list_cache;
-        answered = write_page(e, "tools", s.tools, 1,
-                              [](const compiled_tool& t) -> const std::string& { return t.listing; },
-                              s.tool_hidden.get());
+        answered = write_page(e, "tools", e.t->tools, list_kind::tools);
         break;
       case method_id::resources_list:
         cache = &s.options.list_cache;
-        answered = write_page(e, "resources", s.resources, 2,
-                              [](const compiled_resource& r) -> const std::string& { return r.listing; });
+        answered = write_page(e, "resources", e.t->resources, list_kind::resources);
         break;
       case method_id::resources_templates_list:
         cache = &s.options.list_cache;
-        answered = write_page(e, "resourceTemplates", s.templates, 3,
-                              [](const compiled_resource& r) -> const std::string& { return r.listing; });
+        answered = write_page(e, "resourceTemplates", e.t->templates, list_kind::templates);
         break;
       case method_id::prompts_list:
         cache = &s.options.list_cache;
-        answered = write_page(e, "prompts", s.prompts, 4,
-                              [](const compiled_prompt& p) -> const std::string& { return p.listing; },
-                              s.prompt_hidden.get());
+        answered = write_page(e, "prompts", e.t->prompts, list_kind::prompts);
         break;
       case method_id::resources_read:
         answered = !read_input_round(e) || handle_resources_read(e);

@@ -13,6 +13,7 @@
 #include <mcpcore/dispatch/impl/events.ipp>
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/per_request.ipp>
+#include <mcpcore/dispatch/impl/run_time_tables.ipp>
 #include <mcpcore/dispatch/impl/server_builder.ipp>
 #include <mcpcore/dispatch/impl/server_methods.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
@@ -90,18 +91,11 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
     case method_id::ping: write_result_response(out, *msg.id, "{}"); return true;
     case method_id::tools_call: return handle_tools_call(e);
     case method_id::tools_list:
-      return write_page(e, "tools", s.tools, 1, [](const compiled_tool& t) -> const std::string& { return t.listing; },
-                              s.tool_hidden.get());
-    case method_id::resources_list:
-      return write_page(e, "resources", s.resources, 2,
-                        [](const compiled_resource& r) -> const std::string& { return r.listing; });
+      return write_page(e, "tools", e.t->tools, list_kind::tools);
+    case method_id::resources_list: return write_page(e, "resources", e.t->resources, list_kind::resources);
     case method_id::resources_templates_list:
-      return write_page(e, "resourceTemplates", s.templates, 3,
-                        [](const compiled_resource& r) -> const std::string& { return r.listing; });
-    case method_id::prompts_list:
-      return write_page(e, "prompts", s.prompts, 4,
-                        [](const compiled_prompt& p) -> const std::string& { return p.listing; },
-                              s.prompt_hidden.get());
+      return write_page(e, "resourceTemplates", e.t->templates, list_kind::templates);
+    case method_id::prompts_list: return write_page(e, "prompts", e.t->prompts, list_kind::prompts);
     case method_id::resources_read: return handle_resources_read(e);
     case method_id::resources_subscribe: return handle_subscription(e, true);
     case method_id::resources_unsubscribe: return handle_subscription(e, false);
@@ -119,14 +113,21 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
   return true;
 }
 
-MCPCORE_DECL std::span<const param_header> server::param_headers(std::string_view name) const noexcept {
-  const auto it = impl_->tool_index.find(name);
-  if (it == impl_->tool_index.end()) return {};
-  return impl_->tools[it->second].param_headers;
+MCPCORE_DECL std::vector<param_header> server::param_headers(std::string_view name) const {
+  const auto t = impl_->tables();
+  const auto it = t->tool_index.find(name);
+  if (it == t->tool_index.end()) return {};
+  return t->tools[it->second]->param_headers;
 }
 
 MCPCORE_DECL bool server::has_resource(std::string_view uri) const {
-  return detail::find_resource(*impl_, uri).has_value();
+  return detail::find_resource(*impl_->tables(), uri).has_value();
+}
+
+MCPCORE_DECL const server_options& server::options() const noexcept { return impl_->options; }
+
+MCPCORE_DECL void server::notify_resource_updated(std::string_view uri) noexcept {
+  publish(server_event{server_event_kind::resource_updated, uri});
 }
 
 MCPCORE_DECL bool notify_resource_updated(peer& client, message_sink& sink, std::string_view uri) {

@@ -25,15 +25,6 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
-MCPCORE_DECL std::string build_error::message() const {
-  std::string s;
-  for (const auto& o : offences) {
-    if (!s.empty()) s += "; ";
-    s += o;
-  }
-  return s;
-}
-
 MCPCORE_DECL server_builder::server_builder(server_info info, server_options options)
     : s_(new detail::builder_state) {
   s_->info = std::move(info);
@@ -188,8 +179,17 @@ inline void validate_settings(const builder_state& st, offence_list& out) {
   }
 }
 
+// What a registration is checked against: the build's plug-ins and settings, kept by the server
+// for the registrations of run time (docs/server.md#tables-that-change).
+struct registration_rules {
+  const server_options& options;
+  const std::optional<std::vector<std::string>>& securables;
+  const policy_base& policy;
+  const approval_service* approvals;
+};
+
 // A tool's name, description, handler and security row.
-inline void check_tool_row(const tool_def& d, const builder_state& st, const std::string& subject,
+inline void check_tool_row(const tool_def& d, const registration_rules& st, const std::string& subject,
                            std::set<std::string, std::less<>>& names, offence_list& out) {
   if (!valid_tool_name(d.name)) out.push_back(subject + std::string{name_rule});
   if (!names.insert(d.name).second) out.push_back(subject + ": declared twice");
@@ -252,12 +252,12 @@ inline result<schema::compiled_schema, std::vector<schema::compile_error>> check
 
 // Whether some tier of `policy_tiers` routes the tool through approval; a gated tool must be able
 // to receive `approval_id`, and an approver tool cannot itself be gated.
-inline bool check_tool_gating(const tool_def& d, const builder_state& st, const schema::compiled_schema* compiled,
+inline bool check_tool_gating(const tool_def& d, const registration_rules& st, const schema::compiled_schema* compiled,
                               const std::string& subject, offence_list& out) {
   bool gated = false;
   if (compiled != nullptr && d.op && !d.securable.empty()) {
     for (const auto& tier : st.options.policy_tiers) {
-      gated = gated || st.policy->decide(tier, d.securable, *d.op) == tier_decision::allow_with_approval;
+      gated = gated || st.policy.decide(tier, d.securable, *d.op) == tier_decision::allow_with_approval;
     }
     if (gated && compiled->root_is_closed() && !compiled->root_declares("approval_id")) {
       out.push_back(subject + ": is approval-gated and its closed input schema does not declare 'approval_id'");
@@ -365,21 +365,23 @@ inline std::vector<param_header> scan_param_headers(const std::string& input_sch
   return param_header_scan{subject, out}.run(*root);
 }
 
-// A tool; compiled into the server while the build has no offence so far.
-inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::string, std::less<>>& names,
-                          server::impl& impl, offence_list& out) {
+// A tool; compiled while the registration has no offence so far (null otherwise).
+inline std::shared_ptr<compiled_tool> validate_tool(tool_def& d, const registration_rules& st,
+                                                    std::set<std::string, std::less<>>& names,
+                                                    std::vector<std::string>& warnings, offence_list& out) {
   const std::string subject = "tool '" + echo_name(d.name) + "'";
   check_tool_row(d, st, subject, names, out);
   schema::compiled_schema output;
   auto compiled = check_tool_schemas(d, subject, out, output);
   if (!d.effect) {
-    impl.warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
+    warnings.push_back(subject + " is unclassified; annotated readOnly=false, destructive=true, idempotent=false");
   }
   const bool gated = check_tool_gating(d, st, compiled ? &*compiled : nullptr, subject, out);
   std::vector<param_header> headers = scan_param_headers(d.input_schema, subject, out);
   // A build without offences has a compiled schema and an operation (the checks above say so).
-  if (!out.empty() || !compiled || !d.op) return;
-  auto& t = impl.tools.emplace_back();
+  if (!out.empty() || !compiled || !d.op) return nullptr;
+  auto made = std::make_shared<compiled_tool>();
+  compiled_tool& t = *made;
   t.param_headers = std::move(headers);
   t.input = std::move(*compiled);
   t.has_output_schema = !d.output_schema.empty();
@@ -389,6 +391,7 @@ inline void validate_tool(tool_def& d, const builder_state& st, std::set<std::st
   t.action = "mcp." + d.name;
   t.gated = gated;
   t.def = std::move(d);
+  return made;
 }
 
 // A completer naming a variable `parts` lacks.
@@ -422,9 +425,11 @@ inline std::vector<template_part> check_resource_template(const resource_def& d,
   return std::move(*parts);
 }
 
-// A resource or resource template (one URI namespace for both).
-inline void validate_resource(resource_def& d, std::set<std::string, std::less<>>& uris, server::impl& impl,
-                              offence_list& out) {
+// A resource or resource template (one URI namespace for both); compiled while the registration
+// has no offence so far (null otherwise).
+inline std::shared_ptr<const compiled_resource> validate_resource(resource_def& d,
+                                                                  std::set<std::string, std::less<>>& uris,
+                                                                  offence_list& out) {
   const std::string subject =
       std::string{d.is_template ? "resource template '" : "resource '"} + echo_name(d.uri) + "'";
   if (d.uri.empty()) out.push_back(subject + ": has no URI");
@@ -437,23 +442,18 @@ inline void validate_resource(resource_def& d, std::set<std::string, std::less<>
   } else {
     check_fixed_resource(d, subject, out);
   }
-  if (!d.completers.empty()) impl.has_completions = true;
-  if (!out.empty()) return;
-  compiled_resource r;
-  r.parts = std::move(parts);
-  r.listing = render_resource(d);
-  r.def = std::move(d);
-  if (r.def.is_template) {
-    impl.templates.push_back(std::move(r));
-  } else {
-    impl.resource_index.emplace(r.def.uri, impl.resources.size());
-    impl.resources.push_back(std::move(r));
-  }
+  if (!out.empty()) return nullptr;
+  auto r = std::make_shared<compiled_resource>();
+  r->parts = std::move(parts);
+  r->listing = render_resource(d);
+  r->def = std::move(d);
+  return r;
 }
 
-// A prompt and its arguments.
-inline void validate_prompt(prompt_def& d, std::set<std::string, std::less<>>& names, server::impl& impl,
-                            offence_list& out) {
+// A prompt and its arguments; compiled while the registration has no offence so far (null
+// otherwise).
+inline std::shared_ptr<const compiled_prompt> validate_prompt(prompt_def& d, std::set<std::string, std::less<>>& names,
+                                                              offence_list& out) {
   const std::string subject = "prompt '" + echo_name(d.name) + "'";
   if (!valid_tool_name(d.name)) out.push_back(subject + std::string{name_rule});
   if (!names.insert(d.name).second) out.push_back(subject + ": declared twice");
@@ -468,14 +468,12 @@ inline void validate_prompt(prompt_def& d, std::set<std::string, std::less<>>& n
         out.push_back(subject + ": argument '" + a.name + "' repeats value '" + echo_name(v) + "'");
       }
     }
-    if (a.complete || !a.enum_values.empty()) impl.has_completions = true;
   }
-  if (!out.empty()) return;
-  compiled_prompt p;
-  p.listing = render_prompt(d);
-  p.def = std::move(d);
-  impl.prompt_index.emplace(p.def.name, impl.prompts.size());
-  impl.prompts.push_back(std::move(p));
+  if (!out.empty()) return nullptr;
+  auto p = std::make_shared<compiled_prompt>();
+  p->listing = render_prompt(d);
+  p->def = std::move(d);
+  return p;
 }
 
 // ---- metrics and capabilities ------------------------------------------------------------------
@@ -546,30 +544,51 @@ inline void bind_tool_metrics(compiled_tool& t, const metrics_binding& m) {
   if (t.gated) bind_approval_metrics(t, m);
 }
 
-// initialize's capabilities: only what is registered (docs/design.md#other-methods).
-inline void render_capabilities(server::impl& impl) {
-  json::writer w{impl.capabilities_json};
+// initialize's capabilities: only what is registered (docs/design.md#other-methods), or, with
+// `server_options::list_changed`, every family whose tables may fill at run time, with
+// `listChanged: true` (docs/server.md#tables-that-change).
+inline void render_capabilities(tables& t, const server_options& o) {
+  const bool all = o.list_changed;
+  const bool tools = all || !t.tools.empty();
+  const bool resources = all || !t.resources.empty() || !t.templates.empty();
+  const bool prompts = all || !t.prompts.empty();
+  t.capabilities_json.clear();
+  json::writer w{t.capabilities_json};
   w.begin_object();
-  if (!impl.tools.empty()) w.key("tools").begin_object().member("listChanged", false).end_object();
-  if (!impl.resources.empty() || !impl.templates.empty()) {
-    w.key("resources").begin_object().member("subscribe", true).member("listChanged", false).end_object();
-  }
-  if (!impl.prompts.empty()) w.key("prompts").begin_object().member("listChanged", false).end_object();
+  if (tools) w.key("tools").begin_object().member("listChanged", all).end_object();
+  if (resources) w.key("resources").begin_object().member("subscribe", true).member("listChanged", all).end_object();
+  if (prompts) w.key("prompts").begin_object().member("listChanged", all).end_object();
   w.key("logging").begin_object().end_object();
-  if (impl.has_completions) w.key("completions").begin_object().end_object();
+  if (t.has_completions) w.key("completions").begin_object().end_object();
   w.end_object();
   // The per-request era: list changes and resource updates reach a client through
   // subscriptions/listen (docs/eras.md#server-discovery, #subscriptions).
-  json::writer p{impl.per_request_capabilities_json};
+  t.per_request_capabilities_json.clear();
+  json::writer p{t.per_request_capabilities_json};
   p.begin_object();
-  if (!impl.tools.empty()) p.key("tools").begin_object().member("listChanged", true).end_object();
-  if (!impl.resources.empty() || !impl.templates.empty()) {
-    p.key("resources").begin_object().member("subscribe", true).member("listChanged", true).end_object();
-  }
-  if (!impl.prompts.empty()) p.key("prompts").begin_object().member("listChanged", true).end_object();
+  if (tools) p.key("tools").begin_object().member("listChanged", true).end_object();
+  if (resources) p.key("resources").begin_object().member("subscribe", true).member("listChanged", true).end_object();
+  if (prompts) p.key("prompts").begin_object().member("listChanged", true).end_object();
   p.key("logging").begin_object().end_object();
-  if (impl.has_completions) p.key("completions").begin_object().end_object();
+  if (t.has_completions) p.key("completions").begin_object().end_object();
   p.end_object();
+}
+
+// The tables' sizes against the caps (docs/server.md#tables-that-change).
+inline void check_table_caps(const tables& t, const server_options& o, offence_list& out) {
+  auto over = [&](std::size_t n, std::size_t cap, std::string_view what, std::string_view option) {
+    if (n <= cap) return;
+    out.push_back("the server has " + std::to_string(n) + " " + std::string{what} + ", more than server_options." +
+                  std::string{option} + " (" + std::to_string(cap) + ")");
+  };
+  over(t.tools.size(), o.max_tools, "tools", "max_tools");
+  over(t.resources.size(), o.max_resources, "resources", "max_resources");
+  over(t.templates.size(), o.max_resource_templates, "resource templates", "max_resource_templates");
+  over(t.prompts.size(), o.max_prompts, "prompts", "max_prompts");
+}
+
+// `,"_meta":{...serverInfo...}`, the tail of every per-request-era result.
+inline void render_server_meta(server::impl& impl) {
   impl.server_info_meta = ",\"_meta\":";
   json::writer m{impl.server_info_meta};
   m.begin_object().key(meta_key::server_info).begin_object();
@@ -580,41 +599,52 @@ inline void render_capabilities(server::impl& impl) {
 
 }  // namespace detail
 
-MCPCORE_DECL result<server, build_error> server_builder::build() {
+MCPCORE_DECL result<server> server_builder::build() {
   using namespace detail;
-  build_error err;
+  std::vector<std::string> offences;
   auto& st = *s_;
-  validate_settings(st, err.offences);
+  validate_settings(st, offences);
   if (!st.policy) st.policy = std::make_unique<policy_model<yuzu_tier_policy>>(yuzu_tier_policy{});
   if (!st.authz) st.authz = std::make_unique<authorizer_model<allow_all_authorizer>>(allow_all_authorizer{});
   if (!st.clock) st.clock = std::make_unique<clock_model<system_clock_source>>(system_clock_source{});
 
   // Every declaration is checked; the compiled tables fill only while no offence was found.
   auto impl = std::make_unique<server::impl>();
+  auto t = std::make_shared<tables>();
+  const registration_rules rules{st.options, st.securables, *st.policy, st.approvals};
   std::set<std::string, std::less<>> tool_names;
-  for (auto& d : st.tools) validate_tool(d, st, tool_names, *impl, err.offences);
+  for (auto& d : st.tools) {
+    if (auto c = validate_tool(d, rules, tool_names, impl->warnings, offences)) t->tools.push_back(std::move(c));
+  }
   std::set<std::string, std::less<>> uris;
-  for (auto& d : st.resources) validate_resource(d, uris, *impl, err.offences);
+  for (auto& d : st.resources) {
+    if (auto c = validate_resource(d, uris, offences)) (c->def.is_template ? t->templates : t->resources).push_back(std::move(c));
+  }
   std::set<std::string, std::less<>> prompt_names;
-  for (auto& d : st.prompts) validate_prompt(d, prompt_names, *impl, err.offences);
+  for (auto& d : st.prompts) {
+    if (auto c = validate_prompt(d, prompt_names, offences)) t->prompts.push_back(std::move(c));
+  }
+  check_table_caps(*t, st.options, offences);
   st.tools.clear();  // the definitions moved into the server (or are dropped): the builder is left empty
   st.resources.clear();
   st.prompts.clear();
-  if (!err.offences.empty()) {
-    std::sort(err.offences.begin(), err.offences.end());
-    return std::unexpected(std::move(err));
+  if (!offences.empty()) {
+    std::sort(offences.begin(), offences.end());
+    return fail(error(library_errc::build_refused, std::move(offences)));
   }
 
-  for (std::size_t i = 0; i < impl->tools.size(); ++i) impl->tool_index.emplace(impl->tools[i].def.name, i);
-  impl->tool_hidden = std::make_unique<std::atomic<bool>[]>(impl->tools.size());
-  impl->prompt_hidden = std::make_unique<std::atomic<bool>[]>(impl->prompts.size());
+  t->reindex();
+  render_capabilities(*t, st.options);
   impl->events = std::make_shared<event_hub>();
   if (st.metrics) {
     bind_server_metrics(*impl, *st.metrics);
-    for (auto& t : impl->tools) bind_tool_metrics(t, *st.metrics);
+    for (auto& tool : t->tools) bind_tool_metrics(*tool, *st.metrics);
   }
+  impl->current = std::move(t);
+  impl->securables = st.securables;
+  impl->metrics = st.metrics;
   impl->info = st.info;  // the builder keeps its info and options
-  render_capabilities(*impl);
+  render_server_meta(*impl);
   [[maybe_unused]] const bool parsed_empty = impl->empty_object.parse("{}").has_value();
   MCPCORE_ASSERT(parsed_empty);
   std::random_device rd;
@@ -624,8 +654,8 @@ MCPCORE_DECL result<server, build_error> server_builder::build() {
     // docs/eras.md#request-state: a key of this server's own.
     impl->options.request_state_key.assign(min_request_state_key_bytes, '\0');
     if (!fill_random(impl->options.request_state_key.data(), impl->options.request_state_key.size())) {
-      err.offences.emplace_back("no random source for the request-state key: set server_options.request_state_key");
-      return std::unexpected(std::move(err));
+      return fail(error(library_errc::build_refused,
+                        std::string("no random source for the request-state key: set server_options.request_state_key")));
     }
   }
   impl->policy = std::move(st.policy);

@@ -33,9 +33,16 @@ namespace detail {
 
 // ---- initialize and the list methods ----------------------------------------------------------
 
-// Parses an opaque cursor; nullopt when it is not one this server issued for `kind`.
+// The MAC of a cursor: the offset, the list and the list's generation, under the server's salt.
+// A cursor issued before the list changed is refused (docs/server.md#tables-that-change).
+inline std::uint64_t cursor_mac(const server::impl& s, std::uint64_t offset, std::uint64_t kind,
+                                std::uint64_t generation) noexcept {
+  return mix64(s.cursor_salt ^ mix64(offset * 8 + kind) ^ mix64(~generation));
+}
+
+// Parses an opaque cursor; nullopt when it is not one this server issued for `kind` in `generation`.
 inline std::optional<std::size_t> parse_cursor(const server::impl& s, json::value cursor, std::uint64_t kind,
-                                               std::size_t size) {
+                                               std::uint64_t generation, std::size_t size) {
   if (!cursor.is_string()) return std::nullopt;
   const auto text = cursor.as_string();
   const auto dash = text.find('-');
@@ -52,12 +59,13 @@ inline std::optional<std::size_t> parse_cursor(const server::impl& s, json::valu
     if (v < 0 || (c >= 'A' && c <= 'F')) return std::nullopt;
     mac = mac * 16 + static_cast<std::uint64_t>(v);
   }
-  if (mac != mix64(s.cursor_salt ^ mix64(offset * 8 + kind))) return std::nullopt;
+  if (mac != cursor_mac(s, offset, kind, generation)) return std::nullopt;
   if (offset == 0 || offset >= size) return std::nullopt;
   return static_cast<std::size_t>(offset);
 }
 
-inline std::string make_cursor(const server::impl& s, std::size_t offset, std::uint64_t kind) {
+inline std::string make_cursor(const server::impl& s, std::size_t offset, std::uint64_t kind,
+                               std::uint64_t generation) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string c;
   const auto o = static_cast<std::uint64_t>(offset);
@@ -66,20 +74,31 @@ inline std::string make_cursor(const server::impl& s, std::size_t offset, std::u
     if (d != 0 || !c.empty() || shift == 0) c.push_back(digits[d]);
   }
   c.push_back('-');
-  const std::uint64_t mac = mix64(s.cursor_salt ^ mix64(o * 8 + kind));
+  const std::uint64_t mac = cursor_mac(s, o, kind, generation);
   for (int shift = 60; shift >= 0; shift -= 4) c.push_back(digits[(mac >> shift) & 0xFU]);
   return c;
 }
 
+// Whether a list entry is hidden (`server::set_tool_enabled`, `set_prompt_enabled`).
+template <class Entry>
+bool entry_hidden(const Entry& entry) noexcept {
+  if constexpr (requires { entry.hidden.load(); }) {
+    return entry.hidden.load();
+  } else {
+    return false;
+  }
+}
+
 // Writes one page of a list method (docs/design.md#other-methods: opaque cursor, configurable page
-// size).
-template <class Items, class Listing>
-bool write_page(request_env& e, std::string_view key, const Items& items, std::uint64_t kind, Listing listing,
-                const std::atomic<bool>* hidden = nullptr) {
+// size) from the request's tables.
+template <class Items>
+bool write_page(request_env& e, std::string_view key, const Items& items, list_kind which) {
+  const auto kind = static_cast<std::uint64_t>(which);
+  const std::uint64_t generation = e.t->generation[kind];
   std::size_t offset = 0;
   const auto cursor = e.msg.params["cursor"];
   if (cursor.exists()) {
-    auto o = parse_cursor(e.s, cursor, kind, items.size());
+    auto o = parse_cursor(e.s, cursor, kind, generation, items.size());
     if (!o) {
       const auto cid = e.s.mint_cid();
       write_error(e, errc::invalid_params, "Invalid cursor", cid.view(),
@@ -93,10 +112,10 @@ bool write_page(request_env& e, std::string_view key, const Items& items, std::u
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object().key(key).begin_array();
     for (std::size_t i = offset; i < end; ++i) {
-      if (hidden == nullptr || !hidden[i].load()) w.raw(listing(items[i]));
+      if (!entry_hidden(*items[i])) w.raw(items[i]->listing);
     }
     w.end_array();
-    if (end < items.size()) w.member("nextCursor", make_cursor(e.s, end, kind));
+    if (end < items.size()) w.member("nextCursor", make_cursor(e.s, end, kind, generation));
     w.end_object();
   });
   return true;
@@ -129,7 +148,7 @@ inline bool handle_initialize(request_env& e) {
     p.caps.roots = caps["roots"].is_object();
   }
   write_result_response(e.out, e.id, [&](json::writer& w) {
-    w.begin_object().member("protocolVersion", version).raw_member("capabilities", e.s.capabilities_json);
+    w.begin_object().member("protocolVersion", version).raw_member("capabilities", e.t->capabilities_json);
     w.key("serverInfo").begin_object().member("name", e.s.info.name).member("version", e.s.info.version);
     if (!e.s.info.title.empty()) w.member("title", e.s.info.title);
     w.end_object();
@@ -146,12 +165,14 @@ struct resource_match {
   uri_variables vars;
 };
 
-inline std::optional<resource_match> find_resource(const server::impl& s, std::string_view uri) {
+// `uri` in `s`: a fixed resource, else the first template that matches it.
+inline std::optional<resource_match> find_resource(const tables& s, std::string_view uri) {
   if (auto it = s.resource_index.find(uri); it != s.resource_index.end()) {
-    return resource_match{&s.resources[it->second], {}};
+    return resource_match{s.resources[it->second].get(), {}};
   }
   if (uri.size() > max_template_subject_bytes) return std::nullopt;
-  for (const auto& t : s.templates) {
+  for (const auto& tp : s.templates) {
+    const compiled_resource& t = *tp;
     std::vector<std::pair<std::string, std::string>> raw;
     if (!match_template(t.parts, uri, raw)) continue;
     resource_match m{&t, {}};
@@ -237,7 +258,7 @@ inline void audit_governed(request_env& e, const governed_target& g, audit_resul
 inline bool handle_resources_read(request_env& e) {
   const auto uri = e.msg.params["uri"];
   if (!uri.is_string()) return bad_params(e, "resources/read needs params.uri (a string)");
-  auto m = find_resource(e.s, uri.as_string());
+  auto m = find_resource(*e.t, uri.as_string());
   if (!m) return resource_not_found(e, uri.as_string());
   const governed_target g{resource_read_action, "mcp_resource", sanitize_audit_value(uri.as_string())};
   if (governance_refused(e, g, m->r->def.securable, m->r->def.op)) return true;
@@ -271,7 +292,7 @@ inline bool handle_resources_read(request_env& e) {
 inline bool handle_subscription(request_env& e, bool subscribe) {
   const auto uri = e.msg.params["uri"];
   if (!uri.is_string()) return bad_params(e, "params.uri must be a string");
-  if (!find_resource(e.s, uri.as_string())) return resource_not_found(e, uri.as_string());
+  if (!find_resource(*e.t, uri.as_string())) return resource_not_found(e, uri.as_string());
   if (e.ctx.client != nullptr) {
     auto& p = e.ctx.client->state();
     std::lock_guard lock{p.mu};
@@ -375,14 +396,14 @@ class prompt_loop final : public input_loop {
 inline bool handle_prompts_get(request_env& e) {
   const auto name = e.msg.params["name"];
   if (!name.is_string()) return bad_params(e, "prompts/get needs params.name (a string)");
-  const auto it = e.s.prompt_index.find(name.as_string());
-  if (it == e.s.prompt_index.end() || e.s.prompt_hidden[it->second].load()) {
+  const auto it = e.t->prompt_index.find(name.as_string());
+  if (it == e.t->prompt_index.end() || e.t->prompts[it->second]->hidden.load()) {
     const auto cid = e.s.mint_cid();
     write_error(e, errc::invalid_params, "Unknown prompt: " + echo_name(name.as_string()), cid.view(),
                 "Call prompts/list for the prompts this server offers.");
     return true;
   }
-  const auto& p = e.s.prompts[it->second];
+  const compiled_prompt& p = *e.t->prompts[it->second];
   if (governance_refused(e, {prompt_get_action, "mcp_prompt", p.def.name}, p.def.securable, p.def.op)) return true;
   prompt_arguments args;
   if (!read_prompt_arguments(p.def, e.msg.params["arguments"], args)) {
@@ -425,14 +446,14 @@ inline bool handle_completion(request_env& e) {
   const prompt_def* prompt = nullptr;
   if (type == "ref/prompt") {
     if (!ref["name"].is_string()) return bad_params(e, "params.ref.name must be a string");
-    const auto it = e.s.prompt_index.find(ref["name"].as_string());
-    if (it == e.s.prompt_index.end()) {
+    const auto it = e.t->prompt_index.find(ref["name"].as_string());
+    if (it == e.t->prompt_index.end()) {
       const auto cid = e.s.mint_cid();
       write_error(e, errc::invalid_params, "Unknown prompt: " + echo_name(ref["name"].as_string()), cid.view(),
                   "Call prompts/list for the prompts this server offers.");
       return true;
     }
-    prompt = &e.s.prompts[it->second].def;
+    prompt = &e.t->prompts[it->second]->def;
     for (const auto& a : prompt->arguments) {
       if (a.name != arg_name) continue;
       if (a.complete) fn = &a.complete;
@@ -442,11 +463,13 @@ inline bool handle_completion(request_env& e) {
     if (!ref["uri"].is_string()) return bad_params(e, "params.ref.uri must be a string");
     const auto uri = ref["uri"].as_string();
     const compiled_resource* found = nullptr;
-    for (const auto& t : e.s.templates) {
-      if (t.def.uri == uri) found = &t;
+    for (const auto& t : e.t->templates) {
+      if (t->def.uri == uri) found = t.get();
     }
     if (found == nullptr) {
-      if (auto it = e.s.resource_index.find(uri); it != e.s.resource_index.end()) found = &e.s.resources[it->second];
+      if (auto it = e.t->resource_index.find(uri); it != e.t->resource_index.end()) {
+        found = e.t->resources[it->second].get();
+      }
     }
     if (found == nullptr) return resource_not_found(e, uri);
     for (const auto& [var, c] : found->def.completers) {

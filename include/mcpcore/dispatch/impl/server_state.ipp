@@ -81,6 +81,8 @@ struct compiled_tool {
   bool gated = false;  // some tier of server_options::policy_tiers routes it through approval
   approval_counters approval;
   std::vector<param_header> param_headers;  // x-mcp-header properties (docs/eras.md#headers)
+  /// Run-time visibility (`server::set_tool_enabled`).
+  mutable std::atomic<bool> hidden{false};
 };
 
 struct compiled_resource {
@@ -92,6 +94,53 @@ struct compiled_resource {
 struct compiled_prompt {
   prompt_def def;
   std::string listing;
+  /// Run-time visibility (`server::set_prompt_enabled`).
+  mutable std::atomic<bool> hidden{false};
+};
+
+/// The list kinds; each one's cursors carry its kind and the generation of its list.
+enum class list_kind : std::uint8_t { tools = 1, resources = 2, templates = 3, prompts = 4 };
+
+/// One immutable version of the server's tables (docs/server.md#tables-that-change): what a
+/// request reads, from the start of its dispatch to its answer. A change builds a new version and
+/// swaps it in; a request (or a call waiting for its client) keeps the version it started with,
+/// and with it every tool, resource and prompt it may still use. Entries are shared between
+/// versions, so that a change copies pointers, not compiled schemas.
+struct tables {
+  std::vector<std::shared_ptr<compiled_tool>> tools;  // registration order (a replacement keeps its place)
+  std::map<std::string, std::size_t, std::less<>> tool_index;
+  std::vector<std::shared_ptr<const compiled_resource>> resources;
+  std::map<std::string, std::size_t, std::less<>> resource_index;
+  std::vector<std::shared_ptr<const compiled_resource>> templates;
+  std::vector<std::shared_ptr<const compiled_prompt>> prompts;
+  std::map<std::string, std::size_t, std::less<>> prompt_index;
+  bool has_completions = false;
+  /// initialize's capabilities and server/discover's (docs/design.md#other-methods).
+  std::string capabilities_json;
+  std::string per_request_capabilities_json;
+  /// Changes of each list so far (index: `list_kind`); a cursor names the generation it was
+  /// issued in and is refused in another.
+  std::uint64_t generation[5] = {};
+
+  /// Rebuilds the indexes and `has_completions` from the lists.
+  void reindex() {
+    tool_index.clear();
+    resource_index.clear();
+    prompt_index.clear();
+    has_completions = false;
+    for (std::size_t i = 0; i < tools.size(); ++i) tool_index.emplace(tools[i]->def.name, i);
+    for (std::size_t i = 0; i < resources.size(); ++i) {
+      resource_index.emplace(resources[i]->def.uri, i);
+      has_completions = has_completions || !resources[i]->def.completers.empty();
+    }
+    for (const auto& t : templates) has_completions = has_completions || !t->def.completers.empty();
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      prompt_index.emplace(prompts[i]->def.name, i);
+      for (const auto& a : prompts[i]->def.arguments) {
+        has_completions = has_completions || a.complete || !a.enum_values.empty();
+      }
+    }
+  }
 };
 
 // Methods counted by mcp_requests_total{method}.
@@ -317,18 +366,18 @@ struct server::impl {
   std::atomic<bool> shutting_down{false};
   /// The calls waiting for a client.
   detail::waiting_table waiting;
-  std::vector<detail::compiled_tool> tools;
-  std::map<std::string, std::size_t, std::less<>> tool_index;
-  /// Run-time visibility (`server::set_tool_enabled`), one flag per tool; and per prompt below.
-  std::unique_ptr<std::atomic<bool>[]> tool_hidden;
-  std::unique_ptr<std::atomic<bool>[]> prompt_hidden;
+  /// The tables now (docs/server.md#tables-that-change): read with `tables()`, replaced whole by a
+  /// run-time change.
+  mutable std::mutex tables_mutex;  // a leaf: guards `current` only
+  std::shared_ptr<const detail::tables> current;
+  /// Serialises the run-time changes (held while one builds its new tables; taken before
+  /// `tables_mutex`, never while publishing).
+  std::mutex change_mutex;
+  /// What a run-time registration is validated against, kept from the build.
+  std::optional<std::vector<std::string>> securables;
+  std::optional<detail::metrics_binding> metrics;
   /// The subscribers of `server::subscribe`.
   std::shared_ptr<detail::event_hub> events;
-  std::vector<detail::compiled_resource> resources;
-  std::map<std::string, std::size_t, std::less<>> resource_index;
-  std::vector<detail::compiled_resource> templates;
-  std::vector<detail::compiled_prompt> prompts;
-  std::map<std::string, std::size_t, std::less<>> prompt_index;
   std::unique_ptr<detail::policy_base> policy;
   std::unique_ptr<detail::authorizer_base> authz;
   std::unique_ptr<detail::audit_base> audit;
@@ -336,13 +385,9 @@ struct server::impl {
   approval_service* approvals = nullptr;
   std::vector<std::string> warnings;
   std::uint64_t cursor_salt = 0;
-  bool has_completions = false;
-  std::string capabilities_json;
   /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}`, the tail of every per-request-era
   /// result (docs/eras.md#results).
   std::string server_info_meta;
-  /// The capabilities `server/discover` lists (docs/eras.md#server-discovery).
-  std::string per_request_capabilities_json;
   json::document empty_object;  // `{}`, validated for calls without arguments
 
   // metrics (inert when no sink was given)
@@ -350,6 +395,12 @@ struct server::impl {
   counter initialize_revision[std::size(supported_protocol_versions)];
   counter cancel_accepted, cancel_noop, cancel_detached;
   counter tool_unknown, security_misconfig, unmatched_responses, audit_failures, handler_exceptions;
+
+  /// The current tables; the copy keeps them alive while the caller uses them.
+  [[nodiscard]] std::shared_ptr<const detail::tables> tables() const noexcept {
+    const std::lock_guard lock{tables_mutex};
+    return current;
+  }
 
   correlation_id mint_cid() const noexcept { return next_correlation_id(clock->system_now()); }
 

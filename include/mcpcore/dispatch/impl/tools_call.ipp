@@ -433,9 +433,9 @@ inline bool unknown_tool(request_env& e, std::string_view name) {
 
 // 1. The name is classified.
 inline gate_result name_gate(request_env& e, std::string_view name, compiled_tool*& found) {
-  const auto it = e.s.tool_index.find(name);
-  if (it == e.s.tool_index.end() || e.s.tool_hidden[it->second].load()) return unknown_tool(e, name);
-  found = &e.s.tools[it->second];
+  const auto it = e.t->tool_index.find(name);
+  if (it == e.t->tool_index.end() || e.t->tools[it->second]->hidden.load()) return unknown_tool(e, name);
+  found = e.t->tools[it->second].get();
   return std::nullopt;
 }
 

@@ -83,6 +83,7 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
         who_(from.ctx.caller.id),
         rounds_(rounds) {
     ctx_.report = nullptr;  // the transport's, on the dispatching thread's stack
+    e_.t = from.t;          // the tables its loop's tool or prompt lives in
   }
   waiting_call(const waiting_call&) = delete;
   waiting_call& operator=(const waiting_call&) = delete;

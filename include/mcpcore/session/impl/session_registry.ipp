@@ -404,6 +404,21 @@ MCPCORE_DECL std::size_t session_registry::size() const {
   return impl_->sessions.size();
 }
 
+MCPCORE_DECL std::vector<std::shared_ptr<session>> session_registry::live() const noexcept {
+  std::vector<std::shared_ptr<session>> out;
+  const auto now = impl_->clock->steady_now();
+  const std::lock_guard lock{impl_->mutex};
+  try {
+    out.reserve(impl_->sessions.size());
+    for (const auto& [id, e] : impl_->sessions) {
+      if (!impl_->expired(e, now)) out.push_back(e.s);
+    }
+  } catch (...) {
+    out.clear();  // no memory: nobody is notified this time
+  }
+  return out;
+}
+
 MCPCORE_DECL std::size_t session_registry::count(std::string_view principal_id) const {
   const std::lock_guard lock{impl_->mutex};
   const auto it = impl_->per_principal.find(principal_id);

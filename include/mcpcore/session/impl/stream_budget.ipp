@@ -17,7 +17,7 @@ namespace detail {
 // The map key of (surface, principal): the surface's length in decimal, ':', the surface, then the
 // principal. The length prefix makes the split unambiguous whatever bytes either part holds (a plain
 // '\0' separator would make ("a", "b\0c") and ("a\0b", "c") the same key).
-MCPCORE_DECL std::string stream_budget_key(std::string_view surface, std::string_view principal) {
+MCPCORE_INTERNAL std::string stream_budget_key(std::string_view surface, std::string_view principal) {
   char digits[24];
   const auto r = std::to_chars(digits, digits + sizeof digits, surface.size());
   const auto prefix = static_cast<std::size_t>(r.ptr - digits);

@@ -79,7 +79,7 @@ inline std::string_view http_path_of(std::string_view target) noexcept {
 /// Every field named `name`, joined with ", " (RFC 9110 §5.3), or nullopt when absent.
 inline std::optional<std::string> http_joined(const http_request_view& req, std::string_view name) {
   std::optional<std::string> out;
-  for (const http_header& h : req.headers) {
+  for (const http_header_view& h : req.headers) {
     if (!ascii_iequals(h.name, name)) continue;
     if (!out) {
       out.emplace(h.value);
@@ -99,128 +99,6 @@ inline bool http_port_suffix_ok(std::string_view port) noexcept {
     if (port[i] < '0' || port[i] > '9') return false;
   }
   return true;
-}
-
-/// An IPv4 address in dotted-decimal form (four decimal octets, no leading junk), or nullopt.
-inline std::optional<std::array<std::uint8_t, 4>> http_parse_ipv4(std::string_view s) noexcept {
-  std::array<std::uint8_t, 4> out{};
-  for (std::size_t i = 0; i < 4; ++i) {
-    if (i > 0) {
-      if (s.empty() || s.front() != '.') return std::nullopt;
-      s.remove_prefix(1);
-    }
-    std::size_t n = 0;
-    unsigned v = 0;
-    while (n < s.size() && n < 4 && s[n] >= '0' && s[n] <= '9') v = v * 10 + static_cast<unsigned>(s[n++] - '0');
-    if (n == 0 || n > 3 || v > 255) return std::nullopt;
-    out[i] = static_cast<std::uint8_t>(v);
-    s.remove_prefix(n);
-  }
-  if (!s.empty()) return std::nullopt;
-  return out;
-}
-
-/// An IPv6 address in RFC 4291 §2.2 text form (hex groups, at most one `::`, an optional dotted
-/// IPv4 tail; no zone), or nullopt.
-inline std::optional<std::array<std::uint8_t, 16>> http_parse_ipv6(std::string_view s) noexcept {
-  std::array<std::uint16_t, 8> groups{};
-  std::size_t count = 0;
-  std::optional<std::size_t> gap;  // where `::` stands, in groups
-  if (s.starts_with("::")) {
-    gap = 0;
-    s.remove_prefix(2);
-  }
-  while (!s.empty()) {
-    if (count >= 8) return std::nullopt;
-    const auto colon = s.find(':');
-    const std::string_view part = s.substr(0, colon);
-    if (colon == std::string_view::npos && part.find('.') != std::string_view::npos) {
-      const auto v4 = http_parse_ipv4(part);
-      if (!v4 || count > 6) return std::nullopt;
-      groups[count++] = static_cast<std::uint16_t>(((*v4)[0] << 8U) | (*v4)[1]);
-      groups[count++] = static_cast<std::uint16_t>(((*v4)[2] << 8U) | (*v4)[3]);
-      s = {};
-      break;
-    }
-    if (part.empty() || part.size() > 4) return std::nullopt;
-    unsigned v = 0;
-    for (const char c : part) {
-      unsigned d = 0;
-      if (c >= '0' && c <= '9') {
-        d = static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        d = static_cast<unsigned>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        d = static_cast<unsigned>(c - 'A' + 10);
-      } else {
-        return std::nullopt;
-      }
-      v = v * 16 + d;
-    }
-    groups[count++] = static_cast<std::uint16_t>(v);
-    if (colon == std::string_view::npos) {
-      s = {};
-      break;
-    }
-    s.remove_prefix(colon + 1);
-    if (s.starts_with(":")) {
-      if (gap) return std::nullopt;
-      gap = count;
-      s.remove_prefix(1);
-    } else if (s.empty()) {
-      return std::nullopt;  // a trailing single `:`
-    }
-  }
-  if (gap ? count > 7 : count != 8) return std::nullopt;
-  std::array<std::uint16_t, 8> full{};
-  const std::size_t at = gap.value_or(count);
-  for (std::size_t i = 0; i < at; ++i) full[i] = groups[i];
-  for (std::size_t i = at; i < count; ++i) full[8 - (count - i)] = groups[i];
-  std::array<std::uint8_t, 16> out{};
-  for (std::size_t i = 0; i < 8; ++i) {
-    out[2 * i] = static_cast<std::uint8_t>(full[i] >> 8U);
-    out[2 * i + 1] = static_cast<std::uint8_t>(full[i] & 0xffU);
-  }
-  return out;
-}
-
-/// Whether a local address (`http_request_view::local`) must have its `Host` checked: true unless
-/// it reads as a non-loopback address, `<IPv4>[:port]` or `[<IPv6>][:port]`
-/// (docs/security.md#dns-rebinding-host-and-origin). Loopback (127/8, `::1`, IPv4-mapped 127/8),
-/// the unspecified addresses, and anything unreadable (empty, `::1:8800`, a name, junk) are
-/// checked: failing safe.
-inline bool http_local_is_loopback(std::string_view local) noexcept {
-  std::string_view port;
-  std::optional<std::array<std::uint8_t, 4>> v4;
-  if (!local.empty() && local.front() == '[') {
-    const auto close = local.find(']');
-    if (close == std::string_view::npos) return true;
-    port = local.substr(close + 1);
-    const auto v6 = http_parse_ipv6(local.substr(1, close - 1));
-    if (!v6) return true;
-    bool zero10 = true;
-    for (std::size_t i = 0; i < 10; ++i) zero10 = zero10 && (*v6)[i] == 0;
-    const bool mapped = zero10 && (*v6)[10] == 0xff && (*v6)[11] == 0xff;
-    const bool compat = zero10 && (*v6)[10] == 0 && (*v6)[11] == 0;  // ::a.b.c.d, ::1 and :: included
-    if (mapped || compat) {
-      v4 = std::array<std::uint8_t, 4>{(*v6)[12], (*v6)[13], (*v6)[14], (*v6)[15]};
-      if (compat) return true;  // ::, ::1 and the deprecated IPv4-compatible forms: checked
-    }
-  } else {
-    const auto colon = local.find(':');
-    port = colon == std::string_view::npos ? std::string_view{} : local.substr(colon);
-    v4 = http_parse_ipv4(local.substr(0, colon));
-    if (!v4) return true;
-  }
-  if (!http_port_suffix_ok(port)) return true;
-  if (port.size() > 1) {
-    unsigned long n = 0;
-    for (std::size_t i = 1; i < port.size(); ++i) n = n * 10 + static_cast<unsigned long>(port[i] - '0');
-    if (n > 65535) return true;
-  }
-  if (!v4) return false;  // an IPv6 address other than loopback, unspecified or IPv4-mapped
-  const auto& a = *v4;
-  return a[0] == 127 || (a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0);
 }
 
 /// Whether a `Host` value names loopback (`localhost`, `127.0.0.1`, `[::1]`, any port).
@@ -313,6 +191,8 @@ struct http_post_exchange;
 struct per_request_channel;
 /// Closes every live per-request stream (shutdown); defined in http_per_request.ipp.
 inline void close_per_request_streams(http_endpoint::impl& ep) noexcept;
+/// Delivers a server event to the sessions; defined in http_events.ipp.
+inline void http_deliver_event(http_endpoint::impl& ep, const server_event& ev) noexcept;
 
 }  // namespace detail
 
@@ -323,6 +203,7 @@ struct http_endpoint::impl {
        std::unique_ptr<detail::clock_base> c)
       : srv(s), authn(std::move(a)), options(std::move(o)), clock(std::move(c)), budget(options.budget) {
     rebuild();
+    events = srv.subscribe([this](const server_event& ev) { detail::http_deliver_event(*this, ev); });
   }
 
   server& srv;
@@ -361,6 +242,9 @@ struct http_endpoint::impl {
   std::vector<std::shared_ptr<detail::http_session_state>> draining;  // guarded by posts_mutex
   // The live streams of the per-request era (begin_shutdown closes them).
   std::unordered_map<std::uint64_t, std::weak_ptr<detail::per_request_channel>> per_request_streams;  // posts_mutex
+  // The server's events for the handshake era's sessions (http_events.ipp); declared last, so
+  // that it ends (waiting out a delivery in progress) before anything it uses goes.
+  event_subscription events;
 
   /// (Re)creates the registry and the bridge with the current metrics and audit sink.
   void rebuild() {
@@ -503,7 +387,14 @@ struct http_endpoint::impl {
   }
 
   // Routes (definitions below).
-  void handle_mcp(const http_request_view& req, http_completion& done);
+  /// The MCP path; `who` is the principal the host handed in, or std::nullopt (authenticate).
+  void handle_mcp(const http_request_view& req, std::optional<principal> who, http_completion& done);
+  /// Every route (`http_endpoint::handle`); `handed` as in handle_mcp.
+  void route(const http_request_view& req, std::optional<principal> handed, http_completion& done);
+  /// `http_endpoint::check_head`: `who` is the handed-in principal or std::nullopt on entry, the
+  /// principal the head established (if any) on a pass.
+  [[nodiscard]] std::optional<http_response> head_verdict(const http_request_view& head,
+                                                          std::optional<principal>& who) const;
   void handle_post(const http_request_view& req, const principal& who, const correlation_id& cid,
                    http_completion& done);
   void handle_initialize(const std::shared_ptr<detail::http_post_exchange>& ex, http_completion& done);
@@ -516,7 +407,8 @@ struct http_endpoint::impl {
                      http_completion& done);
   bool handle_ops(const http_request_view& req, std::string_view path, http_completion& done);
   /// Steps 1-6 of docs/http.md#processing-order-on-the-mcp-path (everything the head decides):
-  /// the refusal, or nullopt with `who` set.
+  /// the refusal, or nullopt with `who` set (authenticated unless it was set on entry: a
+  /// principal handed in).
   [[nodiscard]] std::optional<http_reply> mcp_head(const http_request_view& req, const correlation_id& cid,
                                                    std::optional<principal>& who) const;
   /// Repeated Host (400) or Origin (403), then Host (403): the guard of the approval and
@@ -524,6 +416,13 @@ struct http_endpoint::impl {
   [[nodiscard]] std::optional<http_reply> host_guard(const http_request_view& req) const;
   [[nodiscard]] bool host_allowed(const http_request_view& req) const noexcept;
   [[nodiscard]] static bool loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept;
+  // CORS (docs/http.md#cors; defined in cors.ipp). The answer to a preflight of a listed origin
+  // (204, or its Host/Origin refusal), std::nullopt for any other request.
+  [[nodiscard]] std::optional<http_reply> cors_preflight(const http_request_view& req) const;
+  /// Adds the CORS headers of `req`'s answer to `head` (nothing with CORS off).
+  void cors_decorate(http_response& head, const http_request_view& req) const;
+  /// Makes `done` add them to the reply it is given (unchanged with CORS off).
+  void cors_wrap(const http_request_view& req, http_completion& done) const;
 };
 
 namespace detail {
@@ -648,8 +547,9 @@ inline std::optional<http_reply> http_endpoint::impl::host_guard(const http_requ
 }
 
 inline bool http_endpoint::impl::host_allowed(const http_request_view& req) const noexcept {
-  // An unreadable `local` counts as loopback (fail safe; docs/security.md#dns-rebinding-host-and-origin).
-  if (!options.validate_loopback_host || !detail::http_local_is_loopback(req.local)) return true;
+  // An unreadable or unknown `local` counts as loopback (fail safe;
+  // docs/security.md#dns-rebinding-host-and-origin).
+  if (!options.validate_loopback_host || !req.local.treated_as_loopback()) return true;
   const auto host = req.header("Host");
   if (!host) return false;  // a loopback request without Host: refused (fail closed)
   if (detail::http_host_is_loopback(*host)) return true;
@@ -661,7 +561,7 @@ inline bool http_endpoint::impl::host_allowed(const http_request_view& req) cons
 }
 
 inline bool http_endpoint::impl::loopback_same_origin(const http_request_view& req, std::string_view origin) noexcept {
-  if (!detail::http_local_is_loopback(req.local)) return false;
+  if (!req.local.treated_as_loopback()) return false;
   const auto host = req.header("Host");
   if (!host || !detail::http_host_is_loopback(*host)) return false;
   const std::string_view h = detail::http_trim(*host);
@@ -716,6 +616,7 @@ inline std::optional<http_reply> http_endpoint::impl::mcp_head(const http_reques
   if (const auto origin = req.header("Origin")) {
     bool ok = options.allow_loopback_same_origin && loopback_same_origin(req, *origin);
     for (const auto& o : options.allowed_origins) ok = ok || *origin == o;
+    for (const auto& o : options.cors.allowed_origins) ok = ok || *origin == o;  // docs/http.md#cors
     if (!ok) {
       if (is_get) count_reject(stream_reject::origin);
       reject_row(to_string(stream_reject::origin), {}, {}, cid.view());
@@ -735,15 +636,23 @@ inline std::optional<http_reply> http_endpoint::impl::mcp_head(const http_reques
     }
   }
   // 6. Authentication: every request, a session is never a credential
-  // (docs/sessions.md#the-session-registry).
-  who = authenticate(req);
+  // (docs/sessions.md#the-session-registry); a principal the host handed in stands for it
+  // (docs/http.md#handing-in-the-principal).
+  if (!who) who = authenticate(req);
   if (!who) return detail::http_unauthenticated(cid.view(), options.resource_metadata_url);
   return std::nullopt;
 }
 
-inline void http_endpoint::impl::handle_mcp(const http_request_view& req, http_completion& done) {
+inline void http_endpoint::impl::handle_mcp(const http_request_view& req, std::optional<principal> who,
+                                            http_completion& done) {
+  // CORS (docs/http.md#cors): a listed origin's preflight is answered here, before the kill
+  // switch and without authentication; every other answer gets the CORS headers.
+  if (std::optional<http_reply> preflight = cors_preflight(req)) {
+    detail::http_deliver(done, std::move(*preflight));
+    return;
+  }
+  cors_wrap(req, done);
   const correlation_id cid = mint_cid();
-  std::optional<principal> who;
   if (std::optional<http_reply> refused = mcp_head(req, cid, who)) {
     detail::http_deliver(done, std::move(*refused));
     return;
@@ -901,20 +810,20 @@ MCPCORE_DECL void http_endpoint::set_approvals(const approval_endpoint& approval
 
 MCPCORE_DECL void http_endpoint::set_readiness(std::function<bool()> ready) { impl_->ready = std::move(ready); }
 
-MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, http_completion done) {
-  impl& e = *impl_;
+inline void http_endpoint::impl::route(const http_request_view& req, std::optional<principal> handed,
+                                       http_completion& done) {
   const std::string_view path = detail::http_path_of(req.target);
-  if (e.is_mcp_path(path)) {
-    e.handle_mcp(req, done);
+  if (is_mcp_path(path)) {
+    handle_mcp(req, std::move(handed), done);
     return;
   }
-  if (e.approvals != nullptr && e.approvals->matches(req.target)) {
-    if (std::optional<http_reply> refused = e.host_guard(req)) {
+  if (approvals != nullptr && approvals->matches(req.target)) {
+    if (std::optional<http_reply> refused = host_guard(req)) {
       detail::http_deliver(done, std::move(*refused));
       return;
     }
-    const std::optional<principal> who = e.authenticate(req);
-    std::optional<http_response> answer = e.approvals->handle(req, who ? &*who : nullptr);
+    const std::optional<principal> who = handed ? std::move(handed) : authenticate(req);
+    std::optional<http_response> answer = approvals->handle(req, who ? &*who : nullptr);
     if (!answer) {
       detail::http_deliver(done, detail::http_empty(404));
       return;
@@ -924,34 +833,52 @@ MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, http_compl
     detail::http_deliver(done, std::move(r));
     return;
   }
-  if (e.handle_ops(req, path, done)) return;
+  if (handle_ops(req, path, done)) return;
   detail::http_deliver(done, detail::http_empty(404));
 }
 
-MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_request_view& head) const {
-  const impl& e = *impl_;
+inline std::optional<http_response> http_endpoint::impl::head_verdict(const http_request_view& head,
+                                                                      std::optional<principal>& who) const {
   const std::string_view path = detail::http_path_of(head.target);
-  if (e.is_mcp_path(path)) {
-    const correlation_id cid = e.mint_cid();
-    std::optional<principal> who;
-    if (std::optional<http_reply> refused = e.mcp_head(head, cid, who)) return std::move(refused->head);
+  if (is_mcp_path(path)) {
+    // A listed origin's preflight passes to handle, which answers it (docs/http.md#cors); its
+    // Host/Origin refusal is answered here.
+    if (std::optional<http_reply> preflight = cors_preflight(head)) {
+      who.reset();
+      if (preflight->head.status == 204) return std::nullopt;
+      return std::move(preflight->head);
+    }
+    const correlation_id cid = mint_cid();
+    if (std::optional<http_reply> refused = mcp_head(head, cid, who)) {
+      who.reset();
+      cors_decorate(refused->head, head);
+      return std::move(refused->head);
+    }
     // The declared length against the cap, after authentication as in handle (413 before parsing).
-    if (head.declared_length && *head.declared_length > e.options.max_body_bytes) {
-      return detail::http_error(detail::refusal::body_too_large, std::nullopt, cid.view()).head;
+    if (head.declared_length && *head.declared_length > options.max_body_bytes) {
+      who.reset();
+      http_response too_large = detail::http_error(detail::refusal::body_too_large, std::nullopt, cid.view()).head;
+      cors_decorate(too_large, head);
+      return too_large;
     }
     return std::nullopt;
   }
-  if (e.approvals != nullptr && e.approvals->matches(head.target)) {
-    if (std::optional<http_reply> refused = e.host_guard(head)) return std::move(refused->head);
+  if (approvals != nullptr && approvals->matches(head.target)) {
+    if (std::optional<http_reply> refused = host_guard(head)) {
+      who.reset();
+      return std::move(refused->head);
+    }
     // Without a principal the approval endpoint answers its 401 before it reads anything else.
-    if (!e.authenticate(head)) return e.approvals->handle(head, nullptr);
+    if (!who) who = authenticate(head);
+    if (!who) return approvals->handle(head, nullptr);
     return std::nullopt;
   }
-  const bool ops = (!e.options.metrics_path.empty() && path == e.options.metrics_path) ||
-                   (!e.options.healthz_path.empty() && path == e.options.healthz_path) ||
-                   (!e.options.readyz_path.empty() && path == e.options.readyz_path);
+  who.reset();  // the operational routes and 404 need no principal
+  const bool ops = (!options.metrics_path.empty() && path == options.metrics_path) ||
+                   (!options.healthz_path.empty() && path == options.healthz_path) ||
+                   (!options.readyz_path.empty() && path == options.readyz_path);
   if (ops) {
-    if (std::optional<http_reply> refused = e.host_guard(head)) return std::move(refused->head);
+    if (std::optional<http_reply> refused = host_guard(head)) return std::move(refused->head);
     if (head.method != "GET") {
       http_reply r = detail::http_empty(405);
       detail::http_add(r, "Allow", "GET");
@@ -960,6 +887,32 @@ MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_r
     return std::nullopt;
   }
   return detail::http_empty(404).head;
+}
+
+MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, http_completion done) {
+  impl_->route(req, std::nullopt, done);
+}
+
+MCPCORE_DECL void http_endpoint::handle(const http_request_view& req, principal caller, http_completion done) {
+  impl_->route(req, std::optional<principal>{std::move(caller)}, done);
+}
+
+MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_request_view& head) const {
+  std::optional<principal> who;
+  return impl_->head_verdict(head, who);
+}
+
+MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_request_view& head,
+                                                                    const principal* caller) const {
+  std::optional<principal> who;
+  if (caller != nullptr) who = *caller;
+  return impl_->head_verdict(head, who);
+}
+
+MCPCORE_DECL std::optional<http_response> http_endpoint::check_head(const http_request_view& head,
+                                                                    std::optional<principal>& established) const {
+  established.reset();
+  return impl_->head_verdict(head, established);
 }
 
 MCPCORE_DECL bool http_endpoint::matches(std::string_view target) const noexcept {
@@ -1035,5 +988,7 @@ MCPCORE_END_NAMESPACE
 #include <mcpcore/transport/impl/http_get_stream.ipp>
 #include <mcpcore/transport/impl/http_post_stream.ipp>
 #include <mcpcore/transport/impl/http_per_request.ipp>
+#include <mcpcore/transport/impl/http_events.ipp>
+#include <mcpcore/transport/impl/cors.ipp>
 
 #endif  // MCPCORE_IMPL_HTTP_ENDPOINT_IPP

@@ -124,6 +124,11 @@ class stdio_event_queue {
     cv_.notify_one();
     return true;
   }
+  /// Opens `key` without an acknowledgement (the handshake era's notifications).
+  void open(std::uint64_t key) {
+    std::lock_guard lock{mu_};
+    open_.push_back(key);
+  }
   /// Ends listen `key` (it was cancelled): its lines not yet taken are dropped, later ones refused.
   void drop(std::uint64_t key) {
     std::lock_guard lock{mu_};
@@ -163,6 +168,9 @@ class stdio_event_queue {
   std::vector<std::uint64_t> open_;  // the listens whose lines are queued (at most `max_listens`)
   bool closed_ = false;
 };
+
+/// The queue key of the handshake era's notifications (listens count from 1).
+inline constexpr std::uint64_t stdio_handshake_key = 0;
 
 /// `error.message` of a handshake-era request other than `ping` before `initialize`
 /// (docs/eras.md#stdio-lifecycle); the code is -32600.
@@ -578,6 +586,18 @@ struct stdio_transport::impl {
     }
   }
 
+  // A server event for the handshake era's client (docs/eras.md#stdio): `resource_updated` when it
+  // subscribed to the URI, a list change once it is initialized and when the server advertises
+  // `listChanged`. Queued for the event writer: the publishing thread never waits for the output.
+  void handshake_event(const server_event& e) noexcept {
+    try {
+      const bool updated = e.kind == server_event_kind::resource_updated;
+      if (updated ? !client.subscribed(e.uri) : !(srv.options().list_changed && client.initialized())) return;
+      (void)events.push(detail::stdio_handshake_key, event_notification(e));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for this line; the next event tries again
+    }
+  }
+
   // The event writer: the listens' lines, in the order they were published.
   void write_events() {
     while (auto line = events.pop()) (void)sink->send(*line);
@@ -650,6 +670,11 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   st.pinned = detail::stdio_pin::none;  // a new connection: its first request decides
   st.initialize_admitted.store(false);  // and it is not initialized
   st.events.reopen();
+  // The handshake era's notifications (docs/eras.md#stdio): queued by the server's events, written
+  // by the event writer.
+  st.events.open(detail::stdio_handshake_key);
+  if (!st.event_writer.joinable()) st.event_writer = std::thread{[&st] { st.write_events(); }};
+  event_subscription handshake = st.srv.subscribe([&st](const server_event& e) { st.handshake_event(e); });
   st.running.reserve(st.options.workers);  // registering a running call never allocates
   std::vector<std::thread> workers;
   workers.reserve(st.options.workers);
@@ -719,6 +744,7 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   st.client.close();
   st.work_cv.notify_all();
   for (auto& t : workers) t.join();
+  handshake.cancel();
   st.close_listens(stopped);
   return status;
 }
