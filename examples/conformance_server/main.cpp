@@ -458,15 +458,20 @@ int run(int argc, char** argv) {
   std::string port_file;
   std::string token_file;
   bool stdio = false;
+  std::vector<std::string> cors_origins;
   auto* port_opt = app.add_option("--port", port, "TCP port on 127.0.0.1 (0: an ephemeral port)")->capture_default_str();
   auto* port_file_opt = app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
   auto* token_file_opt =
       app.add_option("--token-file", token_file, "Bearer tokens (SHA-256 digests, docs/authentication.md)")
           ->check(CLI::ExistingFile);
+  auto* cors_opt = app.add_option("--cors-origin", cors_origins,
+                                  "Let pages of this exact origin (e.g. http://127.0.0.1:6274) call /mcp from a browser "
+                                  "(CORS, docs/http.md#cors); repeatable");
   app.add_flag("--stdio", stdio, "Serve one client on stdin/stdout (the anonymous principal) instead of HTTP")
       ->excludes(port_opt)
       ->excludes(port_file_opt)
-      ->excludes(token_file_opt);
+      ->excludes(token_file_opt)
+      ->excludes(cors_opt);
   CLI11_PARSE(app, argc, argv);
 
   std::optional<mcpcore::transport::token_authenticator> tokens;
@@ -474,7 +479,7 @@ int run(int argc, char** argv) {
     auto loaded = mcpcore::transport::token_authenticator::load(token_file);
     if (!loaded) {
       std::fprintf(stderr, "mcpcore-conformance-server: %s: %s\n", token_file.c_str(),
-                   mcpcore::transport::to_string(loaded.error()).c_str());
+                   loaded.error().message().c_str());
       return 1;
     }
     for (const auto& w : loaded->warnings()) {
@@ -527,6 +532,7 @@ int run(int argc, char** argv) {
   // bind picks; the Asio server drives it, ticks it and shuts it down.
   mcpcore::http_endpoint_options endpoint_options;
   endpoint_options.session.max_sessions_per_principal = max_sessions_per_principal;
+  endpoint_options.cors.allowed_origins = cors_origins;
   mcpcore::http_endpoint endpoint{*server, fixture_authenticator{std::move(tokens)}, endpoint_options};
   endpoint.set_approvals(approval_routes);
   mcpcore::transport::asio_http_server_options http_options;
