@@ -25,6 +25,7 @@
 #include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/transport/blocking_adapter.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/version.hpp>
