@@ -20,11 +20,33 @@
 #  error "mcpcore requires C++23 (-std=c++23)"
 #endif
 
+// Symbol visibility (docs/configuration.md#shared-and-static-libraries). The compiled libraries
+// are built with hidden visibility (-fvisibility=hidden -fvisibility-inlines-hidden); what a host
+// may call carries default visibility, the same when building the library and when using it:
+//  - MCPCORE_DECL on each non-inline, non-template function declared in a public header;
+//  - MCPCORE_API on each polymorphic class of a public header (its vtable and typeinfo are shared
+//    by the library and the host: the type-erasure bases whose models a host instantiates, the
+//    sinks and streams the library hands out), and on each function of the compiled-only
+//    mcpcore::transport (which has no header-only form, so no MCPCORE_DECL).
+// A non-template function defined in an impl/*.ipp and declared in no public header is a helper of
+// the library's own: MCPCORE_INTERNAL (hidden however the library is built; the packaging test
+// `package.find_package.shared` checks one stays out of libmcpcore.so's dynamic symbols).
+// Header-only, MCPCORE_DECL and MCPCORE_INTERNAL are `inline` and MCPCORE_API is empty.
 #if defined(MCPCORE_HEADER_ONLY)
 #  define MCPCORE_DECL inline
+#  define MCPCORE_INTERNAL inline
+#  define MCPCORE_API
 #  define MCPCORE_ABI_TAG v0_ho
 #else
-#  define MCPCORE_DECL
+#  if defined(__GNUC__) || defined(__clang__)
+#    define MCPCORE_VISIBLE __attribute__((visibility("default")))
+#    define MCPCORE_INTERNAL __attribute__((visibility("hidden")))
+#  else
+#    define MCPCORE_VISIBLE
+#    define MCPCORE_INTERNAL
+#  endif
+#  define MCPCORE_DECL MCPCORE_VISIBLE
+#  define MCPCORE_API MCPCORE_VISIBLE
 #  define MCPCORE_ABI_TAG v0_sc
 #endif
 

@@ -129,7 +129,7 @@ class clock_ref {
 
 namespace detail {
 // Type erasure of a `clock_source`, shared by the server and the approval service.
-struct clock_base {
+struct MCPCORE_API clock_base {
   virtual ~clock_base() = default;
   virtual std::chrono::steady_clock::time_point steady_now() const noexcept = 0;
   virtual std::chrono::system_clock::time_point system_now() const noexcept = 0;

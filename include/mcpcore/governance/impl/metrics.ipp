@@ -57,7 +57,7 @@ constexpr bool valid_label_name(std::string_view s) noexcept {
 }
 
 // Prometheus text format escapes: label values escape \ " and LF; help text escapes \ and LF.
-MCPCORE_DECL void append_prometheus_escaped(std::string& out, std::string_view s, bool quote) {
+MCPCORE_INTERNAL void append_prometheus_escaped(std::string& out, std::string_view s, bool quote) {
   for (const char c : s) {
     if (c == '\\') {
       out.append("\\\\");
@@ -73,7 +73,7 @@ MCPCORE_DECL void append_prometheus_escaped(std::string& out, std::string_view s
 
 // Renders a label set sorted by name; false when a name is invalid or repeated, or a value is
 // not UTF-8.
-MCPCORE_DECL bool render_metric_labels(std::string& out, std::span<const metric_label> labels) {
+MCPCORE_INTERNAL bool render_metric_labels(std::string& out, std::span<const metric_label> labels) {
   if (labels.empty()) return true;
   std::vector<metric_label> sorted{labels.begin(), labels.end()};
   // Sorted, so that one label set given in any order renders to one key and one series.

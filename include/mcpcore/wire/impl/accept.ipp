@@ -12,7 +12,7 @@ namespace detail {
 
 constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
 
-MCPCORE_DECL bool media_type_equals(std::string_view element, std::string_view media_type) noexcept {
+MCPCORE_INTERNAL bool media_type_equals(std::string_view element, std::string_view media_type) noexcept {
   // element: the text before any ';', trimmed.
   while (!element.empty() && is_ows(element.front())) element.remove_prefix(1);
   while (!element.empty() && is_ows(element.back())) element.remove_suffix(1);

@@ -13,7 +13,7 @@ namespace detail {
 
 // Every object level appends its members to the shared scratch vector, sorts its own segment,
 // writes it, and truncates back: one allocation amortized over the whole document.
-MCPCORE_DECL void write_canonical_rec(json::writer& w, json::value v, std::vector<json::member>& scratch) {
+MCPCORE_INTERNAL void write_canonical_rec(json::writer& w, json::value v, std::vector<json::member>& scratch) {
   switch (v.kind()) {
     case json::kind::array:
       w.begin_array();

@@ -17,7 +17,7 @@ namespace detail {
 // (docs/errors.md#the-errordata-envelope: "a process-global atomic starting at 0"). A
 // function-local static is a single object in both compile modes, since an inline function's
 // statics are shared by every TU.
-MCPCORE_DECL std::atomic<std::uint64_t>& correlation_sequence() noexcept {
+MCPCORE_INTERNAL std::atomic<std::uint64_t>& correlation_sequence() noexcept {
   static std::atomic<std::uint64_t> sequence{0};
   return sequence;
 }

@@ -41,7 +41,7 @@ class json_category_impl final : public std::error_category {
 
 // Maps simdjson's error codes onto ours. The DOM parser reports content after the value as a
 // structural (tape) error, so it is a syntax_error like any other misplaced token.
-MCPCORE_DECL json_errc from_simdjson(simdjson::error_code e) noexcept {
+MCPCORE_INTERNAL json_errc from_simdjson(simdjson::error_code e) noexcept {
   switch (e) {
     case simdjson::EMPTY: return json_errc::empty_input;
     case simdjson::UTF8_ERROR: return json_errc::invalid_utf8;

@@ -22,7 +22,7 @@ struct utf8_step {
 // Classifies the sequence starting at a byte >= 0x80 by the well-formed byte ranges of the
 // Unicode Standard, Table 3-7. An ill-formed sequence reports its maximal subpart: the longest
 // prefix that could still have begun a well-formed sequence (at least one byte).
-MCPCORE_DECL utf8_step utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
+MCPCORE_INTERNAL utf8_step utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
   const unsigned char lead = p[0];
   std::size_t trail = 0;
   unsigned char lo = 0x80;

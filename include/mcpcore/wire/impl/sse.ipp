@@ -28,7 +28,7 @@ void for_each_line(std::string_view text, F&& f) {
   f(text.substr(start));
 }
 
-MCPCORE_DECL void append_uint(std::string& out, std::uint64_t v) {
+MCPCORE_INTERNAL void append_uint(std::string& out, std::uint64_t v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, r.ptr);

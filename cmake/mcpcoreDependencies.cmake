@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+# The dependencies of each mcpcore component, and how a missing one is reported: used by the
+# build (CMakeLists.txt) and installed beside mcpcoreConfig.cmake, which asks only for the
+# components a consumer names (docs/configuration.md#cmake-components).
+#
+#   core       simdjson, RE2 (schema patterns, docs/schema.md#patterns), Threads
+#   sqlite     core + SQLite 3.35
+#   transport  core + Asio, http-parser, OpenSSL 3
+#
+# mcpcore_find_component_dependencies(<component> <result-var> [QUIET])
+#   Finds every dependency of <component>. On success sets <result-var> to ""; otherwise to a
+#   message naming the component, the dependency and the Debian package that provides it.
+#   A macro, so that the imported targets and *_FOUND variables land in the caller's scope.
+macro(mcpcore_find_component_dependencies _mcpcore_component _mcpcore_result)
+  set(${_mcpcore_result} "")
+  set(_mcpcore_quiet "")
+  if("${ARGN}" STREQUAL "QUIET")
+    set(_mcpcore_quiet QUIET)
+  endif()
+  if("${_mcpcore_component}" STREQUAL "core")
+    find_package(Threads ${_mcpcore_quiet})
+    if(NOT Threads_FOUND)
+      set(${_mcpcore_result} "mcpcore component `core` needs Threads (a POSIX threads library): apt install libc6-dev")
+    endif()
+    if(NOT ${_mcpcore_result})
+      find_package(simdjson CONFIG QUIET)
+      if(NOT simdjson_FOUND OR simdjson_VERSION VERSION_LESS 3.0)
+        set(${_mcpcore_result} "mcpcore component `core` needs simdjson 3.0 or later: apt install libsimdjson-dev")
+      endif()
+    endif()
+    if(NOT ${_mcpcore_result})
+      # Debian 12's libre2-dev ships a pkg-config file and no CMake package.
+      find_package(PkgConfig QUIET)
+      if(NOT PKG_CONFIG_FOUND)
+        set(${_mcpcore_result} "mcpcore component `core` needs pkg-config to find RE2: apt install pkgconf")
+      else()
+        if(NOT TARGET PkgConfig::RE2)
+          pkg_check_modules(RE2 QUIET IMPORTED_TARGET re2)
+        endif()
+        if(NOT TARGET PkgConfig::RE2)
+          set(${_mcpcore_result} "mcpcore component `core` needs RE2: apt install libre2-dev")
+        endif()
+      endif()
+    endif()
+  elseif("${_mcpcore_component}" STREQUAL "sqlite")
+    find_package(SQLite3 3.35 QUIET)
+    if(NOT SQLite3_FOUND)
+      set(${_mcpcore_result} "mcpcore component `sqlite` needs SQLite 3.35 or later: apt install libsqlite3-dev")
+    endif()
+  elseif("${_mcpcore_component}" STREQUAL "transport")
+    find_package(Asio 1.22 QUIET)
+    if(NOT Asio_FOUND)
+      set(${_mcpcore_result} "mcpcore component `transport` needs Asio: apt install libasio-dev")
+    endif()
+    if(NOT ${_mcpcore_result})
+      find_package(HttpParser 2.9 QUIET)
+      if(NOT HttpParser_FOUND)
+        set(${_mcpcore_result} "mcpcore component `transport` needs http-parser: apt install libhttp-parser-dev")
+      endif()
+    endif()
+    if(NOT ${_mcpcore_result})
+      find_package(OpenSSL 3 QUIET)
+      if(NOT OpenSSL_FOUND)
+        set(${_mcpcore_result} "mcpcore component `transport` needs OpenSSL 3: apt install libssl-dev")
+      endif()
+    endif()
+  else()
+    set(${_mcpcore_result} "mcpcore has no component `${_mcpcore_component}` (components: core, sqlite, transport)")
+  endif()
+  unset(_mcpcore_quiet)
+endmacro()
