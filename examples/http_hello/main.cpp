@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's embedding example: a whole program serving one tool over Streamable HTTP, built by
-// CI (tests/CMakeLists.txt) so that the documented code always compiles.
+// A one-tool MCP server over Streamable HTTP on 127.0.0.1:8765 (examples/README.md, step 2). The
+// README's "Embedding" section and docs/getting-started.md#a-first-http-server show this program;
+// CI builds it and examples/http_hello/check_http_hello.sh runs it against a token file.
+// ---- snippet http_hello_includes (keep identical) ----
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
 #include <string>
+// ---- end of snippet http_hello_includes
 
-// ---- README embedding snippet (keep identical) ----
+// ---- snippet http_hello (keep identical) ----
 int main() {
   mcpcore::server_builder b{{.name = "hello", .version = "1.0.0"}};
   b.tool("echo").description("Returns the given text.").security("Echo", mcpcore::operation::read)
@@ -23,4 +26,4 @@ int main() {
   mcpcore::transport::asio_http_server http{endpoint, {.port = 8765}};  // on 127.0.0.1
   return http.run() ? 0 : 1;
 }
-// ---- end of snippet ----
+// ---- end of snippet http_hello

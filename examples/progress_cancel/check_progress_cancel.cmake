@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake -DEXE=<mcpcore-progress-cancel> -DINPUT=<session.in> -P this
+# Call 2 (count to 3, progress token "p2") must send its three progress notifications, in order,
+# before its result; call 3 (count to 100 at 100 ms, ten seconds) is cancelled at once and must
+# get no response; the ping after it is answered; and the run ends well before call 3 could have
+# finished or the transport's 5 s drain could have cut it.
+string(TIMESTAMP _t0 "%s")
+execute_process(COMMAND ${EXE} INPUT_FILE ${INPUT} OUTPUT_VARIABLE _out RESULT_VARIABLE _rc TIMEOUT 30)
+string(TIMESTAMP _t1 "%s")
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "example exited with ${_rc}:\n${_out}")
+endif()
+math(EXPR _seconds "${_t1} - ${_t0}")
+if(_seconds GREATER 3)
+  message(FATAL_ERROR "the run took ${_seconds} s: the cancelled call did not stop at once")
+endif()
+set(_at -1)
+foreach(_step 1 2 3)
+  set(_want "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p2\",\"progress\":${_step},\"total\":3,\"message\":\"step ${_step}\"}}")
+  string(FIND "${_out}" "${_want}" _pos)
+  if(_pos EQUAL -1 OR NOT _pos GREATER _at)
+    message(FATAL_ERROR "progress step ${_step} of call 2 missing or out of order:\n${_out}")
+  endif()
+  set(_at ${_pos})
+endforeach()
+string(FIND "${_out}" "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"counted to 3\"}]}}" _pos)
+if(_pos EQUAL -1 OR NOT _pos GREATER _at)
+  message(FATAL_ERROR "call 2's result missing or before its progress:\n${_out}")
+endif()
+if(_out MATCHES "\"id\":3,")
+  message(FATAL_ERROR "the cancelled call 3 was answered:\n${_out}")
+endif()
+if(NOT _out MATCHES "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}")
+  message(FATAL_ERROR "the ping after the cancellation was not answered:\n${_out}")
+endif()
+message(STATUS "progress delivered in order, the cancelled call stopped in ${_seconds} s")
