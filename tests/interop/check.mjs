@@ -3,7 +3,7 @@
 // host_e2e.mjs, host_v2.mjs): assertions that throw CheckFailure, a runner that prints one line per check,
 // "ok - <name>" or "not ok - <name>: <why>", and the "# N passed, M failed" summary, the global timeout, the tap
 // transport that records the raw JSON-RPC, the recording fetch for the v2 client, and starting server processes
-// (mcpcore-host among them).
+// (mcpcore-host among them), and raw-HTTP reading: whole bodies and SSE events, bounded in time.
 
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
@@ -283,6 +283,113 @@ export async function wireResponse(entry) {
   if (!response) throw new CheckFailure(`no response on the wire to ${entry.body.method} id ${fmt(entry.body.id)}`);
   return response;
 }
+
+// ---- raw HTTP bodies and SSE ----------------------------------------------------------------------------
+
+/** Bound on reading one SSE event or one whole response body, unless the caller gives another. */
+export const DEFAULT_READ_TIMEOUT_MS = 10_000;
+
+/** Reads a whole body as text, bounded in time. */
+export function bodyText(response, timeoutMs = DEFAULT_READ_TIMEOUT_MS) {
+  return withTimeout(response.text(), timeoutMs, `the response body did not end within ${timeoutMs} ms`);
+}
+
+/**
+ * An incremental text/event-stream reader (WHATWG parsing rules: `data` lines joined with LF, one
+ * leading space removed, comments and unknown fields ignored, an event is dispatched only when it had
+ * a data line; an id-only block just moves the last event id).
+ */
+export class SseReader {
+  constructor(response) {
+    this.reader = response.body.getReader();
+    this.decoder = new TextDecoder();
+    this.buffer = '';
+    this.queue = [];
+    this.ended = false;
+    this.pending = undefined;
+    this.retry = undefined;
+    this.lastEventId = undefined;
+  }
+
+  _parse() {
+    for (;;) {
+      const m = /\r\n\r\n|\n\n|\r\r/.exec(this.buffer);
+      if (!m) return;
+      const block = this.buffer.slice(0, m.index);
+      this.buffer = this.buffer.slice(m.index + m[0].length);
+      const data = [];
+      const event = { id: undefined, event: undefined, retry: undefined, data: undefined };
+      for (const line of block.split(/\r\n|\n|\r/)) {
+        if (line === '' || line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? '' : line.slice(colon + 1);
+        if (value.startsWith(' ')) value = value.slice(1);
+        if (field === 'data') data.push(value);
+        else if (field === 'id') event.id = value;
+        else if (field === 'event') event.event = value;
+        else if (field === 'retry' && /^\d+$/.test(value)) event.retry = Number(value);
+      }
+      if (event.retry !== undefined) this.retry = event.retry;
+      if (event.id !== undefined) this.lastEventId = event.id;
+      if (data.length === 0) continue;
+      event.data = data.join('\n');
+      try {
+        event.json = event.data === '' ? undefined : JSON.parse(event.data);
+      } catch {
+        event.json = undefined;
+      }
+      this.queue.push(event);
+    }
+  }
+
+  /** The next event, or null when the stream ended; throws a CheckFailure after `timeoutMs`. */
+  async next(timeoutMs = DEFAULT_READ_TIMEOUT_MS) {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (this.queue.length > 0) return this.queue.shift();
+      if (this.ended) return null;
+      this.pending ??= this.reader.read();
+      const left = deadline - performance.now();
+      if (left <= 0) throw new CheckFailure(`no SSE event within ${timeoutMs} ms`);
+      let timer;
+      const timedOut = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), left); });
+      const got = await Promise.race([this.pending, timedOut]);
+      clearTimeout(timer);
+      if (got === 'timeout') throw new CheckFailure(`no SSE event within ${timeoutMs} ms`);
+      this.pending = undefined;
+      if (got.done) {
+        this.buffer += this.decoder.decode();
+        this._parse();
+        this.ended = true;
+      } else {
+        this.buffer += this.decoder.decode(got.value, { stream: true });
+        this._parse();
+      }
+    }
+  }
+
+  /** Every event until the stream ends (bounded per event). */
+  async rest(timeoutMs = DEFAULT_READ_TIMEOUT_MS) {
+    const out = [];
+    for (let e = await this.next(timeoutMs); e !== null; e = await this.next(timeoutMs)) out.push(e);
+    return out;
+  }
+
+  async cancel() {
+    try { await this.reader.cancel(); } catch { /* already closed */ }
+  }
+}
+
+/** The JSON-RPC messages of a response: the one JSON body, or every SSE data event. */
+export async function messagesOf(response) {
+  const type = response.headers.get('content-type') ?? '';
+  if (type.startsWith('application/json')) return [JSON.parse(await bodyText(response))];
+  expect(type.startsWith('text/event-stream'), `unexpected Content-Type ${fmt(type)}`);
+  const events = await new SseReader(response).rest();
+  return events.filter((e) => e.json !== undefined).map((e) => e.json);
+}
+
 
 // ---- server processes -----------------------------------------------------------------------------------
 

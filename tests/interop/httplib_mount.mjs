@@ -22,8 +22,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fmt, startGlobalTimer, startServerProcess, stopServerProcess,
-  textOf, withTimeout,
+  CheckFailure, SseReader, bodyText, createChecks, expect, expectEqual, fmt, messagesOf, startGlobalTimer,
+  startServerProcess, stopServerProcess, textOf, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -115,92 +115,6 @@ function getStream(session, { lastEventId, token = ALICE, signal } = {}) {
   if (token) headers.Authorization = `Bearer ${token}`;
   if (lastEventId !== undefined) headers['Last-Event-ID'] = lastEventId;
   return fetch(mcpUrl, { method: 'GET', headers, signal });
-}
-
-function bodyText(response) {
-  return withTimeout(response.text(), READ_TIMEOUT_MS, `the response body did not end within ${READ_TIMEOUT_MS} ms`);
-}
-
-/** An incremental text/event-stream reader (the WHATWG parsing rules that matter here). */
-class SseReader {
-  constructor(response) {
-    this.reader = response.body.getReader();
-    this.decoder = new TextDecoder();
-    this.buffer = '';
-    this.queue = [];
-    this.ended = false;
-    this.pending = undefined;
-  }
-
-  _parse() {
-    for (;;) {
-      const m = /\r\n\r\n|\n\n|\r\r/.exec(this.buffer);
-      if (!m) return;
-      const block = this.buffer.slice(0, m.index);
-      this.buffer = this.buffer.slice(m.index + m[0].length);
-      const data = [];
-      const event = { id: undefined, data: undefined };
-      for (const line of block.split(/\r\n|\n|\r/)) {
-        if (line === '' || line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (field === 'data') data.push(value);
-        else if (field === 'id') event.id = value;
-      }
-      if (data.length === 0) continue;
-      event.data = data.join('\n');
-      try { event.json = event.data === '' ? undefined : JSON.parse(event.data); } catch { event.json = undefined; }
-      this.queue.push(event);
-    }
-  }
-
-  /** The next event, or null when the stream ended; throws a CheckFailure after `timeoutMs`. */
-  async next(timeoutMs = READ_TIMEOUT_MS) {
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      if (this.queue.length > 0) return this.queue.shift();
-      if (this.ended) return null;
-      this.pending ??= this.reader.read();
-      const left = deadline - performance.now();
-      if (left <= 0) throw new CheckFailure(`no SSE event within ${timeoutMs} ms`);
-      let timer;
-      const timedOut = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), left); });
-      const got = await Promise.race([this.pending, timedOut]);
-      clearTimeout(timer);
-      if (got === 'timeout') throw new CheckFailure(`no SSE event within ${timeoutMs} ms`);
-      this.pending = undefined;
-      if (got.done) {
-        this.buffer += this.decoder.decode();
-        this._parse();
-        this.ended = true;
-      } else {
-        this.buffer += this.decoder.decode(got.value, { stream: true });
-        this._parse();
-      }
-    }
-  }
-
-  /** Every event until the stream ends (bounded per event). */
-  async rest(timeoutMs = READ_TIMEOUT_MS) {
-    const out = [];
-    for (let e = await this.next(timeoutMs); e !== null; e = await this.next(timeoutMs)) out.push(e);
-    return out;
-  }
-
-  async cancel() {
-    try { await this.reader.cancel(); } catch { /* already closed */ }
-  }
-}
-
-/** The JSON-RPC messages of a response: the one JSON body, or every SSE data event. */
-async function messagesOf(response) {
-  const type = response.headers.get('content-type') ?? '';
-  if (type.startsWith('application/json')) return [JSON.parse(await bodyText(response))];
-  expect(type.startsWith('text/event-stream'), `unexpected Content-Type ${fmt(type)}`);
-  const events = await new SseReader(response).rest();
-  return events.filter((e) => e.json !== undefined).map((e) => e.json);
 }
 
 let rawIds = 1000;
