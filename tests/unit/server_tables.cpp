@@ -180,14 +180,16 @@ TEST_CASE("server.md/tables-that-change: list pages follow a change and a cursor
 TEST_CASE("server.md/tables-that-change: list_changed advertises listChanged true for every family, even empty ones") {
   server plain = build_with({}, {"a"});
   fx::connection c;
-  const auto caps = c.send(plain, fx::initialize(1)).result()["capabilities"];
+  const auto plain_init = c.send(plain, fx::initialize(1));  // the document the views below read
+  const auto caps = plain_init.result()["capabilities"];
   CHECK(fx::to_json(caps["tools"]) == R"({"listChanged":false})");
   CHECK_FALSE(caps["prompts"].exists());
   CHECK_FALSE(caps["resources"].exists());
 
   server changing = build_with({.list_changed = true}, {});
   fx::connection d;
-  const auto all = d.send(changing, fx::initialize(1)).result()["capabilities"];
+  const auto changing_init = d.send(changing, fx::initialize(1));
+  const auto all = changing_init.result()["capabilities"];
   CHECK(fx::to_json(all["tools"]) == R"({"listChanged":true})");
   CHECK(fx::to_json(all["prompts"]) == R"({"listChanged":true})");
   CHECK(fx::to_json(all["resources"]) == R"({"subscribe":true,"listChanged":true})");
