@@ -8,6 +8,7 @@
 // The key is read from the environment variable MCPCORE_EXAMPLE_API_KEY (it never appears on a
 // command line). examples/custom_plugins/check_custom_plugins.sh runs it.
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/authenticator.hpp>
 #include <mcpcore/governance/policy.hpp>

@@ -4,6 +4,8 @@
 // CI builds it and examples/http_hello/check_http_hello.sh runs it against a token file.
 // ---- snippet http_hello_includes (keep identical) ----
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>

@@ -5,6 +5,7 @@
 // stdin/stdout; examples/progress_cancel/check_progress_cancel.cmake runs a scripted session.
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/wire/log_level.hpp>
 

@@ -3,6 +3,8 @@
 // (examples/README.md, step 1; docs/getting-started.md#a-first-stdio-server shows this file).
 // ---- snippet stdio_hello (keep identical) ----
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/transport/stdio.hpp>
 
 #include <cstdio>
