@@ -5,6 +5,9 @@
 // transport that records the raw JSON-RPC, the recording fetch for the v2 client, and starting server processes
 // (mcpcore-host among them), and raw-HTTP reading: whole bodies and SSE events, bounded in time.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -399,6 +402,33 @@ export async function messagesOf(response) {
  * no port within `waitMs`. `child.exitInfo` is set to `{code, signal}` when it exits. `stdout` is 'inherit' or
  * 'pipe' (the caller then reads `child.stdout`).
  */
+/**
+ * A scratch directory for one run (its port file inside), and the cleanup that SIGKILLs the server
+ * `current()` returns (while it still runs) and removes the directory. The cleanup runs on exit and, with
+ * `signals`, on SIGINT / SIGTERM (printing "not ok - interrupted by <signal>" and exiting 1).
+ */
+export function scratchRun(prefix, current, { signals = false } = {}) {
+  const work = mkdtempSync(join(tmpdir(), prefix));
+  const cleanup = () => {
+    const server = current();
+    if (server && server.exitInfo === undefined) {
+      try { process.kill(server.pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+    try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
+  };
+  process.on('exit', cleanup);
+  if (signals) {
+    for (const sig of ['SIGINT', 'SIGTERM']) {
+      process.on(sig, () => {
+        process.stdout.write(`not ok - interrupted by ${sig}\n`);
+        cleanup();
+        process.exit(1);
+      });
+    }
+  }
+  return { work, portFile: join(work, 'port'), cleanup };
+}
+
 export async function startServerProcess(binary, args, portFile, { waitMs, stdout = 'inherit', env = process.env }) {
   const { spawn } = await import('node:child_process');
   const { existsSync, readFileSync } = await import('node:fs');

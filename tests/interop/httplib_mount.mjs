@@ -11,10 +11,8 @@
 // check, "ok - <name>" or "not ok - <name>: <why>". The server is always killed by its PID at the end.
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 
@@ -22,8 +20,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CheckFailure, SseReader, bodyText, createChecks, expect, expectEqual, fmt, messagesOf, startGlobalTimer,
-  startServerProcess, stopServerProcess, textOf, withTimeout,
+  CheckFailure, SseReader, bodyText, createChecks, expect, expectEqual, fmt, messagesOf, scratchRun,
+  startGlobalTimer, startServerProcess, stopServerProcess, textOf, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -71,25 +69,8 @@ const { check, describe, markInitialized, summary } = createChecks({ timeoutMs: 
 
 // ---- the server -----------------------------------------------------------------------------------------
 
-const work = mkdtempSync(join(tmpdir(), 'mcpcore-httplib-mount-'));
-const portFile = join(work, 'port');
 let server;
-
-function cleanup() {
-  if (server && server.exitInfo === undefined) {
-    try { process.kill(server.pid, 'SIGKILL'); } catch { /* already gone */ }
-  }
-  try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
-}
-
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    process.stdout.write(`not ok - interrupted by ${sig}\n`);
-    cleanup();
-    process.exit(1);
-  });
-}
+const { portFile, cleanup } = scratchRun('mcpcore-httplib-mount-', () => server, { signals: true });
 const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, cleanup);
 
 let mcpUrl;

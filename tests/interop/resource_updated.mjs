@@ -12,9 +12,7 @@
 // killed by its PID at the end. Exit status: 0 when every check passed, 1 otherwise (also after
 // the global timeout), 2 on bad usage.
 
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -23,7 +21,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  createChecks, expect, expectEqual, startGlobalTimer, startServerProcess, stopServerProcess, textOf, withTimeout,
+  createChecks, expect, expectEqual, scratchRun, startGlobalTimer, startServerProcess, stopServerProcess, textOf, withTimeout,
 } from './check.mjs';
 
 /** The whole run is killed with exit status 1 after this long (ctest's TIMEOUT is larger). */
@@ -56,17 +54,8 @@ if (!existsSync(serverBinary)) {
 
 const { check, describe, markInitialized, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
 
-const work = mkdtempSync(join(tmpdir(), 'mcpcore-resource-updated-'));
-const portFile = join(work, 'port');
 let server;
-
-function cleanup() {
-  if (server && server.exitInfo === undefined) {
-    try { process.kill(server.pid, 'SIGKILL'); } catch { /* already gone */ }
-  }
-  try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
-}
-process.on('exit', cleanup);
+const { portFile, cleanup } = scratchRun('mcpcore-resource-updated-', () => server);
 const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, cleanup);
 
 let mcpUrl;
