@@ -122,7 +122,8 @@ constexpr std::string_view reason_internal = "request parser inconsistency";
 //  - a line starting with SP or HTAB after the request line: obsolete folding (§5.2): 400;
 //  - a request line whose version part is not `HTTP/` DIGIT `.` DIGIT (§2.3, §3): 400, or is
 //    another version than 1.0 and 1.1 (HTTP/0.9 included): 505; CONNECT: 501;
-//  - a target longer than max_target_bytes: 414; more field lines than max_header_count: 431.
+//  - a target longer than max_target_bytes: 414; more field lines than max_header_count: 431 (a
+//    Host added for an absolute-form target counts as one);
 // It also finds the empty line that ends the section, agreeing with the library on line ends
 // (LF or CRLF), and skips empty lines before the request line (§2.2) as the library does.
 //
@@ -808,7 +809,14 @@ struct http_head_parser::impl {
         placed = true;
       }
     }
-    if (!placed) fields.push_back(mcpcore::http_header{"Host", authority});
+    if (!placed) {
+      // The added Host is a field like any other: it must fit under max_header_count.
+      if (fields.size() >= limits_.max_header_count) {
+        fail(431, reason_too_many_fields);
+        return false;
+      }
+      fields.push_back(mcpcore::http_header{"Host", authority});
+    }
     req_.headers = std::move(fields);
     return true;
   }

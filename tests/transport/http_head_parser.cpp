@@ -766,6 +766,15 @@ TEST_CASE("RFC 9112 §3.2.2: an absolute-form target reaches the endpoint as ori
   CHECK(bare.requests[0].headers[0].name == "Host");
   CHECK(bare.requests[0].headers[0].value == "[::1]:9");
   CHECK(run("GET http://h HTTP/1.1\r\n\r\n").requests.at(0).target == "/");
+  // The added Host counts against max_header_count (found by fuzz_http_head): at the cap it is 431,
+  // while replacing a Host that is there keeps the count.
+  head_limits two_fields;
+  two_fields.max_header_count = 2;
+  CHECK(status_of("GET http://h/ HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n", two_fields) == 431);
+  CHECK(run("GET http://h/ HTTP/1.1\r\nA: 1\r\nHost: x\r\n\r\n", 0, two_fields)
+            .requests.at(0).headers.size() == 2);
+  CHECK(run("GET http://h/ HTTP/1.1\r\nA: 1\r\n\r\n", 0, two_fields).requests.at(0).headers.size() ==
+        2);
   // Other schemes, userinfo and an empty authority are refused.
   CHECK(status_of("GET ftp://h/x HTTP/1.1\r\n\r\n") == 400);
   CHECK(status_of("GET http://user@h/x HTTP/1.1\r\n\r\n") == 400);
