@@ -16,6 +16,7 @@
 #include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/governance/task.hpp>
 #include <mcpcore/session/progress_bridge.hpp>
 #include <mcpcore/session/session_metrics.hpp>
 #include <mcpcore/session/session_registry.hpp>

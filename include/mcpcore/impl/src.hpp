@@ -29,6 +29,7 @@
 #include <mcpcore/governance/impl/audit.ipp>
 #include <mcpcore/governance/impl/metrics.ipp>
 #include <mcpcore/governance/impl/policy.ipp>
+#include <mcpcore/governance/impl/task.ipp>
 #include <mcpcore/impl/expected.ipp>
 #include <mcpcore/impl/random.ipp>
 #include <mcpcore/session/impl/progress_bridge.ipp>
