@@ -6,7 +6,6 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
-#include <mcpcore/governance/approval.hpp>
 
 #include <chrono>
 #include <concepts>
@@ -27,7 +26,13 @@ using task_time = std::chrono::sys_time<std::chrono::milliseconds>;
 inline constexpr std::size_t task_id_length = 32;
 
 /// Whether `id` has the shape of a task id (exactly 32 characters of 0-9 a-f).
-[[nodiscard]] constexpr bool is_task_id(std::string_view id) noexcept { return is_approval_id(id); }
+[[nodiscard]] constexpr bool is_task_id(std::string_view id) noexcept {
+  if (id.size() != task_id_length) return false;
+  for (const char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 /// Where a task is in its life (docs/tasks.md#status). `working` and `input_required` are live;
 /// the other three are terminal, and a terminal task never changes again.
@@ -79,9 +84,10 @@ struct task_record {
   std::uint64_t seq = 0;
 };
 
-/// Whether the task is gone at `now` (its `ttl` has elapsed since creation).
+/// Whether the task is gone at `now` (its `ttl` has elapsed since creation). Written as a
+/// difference, so that no ttl can overflow the clock.
 [[nodiscard]] constexpr bool is_expired(const task_record& t, task_time now) noexcept {
-  return now >= t.created_at + t.ttl;
+  return now >= t.created_at && now - t.created_at >= t.ttl;
 }
 
 /// What `task_store::create` is asked to do. In this order, atomically:
