@@ -2,7 +2,8 @@
 // The conformance fixture: an MCP server over Streamable HTTP on 127.0.0.1 that exposes exactly
 // the tools, resources, prompts and behaviours the server scenarios of
 // @modelcontextprotocol/conformance 0.1.16 call (docs/conformance.md), plus one approval-gated
-// tool for the SDK client interop test (tests/interop/http_client.mjs). Built only from the
+// tool for the SDK client interop test (tests/interop/http_client.mjs) and the task tools of the
+// tasks scenarios (task_fixtures.hpp, docs/tasks.md). Built only from the
 // public API: server_builder, http_endpoint, approval_endpoint, the Asio server, the
 // token authenticator and (with --stdio) stdio_transport.
 //
@@ -20,14 +21,17 @@
 #include "../common/atomic_file.hpp"
 #include "../common/stop_signals.hpp"
 #include "per_request_fixtures.hpp"
+#include "task_fixtures.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/authenticator.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/stdio.hpp>
@@ -87,6 +91,11 @@ constexpr std::chrono::seconds client_request_timeout{30};
 /// (`default_max_sessions_per_principal`) would refuse its later scenarios (-32010); idle sessions
 /// still expire after the registry's idle TTL.
 constexpr std::size_t max_sessions_per_principal = 256;
+/// Tasks one principal may hold (`task_options::max_per_principal`): more than a tasks/list page
+/// (`server_options::page_size`, 100), so that a client can page through them.
+constexpr std::size_t max_tasks_per_principal = 256;
+/// Tasks the fixture's store may hold.
+constexpr std::size_t max_tasks = 4096;
 /// Interval of the endpoint's maintenance tick (idle session collection, the bridge's sweep).
 constexpr std::chrono::seconds tick_interval{3};
 
@@ -496,6 +505,12 @@ int run(int argc, char** argv) {
   mcpcore::role_table_authorizer approvers;
   approvers.grant("approver", "Approval", mcpcore::operation::approve);
   const mcpcore::approval_endpoint approval_routes{approvals, approvers};
+  // Tasks (docs/tasks.md): in memory, ending with the process. One principal may hold more tasks
+  // than one tasks/list page (the SDK interop test pages through them).
+  mcpcore::memory_task_store task_store;
+  mcpcore::task_options task_options;
+  task_options.max_per_principal = max_tasks_per_principal;
+  task_options.max_total = max_tasks;
 
   mcpcore::server_options server_options;
   server_options.policy_tiers = {"", "supervised"};
@@ -505,8 +520,8 @@ int run(int argc, char** argv) {
                              .version = MCPCORE_VERSION_STRING,
                              .title = "mcpcore conformance fixture",
                              .instructions = "Fixture for the MCP conformance suite: test_* tools, test:// resources "
-                                             "and test_* prompts, plus delete_note (approval-gated for the "
-                                             "supervised tier)."},
+                                             "and test_* prompts, delete_note (approval-gated for the "
+                                             "supervised tier) and the task tools (slow_compute and others)."},
                             server_options};
   declare_conformance_tools(b);
   declare_gated_tool(b);
@@ -515,7 +530,8 @@ int run(int argc, char** argv) {
   const auto slot = std::make_shared<std::atomic<mcpcore::server*>>(nullptr);
   conformance::declare_per_request_tools(b, slot);
   conformance::declare_per_request_prompts(b);
-  b.policy(fixture_tier_policy{}).approvals(approvals);
+  conformance::declare_task_tools(b);
+  b.policy(fixture_tier_policy{}).approvals(approvals).tasks(task_store, task_options);
   auto server = b.build();
   if (!server) {
     std::fprintf(stderr, "mcpcore-conformance-server: refused to start: %s\n", server.error().message().c_str());

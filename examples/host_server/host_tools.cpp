@@ -283,10 +283,51 @@ void declare_tag_tools(mcpcore::server_builder& b, host_context& ctx) {
 struct execution_link {
   std::mutex m;
   std::optional<mcpcore::operation_handle> op;
-  std::optional<std::string> terminal_status;
-  std::string terminal_members;
+  std::optional<execution_snapshot> terminal;
   double lines = 0;
 };
+
+/// The outputSchema of execute_instruction (docs/host-server.md#execute_instruction): the call's
+/// provisional answer (`execution_id`, `command`, `status` running) and its final (the execution's
+/// terminal snapshot, as get_execution_status gives it) both match it. `cancelled` is the status
+/// of an execution stopped on the client's request; the runner never cancels a command by itself.
+constexpr std::string_view execute_instruction_output_schema =
+    R"({"type":"object","properties":{)"
+    R"("execution_id":{"type":"string","pattern":"^[0-9a-f]{32}$","description":"The execution's id"},)"
+    R"("command":{"type":"string","description":"The allow-listed command"},)"
+    R"("status":{"type":"string","enum":["running","succeeded","failed","timed_out","cancelled"],)"
+    R"("description":"running when the call answers; the terminal status in the final result"},)"
+    R"("exit_code":{"type":"integer","description":"The exit code, present when the program exited"},)"
+    R"("signal":{"type":"integer","minimum":1,"description":"The signal that ended the program"},)"
+    R"("output":{"type":"string","description":"stdout and stderr as they arrived, at most --max-output-bytes )"
+    R"((1 MiB by default); a truncated output ends with a note saying how much was dropped"},)"
+    R"("truncated":{"type":"boolean","description":"Whether output beyond the capture limit was dropped"},)"
+    R"("output_bytes":{"type":"integer","minimum":0,"description":"Bytes the program wrote, kept or not"},)"
+    R"("started_at_ms":{"type":"integer","description":"Start, in milliseconds since the Unix epoch"},)"
+    R"("finished_at_ms":{"type":"integer","description":"End, in milliseconds since the Unix epoch"},)"
+    R"("duration_ms":{"type":"integer","minimum":0,"description":"How long it ran"}},)"
+    R"("required":["execution_id","command","status"],"additionalProperties":false})";
+
+/// The final of an execution (docs/host-server.md#execute_instruction): its terminal snapshot as
+/// structured content, and for readers of text one item saying the state ("succeeded (exit 0)",
+/// "failed (exit 2)", "timed_out (signal 15)") followed by the captured output. An error result
+/// unless the command succeeded.
+tool_result execution_final(const execution_snapshot& s) {
+  std::string text = s.status;
+  if (s.exit_code) {
+    text += " (exit " + std::to_string(*s.exit_code) + ")";
+  } else if (s.signal) {
+    text += " (signal " + std::to_string(*s.signal) + ")";
+  }
+  if (!s.output.empty()) {
+    text += '\n';
+    text += s.output;
+  }
+  tool_result r = tool_result::structured(snapshot_json(s));
+  r.add_text(std::move(text));
+  r.set_error(s.status != "succeeded");
+  return r;
+}
 
 /// Gives back, when the handler returns, the command slot an approved recall reserved under its
 /// ticket (a no-op once `start` spent it).
@@ -305,12 +346,6 @@ class reservation_guard {
   command_runner& runner_;
   std::string_view key_;
 };
-
-/// The top-level members the final adds to the call's result: the snapshot minus the members
-/// `finish` writes itself (status, execution_id).
-std::string final_members(const execution_snapshot& s) {
-  return rewrite_object(snapshot_json(s), {"status", "execution_id"}, [](mcpcore::json::writer&) {});
-}
 
 /// The input schema of execute_instruction: one of the allow-listed `names`, its arguments (each
 /// command's own schema checks them further), and the approval ticket.
@@ -382,16 +417,16 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
       .title("Run an allow-listed command")
       .description(
           "Runs one command from this host's allow-list, without a shell, as a detached operation: the call answers "
-          "at once with an execution_id; with a progressToken each output line arrives as a progress notification "
-          "and the final result (status, exit code, output) ends the stream; without one, poll "
-          "get_execution_status. Cancelling the request only stops the notifications: the command keeps running. "
+          "at once with an execution_id and status running; with a progressToken each output line arrives as a "
+          "progress notification and the final result (status, exit code, output; an error result unless the "
+          "command succeeded) ends the stream; without one, poll get_execution_status (over stdio the call answers "
+          "with the final result when the command ends). Cancelling the request only stops the notifications: the "
+          "command keeps running. "
           "Supervised callers need a human's approval first (-32006 with approval_id, then call again with "
           "approval_id). Commands:" +
           catalogue)
       .input_schema(execute_instruction_schema(names))
-      .output_schema(R"json({"type":"object","properties":{"execution_id":{"type":"string"},"command":{"type":"string"},)json"
-                     R"json("status":{"type":"string","description":"running when the call answers"}},)json"
-                     R"json("required":["execution_id","command","status"]})json")
+      .output_schema(std::string{execute_instruction_output_schema})
       .security("Execution", operation::execute)
       .effect(tool_effect::destructive, false)
       // A recall whose arguments the command's schema refuses, or that finds every command slot
@@ -425,10 +460,9 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
         cb.on_done = [link](const execution_snapshot& s) {
           const std::scoped_lock lock{link->m};
           if (link->op) {
-            (void)link->op->finish(s.status, final_members(s));
+            (void)link->op->finish(execution_final(s));
           } else {
-            link->terminal_status = s.status;
-            link->terminal_members = final_members(s);
+            link->terminal = s;
           }
         };
         auto id = ctx.runner->start(*spec, std::move(argv), call.caller().id, std::move(cb), ticket);
@@ -439,7 +473,7 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
           // The first progress frame announces the start: it carries the execution id (in
           // `_meta`), so a client that cancels or loses the stream can still fetch the result.
           (void)link->op->progress(link->lines, std::nullopt, "started " + std::string{name});
-          if (link->terminal_status) (void)link->op->finish(*link->terminal_status, link->terminal_members);
+          if (link->terminal) (void)link->op->finish(execution_final(*link->terminal));
         }
         std::string out;
         mcpcore::json::writer w{out};
@@ -529,11 +563,14 @@ arguments plus `"approval_id": "<id>"`. A ticket is used once; a second recall i
 
 ## Commands
 `execute_instruction` runs one allow-listed command without a shell. It answers at once with an
-`execution_id`. With a progress token, output lines arrive as progress notifications and the final
-result ends the stream; if the stream drops, resume it (GET with Last-Event-ID) or poll
-`get_execution_status`, which carries `retry_after_ms` while the command runs. Cancelling the
-request does not stop the command. A command that runs past its timeout is stopped and reported
-`timed_out`; output beyond the capture limit is dropped and the result says `truncated`.
+`execution_id` and status `running`. With a progress token, output lines arrive as progress
+notifications and the final result ends the stream: the status (`succeeded`, `failed`,
+`timed_out`), the exit code and the output, as structured content and as text, and an error
+result unless the command succeeded. Over stdio the call's answer is that final result. If the
+stream drops, resume it (GET with Last-Event-ID) or poll `get_execution_status`, which carries
+`retry_after_ms` while the command runs. Cancelling the request does not stop the command. A
+command that runs past its timeout is stopped and reported `timed_out`; output beyond the capture
+limit is dropped and the result says `truncated`.
 
 ## Errors
 Every error carries `error.data.correlation_id` (quote it to the operator), `retry_after_ms`

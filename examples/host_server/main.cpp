@@ -204,6 +204,9 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--parked-pressure-threshold", c.endpoint.bridge.parked_pressure_threshold,
                  "Parked progress records before the sweep settles the oldest")
       ->capture_default_str();
+  app.add_flag("--legacy-final-members", c.endpoint.bridge.legacy_final_members,
+               "Also put status, execution_id and the structured members at the top of a detached call's final "
+               "(the older shape; HTTP only)");
 
   auto& a = c.approvals;
   app.add_option("--approvals-per-submitter", a.max_pending_per_submitter, "Pending approval tickets per submitter")

@@ -6,6 +6,7 @@
 #include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/fwd.hpp>
@@ -26,6 +27,7 @@
 #include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/transport/blocking_adapter.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/stdio.hpp>

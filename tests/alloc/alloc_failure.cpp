@@ -383,6 +383,14 @@ void check_bridge(bridge_world& w) {
 
 std::string success(std::int64_t id) { return final_for(static_cast<int>(id)); }
 
+// A detached call's final as `operation_handle::finish` hands it to the record; the text is long
+// enough to be allocated (not in a string's small buffer).
+operation_final finished(std::string_view what = "the work finished with 2 agents succeeded, 0 failed") {
+  operation_final f;
+  f.result_json = R"({"content":[{"type":"text","text":")" + std::string{what} + R"("}]})";
+  return f;
+}
+
 // ---- the HTTP endpoint --------------------------------------------------------------------------
 
 struct one_principal {
@@ -736,17 +744,15 @@ TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: 
     auto& c = w.streaming(1);
     c.mark_detached();
     bool accepted = false;
-    // Members long enough to be allocated (not in a string's small buffer).
-    constexpr std::string_view extras = R"({"agents_success":2,"agents_failed":0})";
-    armed([&] { accepted = c.finish("completed", extras); });
+    armed([&] { accepted = c.finish(finished()); });
     CHECK(accepted != r.threw);
     // A terminal that threw was not accepted: the worker's retry is.
-    if (r.threw) CHECK(c.finish("completed", extras));
-    CHECK_FALSE(c.finish("again"));  // exactly one terminal
+    if (r.threw) CHECK(c.finish(finished()));
+    CHECK_FALSE(c.finish(finished("again")));  // exactly one terminal
     c.defer(success(1));
     post_batch b;
     c.take(b, false);
-    CHECK(b.final_included);  // the final was built from the base and published
+    CHECK(b.final_included);  // the final was published once the call returned
     CHECK(w.bridge.charges(w.s->id()) == 0);
     check_bridge(w);
   });
@@ -766,11 +772,11 @@ TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: 
             }
             std::string response = success(1);
             bool accepted = false;
-            armed([&] { accepted = deferred ? c.finish("completed", R"({"n":2})") : c.complete(std::move(response)); });
+            armed([&] { accepted = deferred ? c.finish(finished()) : c.complete(std::move(response)); });
             CHECK(accepted != r.threw);
             if (r.threw) {
               CHECK(w.bridge.charges(w.s->id()) == 1);  // nothing latched: the charge is still held
-              CHECK(deferred ? c.finish("completed") : c.complete(success(1)));
+              CHECK(deferred ? c.finish(finished()) : c.complete(success(1)));
             }
             CHECK_FALSE(c.complete(success(1)));
             post_batch b;
@@ -786,13 +792,13 @@ TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: 
   }
 }
 
-TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: defer after an early finish builds the final, or leaves the terminal waiting for a retry") {
+TEST_CASE("sessions.md/exception-boundaries, sessions.md/projection-and-finals: defer after an early finish publishes the final, or leaves the terminal waiting for a retry") {
   sweep("progress_call::defer (after an early finish)", [&](run& r, armed_run armed) {
     bridge_world w;
     auto& c = w.streaming(1);
     c.set_execution_id("exec-1");
     c.mark_detached();
-    REQUIRE(c.finish("completed", R"({"agents_success":2,"agents_failed":0})"));
+    REQUIRE(c.finish(finished()));
     std::string base = success(1);
     armed([&] { c.defer(std::move(base)); });
     if (r.threw) {
@@ -859,7 +865,7 @@ TEST_CASE("sessions.md/exception-boundaries, sessions.md/the-sweep: the sweep ne
     // without a terminal (-32014), one with its final pinned.
     auto& fallback = w.streaming(3);
     fallback.mark_detached();
-    REQUIRE(fallback.finish("completed"));  // before its call returned: no base, no final yet
+    REQUIRE(fallback.finish(finished()));  // before its call returned: no final yet
     fallback.on_post_closed();
     auto& silent = w.streaming(4);
     silent.on_post_closed();

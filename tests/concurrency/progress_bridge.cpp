@@ -35,6 +35,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A detached call's final as `operation_handle::finish` hands it to the record.
+operation_final finished() {
+  operation_final f;
+  f.result_json = R"({"content":[{"type":"text","text":"finished"}]})";
+  return f;
+}
+
 std::string success(std::int64_t id) {
   std::string out;
   write_result_response(out, request_id_view{id}, R"({"content":[]})");
@@ -170,7 +177,7 @@ TEST_SUITE("concurrency") {
               for (int i = 1; i <= reports; ++i) {
                 (void)call.progress(static_cast<double>(2 * i + t), 2.0 * reports + 1);
               }
-              const bool won = t == 0 ? call.complete(success(base + k)) : call.finish("completed", R"({"n":1})");
+              const bool won = t == 0 ? call.complete(success(base + k)) : call.finish(finished());
               if (won) ++accepted[uk];
             });
           }
@@ -230,7 +237,7 @@ TEST_SUITE("concurrency") {
             bool won = false;
             switch (t % 3) {
               case 0: won = call.complete(success(round)); break;
-              case 1: won = call.finish("completed"); break;
+              case 1: won = call.finish(finished()); break;
               default: won = call.complete_without_response(); break;
             }
             if (won) {
@@ -319,7 +326,7 @@ TEST_SUITE("concurrency") {
               default:
                 (void)call.arm(bridge_delivery::streamed);
                 call.on_post_closed();  // parked, then finished: the final stays pinned (reclaimable)
-                (void)call.finish("completed");
+                (void)call.finish(finished());
                 break;
             }
           }

@@ -28,9 +28,10 @@ namespace operation_source_doc {
 
 // ---- docs/concepts/operation_source.md snippet (keep identical) ----
 // Work that outlives its call. The handler detaches, hands the operation to a thread of its own
-// and returns at once; the thread reports progress and exactly one terminal. Without a progress
-// record (no session, or no progressToken) the handle is unbound: every report is accepted and
-// goes nowhere, and the client polls by execution id instead.
+// and returns a provisional answer at once; the thread reports progress and exactly one terminal,
+// the complete result that replaces that answer. Without a progress record (HTTP without a session
+// or without a progressToken) the handle is unbound: every report is accepted and goes nowhere,
+// the provisional answer stays, and the client polls by execution id instead.
 class reindexer {
  public:
   reindexer() = default;
@@ -49,7 +50,7 @@ class reindexer {
           const bool streamed = op.bound();
           run([op]() mutable {
             for (int part = 1; part <= 4; ++part) (void)op.progress(part, 4, "one part indexed");
-            (void)op.finish("completed", R"({"documents":1200})");
+            (void)op.finish(mcpcore::tool_result::text("reindexed 1200 documents"));  // the final answer
           });
           return mcpcore::tool_result::text(execution_id + (streamed ? " started; progress follows"
                                                                      : " started; poll by execution id"));
@@ -138,7 +139,7 @@ TEST_CASE("docs/concepts/operation_source.md: without a progress record the oper
   mcpcore::server_builder b{{.name = "search", .version = "1.0.0"}};
   work.declare(b);
   auto server = build(b);
-  connection c;  // stdio-like: a peer, but no progress record
+  connection c;  // a peer, but no progress record
   const auto a = c.send(server, call_tool(1, "reindex", "{}", R"({"progressToken":"t1"})"));
   CHECK(str(at(a.result()["content"], 0)["text"]) == "reindex-1 started; poll by execution id");
   work.join();
@@ -179,9 +180,9 @@ TEST_CASE("docs/concepts/operation_source.md: over a session the progress and th
     CHECK(p > last);
     last = p;
   }
+  // The final is the work's own result, which replaces the provisional answer.
   const auto result = messages.back().root["result"];
-  CHECK(str(at(result["content"], 0)["text"]) == "reindex-1 started; progress follows");
-  CHECK(str(result["status"]) == "completed");
-  CHECK(str(result["execution_id"]) == "reindex-1");
-  CHECK(result["documents"].to_int64() == 1200);
+  CHECK(str(at(result["content"], 0)["text"]) == "reindexed 1200 documents");
+  CHECK(str(result["_meta"][mcpcore::execution_id_meta_key]) == "reindex-1");
+  CHECK_FALSE(result["status"].exists());
 }

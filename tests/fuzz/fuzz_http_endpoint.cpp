@@ -524,7 +524,7 @@ class driver {
     } else if (w == "unready") {
       ready_ = false;
     } else if (w == "finish") {
-      if (!ops_.empty()) (void)ops_.back().finish("completed", R"({"agents_success":2})");
+      if (!ops_.empty()) (void)ops_.back().finish(tool_result::structured(R"({"status":"completed","agents_success":2})"));
     } else if (w == "oprogress") {
       if (!ops_.empty()) (void)ops_.back().progress(progress_ += 1, 100);
     } else if (w == "resume") {

@@ -20,14 +20,18 @@
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -128,6 +132,58 @@ answer wait_terminal(host_fixture& f, const mcpcore::principal& who, const std::
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
 }
+
+/// The catalogue served over stdio, in this process (what `mcpcore-host --stdio` runs): requests
+/// are written to its input pipe, its lines read from its output pipe.
+class stdio_run {
+ public:
+  stdio_run(mcpcore::server& s, const mcpcore::principal& who) : transport_(s, who) {
+    REQUIRE(::pipe(in_.data()) == 0);
+    REQUIRE(::pipe(out_.data()) == 0);
+    thread_ = std::thread{[this] { (void)transport_.run(in_[0], out_[1]); }};
+  }
+  stdio_run(const stdio_run&) = delete;
+  stdio_run& operator=(const stdio_run&) = delete;
+  ~stdio_run() {
+    ::close(in_[1]);  // the end of the input: run() drains and returns
+    thread_.join();
+    for (const int fd : {in_[0], out_[0], out_[1]}) ::close(fd);
+  }
+  void send(const std::string& line) {
+    const std::string text = line + "\n";
+    REQUIRE(::write(in_[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  }
+  /// Lines until the response to `id` (the last one returned); fails after `patience`.
+  std::vector<std::string> until_response(std::int64_t id) {
+    std::vector<std::string> lines;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+    for (;;) {
+      for (auto nl = buf_.find('\n'); nl != std::string::npos; nl = buf_.find('\n')) {
+        lines.push_back(buf_.substr(0, nl));
+        buf_.erase(0, nl + 1);
+        const auto p = parse(lines.back());
+        if (!p.root["method"].exists() && p.root["id"].to_int64() == id) return lines;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      REQUIRE_MESSAGE(left.count() > 0, "no response to " << id << " over stdio");
+      pollfd pfd{out_[0], POLLIN, 0};
+      const int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
+      if (r < 0 && errno == EINTR) continue;
+      REQUIRE(r > 0);
+      std::array<char, 4096> chunk{};
+      const auto n = ::read(out_[0], chunk.data(), chunk.size());
+      REQUIRE(n > 0);
+      buf_.append(chunk.data(), static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  mcpcore::stdio_transport transport_;
+  std::array<int, 2> in_{-1, -1};
+  std::array<int, 2> out_{-1, -1};
+  std::thread thread_;
+  std::string buf_;
+};
 
 }  // namespace
 
@@ -441,6 +497,42 @@ TEST_SUITE("host_server") {
       CHECK(s["retry_after_ms"].to_int64().value_or(0) == result_poll_retry.count());
     }
     CHECK(str(wait_terminal(f, op, id).result()["structuredContent"]["status"]) == "succeeded");
+  }
+
+  TEST_CASE("host-server.md/execute_instruction: over stdio the call is answered its final: succeeded with exit code and output, or failed as isError") {
+    host_fixture f;
+    stdio_run io{*f.srv, op};
+    io.send(initialize(1));
+    (void)io.until_response(1);
+    io.send(notification("notifications/initialized"));
+    // A command that succeeds, with a progress token: its lines as progress, then the final.
+    io.send(call_tool(2, "execute_instruction", R"({"command":"list_directory","args":["/"]})", R"({"progressToken":"p2"})"));
+    const auto lines = io.until_response(2);
+    REQUIRE(lines.size() >= 2);
+    const auto fin = parse(lines.back());
+    const auto ok = fin.root["result"];
+    const std::string id = str(ok["structuredContent"]["execution_id"]);
+    CHECK(id.size() == 32);
+    CHECK(str(ok["structuredContent"]["status"]) == "succeeded");
+    CHECK(ok["structuredContent"]["exit_code"].to_int64() == 0);
+    CHECK(str(ok["structuredContent"]["output"]).find("etc") != std::string::npos);
+    const std::string text = str(at(ok["content"], 0)["text"]);
+    CHECK(text.starts_with("succeeded (exit 0)\n"));
+    CHECK(text.find("etc") != std::string::npos);
+    CHECK_FALSE(ok["isError"].exists());
+    CHECK(str(ok["_meta"]["mcpcore/executionId"]) == id);
+    CHECK_FALSE(ok["status"].exists());  // no top-level members beside the result's own
+    CHECK(str(parse(lines.front()).root["method"]) == "notifications/progress");
+    // A command that fails (ls of a path that does not exist exits 2), without a progress token.
+    io.send(call_tool(3, "execute_instruction", R"({"command":"list_directory","args":["/nonexistent-mcpcore-test"]})"));
+    const auto failed = parse(io.until_response(3).back()).root["result"];
+    CHECK(failed["isError"].as_bool());
+    CHECK(str(failed["structuredContent"]["status"]) == "failed");
+    CHECK(failed["structuredContent"]["exit_code"].to_int64() == 2);
+    CHECK(str(at(failed["content"], 0)["text"]).starts_with("failed (exit 2)"));
+    // get_execution_status still answers for clients that poll.
+    CHECK(str(f.call(op, "get_execution_status", R"({"execution_id":")" + id + R"("})").result()["structuredContent"]["status"]) ==
+          "succeeded");
   }
 
   TEST_CASE("security.md/principals-and-tiers: a principal without an MCP tier is refused every tool (no ungated path)") {

@@ -8,9 +8,10 @@
 // token file and prints an operator token once), mints a supervised token with `mcpcore-admin token mint`,
 // lists the tools, reads host state and checks it against /proc, sets a tag, calls execute_instruction as the
 // supervised agent (-32006), approves the ticket with `mcpcore-admin approve --as <human> --yes`, recalls with a
-// progress token and receives the output lines as progress then the final result, replays the recall (the
-// anti-oracle refusal), reads get_execution_status, then restarts the server on the same data directory and
-// checks that the tag and the audit trail persisted. Prints one line per check ("ok - ..." / "not ok - ...").
+// progress token and receives the output lines as progress then the final result (its state, exit code and output),
+// runs a failing command (an error result), replays the recall (the anti-oracle refusal), reads get_execution_status,
+// runs both commands over `mcpcore-host --stdio` (the call is answered its final), then restarts the server on the
+// same data directory and checks that the tag and the audit trail persisted. Prints one line per check ("ok - ..." / "not ok - ...").
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
 import { execFile } from 'node:child_process';
@@ -21,6 +22,7 @@ import process from 'node:process';
 import { promisify } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
@@ -223,15 +225,22 @@ await check('mcpcore-admin approves as a named human', async () => {
   expectEqual(approved.code, 0, `mcpcore-admin approve (stdout ${fmt(approved.stdout)}, stderr ${fmt(approved.stderr)})`);
 });
 
-await check('the recall streams the output lines as progress, then the final result', async () => {
+await check('the recall streams the output lines as progress, then the final result: succeeded, exit code and output', async () => {
   const progress = [];
   const result = await agent.client.callTool({ name: 'execute_instruction', arguments: { ...command, approval_id: ticket } },
     undefined, opts({ onprogress: (p) => progress.push(p) }));
-  executionId = result.execution_id ?? result.structuredContent?.execution_id;
+  // The final is the command's complete result (docs/host-server.md#execute_instruction): what a client shows
+  // (content, structuredContent) says how it ended, never "running".
+  const s = result.structuredContent;
+  executionId = s?.execution_id;
   expect(/^[0-9a-f]{32}$/.test(executionId ?? ''), `execution_id ${fmt(result)}`);
-  expectEqual(result.status, 'succeeded', `the final's status (${fmt(result)})`);
-  expect(typeof result.output === 'string' && /\bbin\b/.test(result.output) && /\betc\b/.test(result.output),
-    `the output of ls -la / ${fmt(result.output)}`);
+  expectEqual([s?.status, s?.exit_code, result.isError ?? false], ['succeeded', 0, false], '[status, exit_code, isError] of the final');
+  expectEqual(result._meta?.['mcpcore/executionId'], executionId, 'the execution id in the final\'s _meta');
+  expect(typeof s?.output === 'string' && /\bbin\b/.test(s.output) && /\betc\b/.test(s.output),
+    `the output of ls -la / ${fmt(s?.output)}`);
+  const text = result.content?.[0]?.text ?? '';
+  expect(text.startsWith('succeeded (exit 0)\n') && /\betc\b/.test(text), `the final's text ${fmt(text)}`);
+  expect(result.status === undefined && result.execution_id === undefined, `top-level members on the final: ${fmt(result)}`);
   expect(progress.length >= 2, `progress notifications: ${fmt(progress)}`);
   expect(progress.some((p) => typeof p.message === 'string' && /\betc\b/.test(p.message)),
     `no progress message carries an output line: ${fmt(progress)}`);
@@ -240,8 +249,18 @@ await check('the recall streams the output lines as progress, then the final res
   }
   const wire = agent.tap.received.map((r) => r.message);
   const last = wire.findLastIndex((m) => m.method === 'notifications/progress');
-  const final = wire.findIndex((m) => m.result?.execution_id === executionId && m.result?.status === 'succeeded');
+  const final = wire.findIndex((m) => m.result?.structuredContent?.execution_id === executionId
+    && m.result?.structuredContent?.status === 'succeeded');
   expect(final > last, 'the final result came before the last progress notification');
+});
+
+await check('a failing command\'s final is an error result: failed, its exit code and output', async () => {
+  const result = await operator.client.callTool({ name: 'execute_instruction',
+    arguments: { command: 'list_directory', args: ['/nonexistent-mcpcore-e2e'] } }, undefined, opts({ onprogress: () => {} }));
+  const s = result.structuredContent;
+  expectEqual([result.isError, s?.status, s?.exit_code], [true, 'failed', 2], '[isError, status, exit_code] of the final');
+  expect(/No such file/.test(s?.output ?? ''), `the output of ls ${fmt(s?.output)}`);
+  expect((result.content?.[0]?.text ?? '').startsWith('failed (exit 2)\n'), `the final's text ${fmt(result.content)}`);
 });
 
 await check('replaying the recall gets the anti-oracle refusal', async () => {
@@ -304,6 +323,30 @@ await check('cancelling a streamed execute_instruction detaches the response; th
 
 if (operator) await operator.client.close();
 if (agent) await agent.client.close();
+
+await check('over stdio (`mcpcore-host --stdio`) the call is answered its final: succeeded, or failed as isError', async () => {
+  const transport = new StdioClientTransport({ command: hostBinary,
+    args: ['--stdio', '--data-dir', dataDir, '--no-journal', '--allowlist', allowlist], stderr: 'ignore' });
+  const client = new Client({ name: 'mcpcore-host-e2e-stdio', version: '1.0.0' }, { capabilities: {} });
+  try {
+    await client.connect(transport, opts());
+    const progress = [];
+    const ok = await client.callTool({ name: 'execute_instruction', arguments: command }, undefined,
+      opts({ onprogress: (p) => progress.push(p) }));
+    expectEqual([ok.structuredContent?.status, ok.structuredContent?.exit_code, ok.isError ?? false], ['succeeded', 0, false],
+      '[status, exit_code, isError] of the final over stdio');
+    expect(/\betc\b/.test(ok.structuredContent?.output ?? ''), `the output over stdio ${fmt(ok.structuredContent)}`);
+    expect((ok.content?.[0]?.text ?? '').startsWith('succeeded (exit 0)\n'), `the text over stdio ${fmt(ok.content)}`);
+    // The first notification announces the start (the output lines of a command this quick may all come before it).
+    expectEqual(progress[0]?._meta?.['mcpcore/executionId'], ok.structuredContent?.execution_id,
+      'the execution id of the first progress over stdio');
+    const failed = await client.callTool({ name: 'execute_instruction',
+      arguments: { command: 'list_directory', args: ['/nonexistent-mcpcore-e2e'] } }, undefined, opts());
+    expectEqual([failed.isError, failed.structuredContent?.status], [true, 'failed'], '[isError, status] of a failing command');
+  } finally {
+    await client.close();
+  }
+});
 
 await check('the server exits 0 on SIGTERM', async () => {
   const exit = await stopServerProcess(server, SERVER_EXIT_WAIT_MS);

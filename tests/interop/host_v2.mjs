@@ -300,12 +300,19 @@ async function httpChecks(mode) {
       }
       expect(notes.some((p) => /\betc\b/.test(p.message ?? '')), `no progress message carries an output line: ${fmt(notes)}`);
       expect(progress.length >= 2, `progress delivered to onprogress: ${fmt(progress)}`);
+      // The final is the command's complete result (docs/host-server.md#execute_instruction): its state in
+      // structuredContent and in the text, the execution id in _meta, nothing of the provisional "running".
       const final = wire.at(-1).result;
-      expectEqual([final?.resultType, final?.execution_id, final?.status, final?.exit_code],
-        ['complete', executionId, 'succeeded', 0], '[resultType, execution_id, status, exit_code] of the final on the wire');
-      expect(/\bbin\b/.test(final.output ?? '') && /\betc\b/.test(final.output ?? ''), `the final's output: ${fmt(final.output)}`);
+      const sc = final?.structuredContent;
+      expectEqual([final?.resultType, final?._meta?.['mcpcore/executionId'], sc?.execution_id, sc?.status, sc?.exit_code],
+        ['complete', executionId, executionId, 'succeeded', 0],
+        '[resultType, _meta execution id, execution_id, status, exit_code] of the final on the wire');
+      expect(/\bbin\b/.test(sc?.output ?? '') && /\betc\b/.test(sc?.output ?? ''), `the final's output: ${fmt(sc?.output)}`);
+      expect(final?.content?.[0]?.text?.startsWith('succeeded (exit 0)\n'), `the final's text: ${fmt(final?.content)}`);
+      expect(final?.status === undefined, `a top-level status on the final: ${fmt(final?.status)}`);
       expect(result.isError !== true, `isError result: ${fmt(result)}`);
-      expectEqual(result.structuredContent?.execution_id, executionId, 'structuredContent.execution_id (the caller\'s result)');
+      expectEqual([result.structuredContent?.execution_id, result.structuredContent?.status], [executionId, 'succeeded'],
+        '[execution_id, status] of the caller\'s result');
     });
   }
 

@@ -56,7 +56,8 @@ const SERVER_EXIT_WAIT_MS = 8_000;
 const PROTOCOL_VERSION = '2025-11-25';
 const SERVER_NAME = 'mcpcore-conformance-server';
 const TOOL_NAMES = [
-  'delete_note', 'json_schema_2020_12_tool', 'test_audio_content', 'test_custom_header_echo', 'test_dynamic_tool',
+  'confirm_delete', 'delete_note', 'failing_job', 'greet', 'json_schema_2020_12_tool', 'multi_input',
+  'protocol_error_job', 'slow_compute', 'test_audio_content', 'test_custom_header_echo', 'test_dynamic_tool',
   'test_elicitation', 'test_elicitation_sep1034_defaults', 'test_elicitation_sep1330_enums', 'test_embedded_resource',
   'test_error_handling', 'test_image_content', 'test_input_required_result_capabilities',
   'test_input_required_result_elicitation', 'test_input_required_result_list_roots',
@@ -64,8 +65,8 @@ const TOOL_NAMES = [
   'test_input_required_result_request_state', 'test_input_required_result_sampling',
   'test_input_required_result_tampered_state', 'test_logging_tool', 'test_missing_capability',
   'test_multiple_content_types', 'test_reconnection', 'test_sampling', 'test_simple_text', 'test_slow_tool',
-  'test_streaming_elicitation', 'test_tool_with_logging', 'test_tool_with_progress', 'test_trigger_prompt_change',
-  'test_trigger_resource_update', 'test_trigger_tool_change',
+  'test_streaming_elicitation', 'test_tool_with_logging', 'test_tool_with_progress', 'test_tool_with_task',
+  'test_trigger_prompt_change', 'test_trigger_resource_update', 'test_trigger_tool_change',
 ];
 const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',

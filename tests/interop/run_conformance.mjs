@@ -2,8 +2,8 @@
 // Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned in package.json)
 // against the mcpcore conformance fixture server over Streamable HTTP.
 //
-// Usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> [--requirements <revision>]
-//                                  [--keep-results <dir>]
+// Usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> [--requirements <revision>
+//                                  [--score-extension tasks]] [--keep-results <dir>]
 //
 // Without --requirements: the `latest` suite (package `@modelcontextprotocol/conformance`, 0.1.16),
 // `--suite all`, every scenario must pass. With --requirements <revision> (2025-11-25 or 2026-07-28):
@@ -11,7 +11,9 @@
 // that revision's frozen requirements file lists, each at that revision's wire version; every scored
 // scenario (the file's `server:` list) must pass with no FAILURE check; the not-scored ones (the
 // tasks extension, pending scenarios) run and are reported but do not decide the verdict, as the
-// suite itself scores them (docs/conformance.md).
+// suite itself scores them (docs/conformance.md). With --score-extension tasks, every not-scored
+// scenario of the tasks extension (`tasks-*`) is held to the scored rule as well: it must pass with no
+// FAILURE check (and no SKIPPED one, except tasks-status-notifications, which the suite itself skips).
 //
 // Starts the server on an ephemeral 127.0.0.1 port (it writes the port to a port file), runs
 //   <node 22> node_modules/@modelcontextprotocol/conformance/dist/index.js server
@@ -46,21 +48,36 @@ const LIST_TIMEOUT_MS = 30_000;
 /** The scenario whose checks must contain no WARNING (SEP-1699 polling: all its checks are warnings or info). */
 const NO_WARNING_SCENARIO = 'server-sse-polling';
 
+/**
+ * The extensions `--score-extension` can score: the prefix of their scenario names, and the scenarios
+ * whose SKIPPED checks are allowed (the suite skips them itself: tasks-status-notifications waits for a
+ * rewrite against subscriptions/listen and records one SKIPPED check, sending nothing).
+ */
+const EXTENSIONS = {
+  tasks: { prefix: 'tasks-', mayBeSkipped: ['tasks-status-notifications'] },
+};
+
 // ---- arguments and paths --------------------------------------------------------------------------------
 
 const args = process.argv.slice(2);
 const serverBinary = args[0];
 let keepResults;
 let requirements;
+/** The extensions scored with --score-extension (names of EXTENSIONS). */
+const scoredExtensions = [];
 let badUsage = !serverBinary;
 for (let i = 1; i < args.length; i += 2) {
   if (args[i] === '--keep-results' && args[i + 1]) keepResults = resolve(args[i + 1]);
   else if (args[i] === '--requirements' && /^\d{4}-\d{2}-\d{2}$/.test(args[i + 1] ?? '')) requirements = args[i + 1];
+  else if (args[i] === '--score-extension' && Object.hasOwn(EXTENSIONS, args[i + 1] ?? '') &&
+           !scoredExtensions.includes(args[i + 1])) scoredExtensions.push(args[i + 1]);
   else badUsage = true;
 }
+// Extensions are listed only in a requirements file (not_scored, reason extension).
+if (scoredExtensions.length > 0 && !requirements) badUsage = true;
 if (badUsage) {
   process.stderr.write('usage: node run_conformance.mjs <path-to-mcpcore-conformance-server> ' +
-    '[--requirements <revision>] [--keep-results <dir>]\n');
+    `[--requirements <revision> [--score-extension ${Object.keys(EXTENSIONS).join('|')}]...] [--keep-results <dir>]\n`);
   process.exit(2);
 }
 
@@ -248,10 +265,26 @@ async function main() {
   const required = requirements ? requiredScenarios() : undefined;
   const names = required ? [...required.scored, ...required.unscored] : expectedScenarios();
   const scored = required ? required.scored : names;
+  // The not-scored scenarios of each --score-extension, held to the scored rule by this script.
+  const extensionScenarios = [];
+  for (const extension of scoredExtensions) {
+    const matching = required.unscored.filter((n) => n.startsWith(EXTENSIONS[extension].prefix));
+    if (matching.length === 0) {
+      throw new Error(`--score-extension ${extension}: ${requirementsFile} lists no not-scored ` +
+        `${EXTENSIONS[extension].prefix}* server scenario`);
+    }
+    extensionScenarios.push(...matching);
+  }
+  const mayBeSkipped = scoredExtensions.flatMap((e) => EXTENSIONS[e].mayBeSkipped);
   process.stdout.write(required
     ? `run_conformance: requirements ${requirements}: ${required.scored.length} scored and ` +
       `${required.unscored.length} not-scored server scenarios\n`
     : `run_conformance: ${names.length} server scenarios in --suite all\n`);
+  for (const extension of scoredExtensions) {
+    const mine = extensionScenarios.filter((n) => n.startsWith(EXTENSIONS[extension].prefix));
+    process.stdout.write(`run_conformance: scoring the ${extension} extension: ${mine.length} scenarios ` +
+      `(${mine.join(', ')}) must pass with no FAILURE check\n`);
+  }
   const { server, port } = await startServer();
   const url = `http://127.0.0.1:${port}/mcp`;
   process.stdout.write(`run_conformance: server pid ${server.pid} on ${url}\n`);
@@ -280,6 +313,8 @@ async function main() {
   for (const [name, s] of summary.scenarios) {
     if (scored.includes(name)) {
       if (!s.ok || s.failed !== 0) ok = fail(`scenario ${name}: ${s.line}`);
+    } else if (extensionScenarios.includes(name)) {
+      if (!s.ok || s.failed !== 0) ok = fail(`scenario ${name} (scored extension): ${s.line}`);
     } else if (!s.ok) {
       process.stdout.write(`run_conformance: note: not scored for ${requirements}: ${s.line}\n`);
     }
@@ -290,6 +325,23 @@ async function main() {
   if (noChecks.length > 0) ok = fail(`no checks.json for: ${noChecks.join(', ')}`);
   for (const [name, list] of checks) {
     if (!Array.isArray(list) || list.length === 0) ok = fail(`scenario ${name}: checks.json holds no checks`);
+  }
+  // A scored extension scenario: no FAILURE check (the summary counts them too, but the CLI's exit code
+  // ignores not-scored scenarios, so the checks are read here), and no SKIPPED one unless allowed.
+  const extensionCounts = new Map();
+  for (const name of extensionScenarios) {
+    for (const c of Array.isArray(checks.get(name)) ? checks.get(name) : []) {
+      extensionCounts.set(c.status, (extensionCounts.get(c.status) ?? 0) + 1);
+      if (c.status === 'FAILURE') ok = fail(`${name}: FAILURE ${c.id}: ${c.errorMessage ?? c.description}`);
+      else if (c.status === 'SKIPPED' && !mayBeSkipped.includes(name)) {
+        ok = fail(`${name}: SKIPPED ${c.id}: ${c.errorMessage ?? c.description}`);
+      }
+    }
+  }
+  if (extensionScenarios.length > 0) {
+    const counts = [...extensionCounts].map(([status, n]) => `${n} ${status}`).join(', ');
+    process.stdout.write(`run_conformance: scored extension checks (${extensionScenarios.length} scenarios): ` +
+      `${counts || '(none)'}\n`);
   }
   const polling = scored.includes(NO_WARNING_SCENARIO) ? checks.get(NO_WARNING_SCENARIO) : undefined;
   if (polling) {
@@ -315,6 +367,9 @@ async function main() {
   process.stdout.write(ok
     ? (required
       ? `run_conformance: PASS: requirements ${requirements}: all ${scored.length} scored scenarios passed ` +
+        (extensionScenarios.length > 0
+          ? `and all ${extensionScenarios.length} of the ${scoredExtensions.join(', ')} extension `
+          : '') +
         `(${names.length} ran), ${summary.total.line}\n`
       : `run_conformance: PASS: ${names.length} scenarios ran, ${summary.total.line}, ${NO_WARNING_SCENARIO} without warnings\n`)
     : 'run_conformance: FAIL (see the lines above)\n');

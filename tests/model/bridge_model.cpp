@@ -74,6 +74,13 @@ std::string final_text(std::int64_t id) {
          R"("}]}})";
 }
 
+// The complete result the detached work of call `id` finishes with (it replaces the call's own).
+mcpcore::operation_final finished_final(std::int64_t id) {
+  mcpcore::operation_final f;
+  f.result_json = R"({"content":[{"type":"text","text":"finished-)" + std::to_string(id) + R"("}]})";
+  return f;
+}
+
 // What the run exercised and what it found (summed over schedules).
 struct tallies {
   std::array<std::uint64_t, mcpcore::bridge_reject_count> refusals{};
@@ -954,7 +961,7 @@ class bridge_sim {
         model_defer(i);
       }
       expect = model_finish(i);
-      got = c.handle.finish("completed");
+      got = c.handle.finish(finished_final(c.id));
       if (got) {
         c.deferred = true;
         ++(how < 15 ? t_.finishes_late : t_.finishes_early);
@@ -1549,21 +1556,20 @@ class bridge_sim {
     }
     const auto result = root["result"];
     if (c.real_final && c.deferred) {
-      // docs/sessions.md#projection-and-finals: the deferred base with `status` added; its content
-      // survives.
+      // docs/sessions.md#projection-and-finals: the work's own complete result replaces the call's.
       const auto content = result["content"];
       const bool own = content.is_array() && content.size() == 1 &&
                        (*content.elements().begin())["text"].is_string() &&
-                       (*content.elements().begin())["text"].as_string() == "final-" + std::to_string(c.id);
-      BRIDGE_INVARIANT(own && result["status"].is_string() && result["status"].as_string() == "completed",
-                       "docs/sessions.md#projection-and-finals: a finished detached operation's final is its base plus status");
+                       (*content.elements().begin())["text"].as_string() == "finished-" + std::to_string(c.id);
+      BRIDGE_INVARIANT(own && !result["status"].exists(),
+                       "docs/sessions.md#projection-and-finals: a finished detached operation's final is its work's result");
     } else if (c.real_final) {
       BRIDGE_INVARIANT(f.data == final_text(c.id), "docs/sessions.md#projection-and-finals: the call's own response is its final, verbatim");
     } else {
       const auto code = root["error"]["code"].to_int64();
       const bool unavailable = code && *code == -32014;
-      const bool fallback = result.is_object() && result["status"].is_string() &&
-                            result["status"].as_string() == "unknown";
+      const bool fallback = result.is_object() && result["isError"].is_bool() && result["isError"].as_bool() &&
+                            !result["structuredContent"].exists();
       BRIDGE_INVARIANT(unavailable || fallback, "docs/sessions.md#the-sweep: a synthesized final is -32014 or the fallback");
     }
     return info;

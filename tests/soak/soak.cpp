@@ -332,7 +332,9 @@ class job_runner {
         const std::lock_guard lock{mu_};
         results_[j.execution_id] = j.value;
       }
-      (void)j.op.finish("completed", "{\"value\":" + std::to_string(j.value) + "}");
+      (void)j.op.finish(mcpcore::tool_result::structured("{\"status\":\"completed\",\"execution_id\":\"" +
+                                                         j.execution_id + "\",\"value\":" + std::to_string(j.value) +
+                                                         "}"));
       {
         const std::lock_guard lock{mu_};
         running_.erase(j.execution_id);
@@ -904,8 +906,11 @@ class client {
       return;
     }
     if (rec.tool == t_job) {
-      if (json_string(result["status"]) != "completed" || json_string(result["execution_id"]) != rec.execution_id ||
-          result["value"].to_int64().value_or(-1) != rec.job_value) {
+      // The work's own result replaces the provisional one (docs/sessions.md#projection-and-finals).
+      const auto sc = result["structuredContent"];
+      if (json_string(sc["status"]) != "completed" || json_string(sc["execution_id"]) != rec.execution_id ||
+          json_string(result["_meta"][mcpcore::execution_id_meta_key]) != rec.execution_id ||
+          sc["value"].to_int64().value_or(-1) != rec.job_value) {
         fail("job final does not match: " + mcpcore_json(root));
       }
       return;

@@ -122,7 +122,7 @@ struct fixture : endpoint_harness {
         (void)op.progress(1, 2);
         if (!fleet_go.wait()) return;
         (void)op.progress(2, 2);
-        (void)op.finish("completed", R"({"agents_success":2})");
+        (void)op.finish(tool_result::structured(R"({"status":"completed","agents_success":2})"));
       });
       return tool_result::text("started");
     });
@@ -657,10 +657,17 @@ TEST_CASE("sessions.md/projection-and-finals: a detached operation streams its p
   REQUIRE(msgs.size() == 3);
   CHECK(fx::str(fx::parse(msgs[0].data).root["params"]["_meta"][execution_id_meta_key]) == "exec-7");
   REQUIRE(is_response_for(msgs[2], "15"));
+  // The final is the work's complete result (not the provisional "started"), the execution id in
+  // its _meta, and no top-level members beside the result's own.
   const auto fin = fx::parse(msgs[2].data);
-  CHECK(fx::str(fin.root["result"]["status"]) == "completed");
-  CHECK(fx::str(fin.root["result"]["execution_id"]) == "exec-7");
-  CHECK(fin.root["result"]["agents_success"].to_int64() == 2);
+  const auto result = fin.root["result"];
+  CHECK(fx::str(result["structuredContent"]["status"]) == "completed");
+  CHECK(result["structuredContent"]["agents_success"].to_int64() == 2);
+  CHECK(fx::str(fx::at(result["content"], 0)["text"]) == R"({"status":"completed","agents_success":2})");
+  CHECK(fx::str(result["_meta"][execution_id_meta_key]) == "exec-7");
+  CHECK_FALSE(result["status"].exists());
+  CHECK_FALSE(result["execution_id"].exists());
+  CHECK(result.size() == 3);
 }
 
 TEST_CASE("sessions.md/streamed-post-admission: without SSE accepted progress goes live to the GET stream and the POST answers plain") {

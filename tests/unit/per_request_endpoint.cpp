@@ -936,7 +936,7 @@ fixture_config with_detached(const std::shared_ptr<detached_ops>& ops) {
     add_tool(b, "detached", [ops](call_context& ctx, const arguments&) {
       std::string id = "exec-" + std::to_string(ctx.id().is_string() ? 0 : ctx.id().as_integer());
       operation_handle op = detach(ctx, std::move(id));
-      if (ops->finish_early) CHECK(op.finish("completed", R"({"exit_code":0})"));
+      if (ops->finish_early) CHECK(op.finish(tool_result::structured(R"({"status":"succeeded","exit_code":0})")));
       ops->put(std::move(op));
       return tool_result::text("started");
     });
@@ -964,8 +964,8 @@ TEST_CASE("eras.md/detached-work: with a progress token the stream carries the w
   CHECK_FALSE(op.progress(2, 0));  // no meaningful total
   CHECK(op.progress(9, 4));        // clamped to the total
   REQUIRE(reader.drive_until([](const auto& ev) { return count_if_events(ev, is_progress) == 2; }));
-  CHECK(op.finish("completed", R"({"exit_code":0})"));
-  CHECK_FALSE(op.finish("failed"));  // one terminal
+  CHECK(op.finish(tool_result::structured(R"({"status":"succeeded","exit_code":0})")));
+  CHECK_FALSE(op.finish(tool_result::error("failed")));  // one terminal
   CHECK_FALSE(op.progress(10, 11));  // nothing after it
   reader.drive_to_end();
   const auto msgs = reader.messages();
@@ -978,11 +978,13 @@ TEST_CASE("eras.md/detached-work: with a progress token the stream carries the w
   REQUIRE(is_response_for(msgs[2], "11"));
   const auto final_result = fx::parse(msgs[2].data);
   check_complete(final_result);
+  // The work's complete result replaces the provisional "started" (docs/eras.md#detached-work).
   const json::value res = final_result.root["result"];
-  CHECK(fx::str(fx::at(res["content"], 0)["text"]) == "started");
-  CHECK(fx::str(res["status"]) == "completed");
-  CHECK(fx::str(res["execution_id"]) == "exec-11");
-  CHECK(res["exit_code"].to_int64() == 0);
+  CHECK(fx::str(fx::at(res["content"], 0)["text"]) == R"({"status":"succeeded","exit_code":0})");
+  CHECK(fx::str(res["structuredContent"]["status"]) == "succeeded");
+  CHECK(res["structuredContent"]["exit_code"].to_int64() == 0);
+  CHECK(fx::str(res["_meta"]["mcpcore/executionId"]) == "exec-11");
+  CHECK_FALSE(res["status"].exists());
   reader.destroy();
   CHECK(f.ep->budget().in_use() == 0);
   CHECK(f.ep->sessions().size() == 0);
@@ -1001,9 +1003,9 @@ TEST_CASE("eras.md/detached-work: a terminal reported before the call returned i
   REQUIRE(is_response_for(msgs[0], "12"));
   const auto final_result = fx::parse(msgs[0].data);
   const json::value res = final_result.root["result"];
-  CHECK(fx::str(res["status"]) == "completed");
-  CHECK(fx::str(res["execution_id"]) == "exec-12");
-  CHECK(fx::str(fx::at(res["content"], 0)["text"]) == "started");
+  CHECK(fx::str(res["structuredContent"]["status"]) == "succeeded");
+  CHECK(fx::str(res["_meta"]["mcpcore/executionId"]) == "exec-12");
+  CHECK_FALSE(res["status"].exists());
 }
 
 TEST_CASE("eras.md/detached-work: without a progress token, or past the stream cap, the call answers at once, unbound") {
@@ -1018,7 +1020,7 @@ TEST_CASE("eras.md/detached-work: without a progress token, or past the stream c
     operation_handle op = ops->take();
     CHECK_FALSE(op.bound());
     CHECK(op.execution_id() == "exec-13");
-    CHECK_FALSE(op.finish("completed"));
+    CHECK_FALSE(op.finish(tool_result::text("done")));
   }
   SUBCASE("the principal's one stream is taken") {
     auto held = f.send(pr_call("1", "held", envelope(R"("progressToken":1)")));
@@ -1076,7 +1078,7 @@ TEST_CASE("eras.md/detached-work: the client closing the stream stops the report
     reader.destroy();
   }
   CHECK_FALSE(op.progress(2));
-  CHECK(op.finish("completed"));  // accepted: the one terminal, delivered nowhere
+  CHECK(op.finish(tool_result::text("done")));  // accepted: the one terminal, delivered nowhere
   CHECK(eventually([&] { return f.ep->budget().in_use() == 0; }));
 }
 

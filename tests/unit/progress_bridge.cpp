@@ -37,6 +37,18 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A final as `operation_handle::finish` hands it to the record: the work's complete result object.
+operation_final final_of(std::string result_json) {
+  operation_final f;
+  f.result_json = std::move(result_json);
+  return f;
+}
+// The result object of a finished fleet run (its structured content, its text twin, the execution
+// id in `_meta`), as the dispatch core writes it.
+constexpr std::string_view fleet_result =
+    R"({"content":[{"type":"text","text":"{\"status\":\"completed\",\"agents_success\":3}"}],)"
+    R"("structuredContent":{"status":"completed","agents_success":3},"_meta":{"mcpcore/executionId":"ex-7"}})";
+
 // A bridge and a registry on a manual clock, with metrics and an audit trail to inspect.
 struct fixture {
   explicit fixture(progress_bridge_options o = {}, session_registry_options ro = {})
@@ -632,7 +644,7 @@ TEST_SUITE("progress_bridge") {
     const std::string response = success(1, R"({"content":[]})");
     CHECK(c.complete(response));
     CHECK_FALSE(c.complete(success(1, "{}")));  // exactly one terminal
-    CHECK_FALSE(c.finish("completed"));
+    CHECK_FALSE(c.finish(final_of(R"({"content":[]})")));
     CHECK_FALSE(c.progress(3, 3));  // the final is always last
     CHECK(f.bridge->charges(s->id()) == 0);
     c.take(b, false);
@@ -803,54 +815,123 @@ TEST_SUITE("progress_bridge") {
     CHECK(pins(s) == 1);
   }
 
-  TEST_CASE("sessions.md/projection-and-finals: finish merges status, execution_id and extras into the deferred base") {
+  TEST_CASE("sessions.md/projection-and-finals: a streamed final is the work's complete result, replacing the provisional one") {
     fixture f;
     auto s = f.mint();
     auto c = f.streaming(s, 7);
     c.set_execution_id("ex-7");
-    c.defer(success(7, R"({"content":[{"type":"text","text":"started"}],"structuredContent":{"a":1},"status":"old"})"));
-    CHECK(c.finish("completed", R"({"agents_success":3,"agents_failure":0})"));
+    c.mark_detached();
+    c.defer(success(7, R"({"content":[{"type":"text","text":"started"}],"structuredContent":{"status":"running"}})"));
+    CHECK(c.finish(final_of(std::string{fleet_result})));
+    CHECK_FALSE(c.finish(final_of(R"({"content":[]})")));  // one terminal
     post_batch b;
     c.take(b, false);
     REQUIRE(b.final_included);
-    parsed p{b.frames.back().data};  // duplicate keys would fail to parse
-    CHECK(p.root["id"].to_int64() == 7);
+    CHECK(b.frames.back().data == success(7, fleet_result));  // byte for byte: nothing added, nothing kept
+    parsed p{b.frames.back().data};
     const auto r = p.root["result"];
-    CHECK(r["status"].as_string() == "completed");
-    CHECK(r["execution_id"].as_string() == "ex-7");
-    CHECK(r["agents_success"].to_int64() == 3);
-    CHECK(r["agents_failure"].to_int64() == 0);
-    CHECK(r["structuredContent"]["a"].to_int64() == 1);
-    CHECK(r["content"].size() == 1);
-    CHECK(r.size() == 6);  // content, structuredContent, status, execution_id and the two extras
+    CHECK(r["structuredContent"]["status"].as_string() == "completed");
+    CHECK(r["_meta"]["mcpcore/executionId"].as_string() == "ex-7");
+    CHECK_FALSE(r["status"].exists());
+    CHECK_FALSE(r["execution_id"].exists());
   }
 
-  TEST_CASE("sessions.md/projection-and-finals: finish keeps a present execution_id, ignores bad extras, defaults status") {
+  TEST_CASE("sessions.md/projection-and-finals: a parked final, and one finished before its call returned, are the work's result") {
     fixture f;
     auto s = f.mint();
-    SUBCASE("execution_id already in the base") {
-      auto c = f.streaming(s, 1);
-      c.set_execution_id("ex-new");
-      c.defer(success(1, R"({"execution_id":"ex-base"})"));
-      CHECK(c.finish("failed", "not json"));
-      post_batch b;
-      c.take(b, false);
-      REQUIRE(b.final_included);
-      parsed p{b.frames.back().data};
-      CHECK(p.root["result"]["execution_id"].as_string() == "ex-base");
-      CHECK(p.root["result"]["status"].as_string() == "failed");
-      CHECK(p.root["result"].size() == 2);
+    SUBCASE("parked: pinned for a GET resume") {
+      auto c = f.parked(s, 7);
+      c.set_execution_id("ex-7");
+      c.mark_detached();
+      c.defer(success(7, R"({"content":[{"type":"text","text":"started"}]})"));
+      CHECK(c.finish(final_of(std::string{fleet_result})));
+      const auto frames = ring(s);
+      REQUIRE_FALSE(frames.empty());
+      CHECK(frames.back().data == success(7, fleet_result));
+      CHECK(s->stream()->pinned(frames.back().id));
     }
-    SUBCASE("no base: a minimal success") {
-      auto c = f.streaming(s, request_id{std::string{"r1"}});
-      c.set_execution_id("ex-9");
-      CHECK(c.finish({}));
+    SUBCASE("finished before the call returned: published when it returns") {
+      auto c = f.streaming(s, 7);
+      c.set_execution_id("ex-7");
+      c.mark_detached();
+      CHECK(c.finish(final_of(std::string{fleet_result})));
+      CHECK_FALSE(c.progress(1, 2));  // the terminal is accepted: the final stays last
+      post_batch b;
+      c.take(b, false);
+      CHECK_FALSE(b.final_included);  // not before the call returned
+      c.defer(success(7, R"({"content":[{"type":"text","text":"started"}]})"));
+      c.take(b, false);
+      REQUIRE(b.final_included);
+      CHECK(b.frames.back().data == success(7, fleet_result));
+    }
+    SUBCASE("GET-only: the POST answered the provisional result; no final frame goes anywhere") {
+      auto c = f.reserve(s, 7, false);
+      REQUIRE(c.arm(bridge_delivery::get_only) == arm_outcome::get_only);
+      c.set_execution_id("ex-7");
+      c.mark_detached();
+      CHECK(c.progress(1, 2));  // live on the GET stream
+      c.defer(success(7, R"({"content":[{"type":"text","text":"started"}]})"));
+      CHECK(c.finish(final_of(std::string{fleet_result})));
+      for (const auto& fr : ring(s)) CHECK(fr.data.find("\"result\"") == std::string::npos);
+      CHECK(c.state_now() == bridge_record_state::done);
+    }
+  }
+
+  TEST_CASE("sessions.md/projection-and-finals: an invalid final is the -32603 error it carries") {
+    fixture f;
+    auto s = f.mint();
+    auto c = f.streaming(s, request_id{std::string{"r1"}});
+    c.mark_detached();
+    c.defer(success(1, R"({"content":[]})"));
+    error_data d;
+    d.correlation_id = "req-1";
+    operation_final bad;
+    bad.error = make_error(errc::internal_error, "The tool returned structured content that does not match its outputSchema", d);
+    CHECK(c.finish(std::move(bad)));
+    post_batch b;
+    c.take(b, false);
+    REQUIRE(b.final_included);
+    parsed p{b.frames.back().data};
+    CHECK(p.root["id"].as_string() == "r1");
+    CHECK(p.root["error"]["code"].to_int64() == -32603);
+    CHECK_FALSE(p.root["result"].exists());
+  }
+
+  TEST_CASE("sessions.md/projection-and-finals: legacy_final_members adds status, execution_id and the structured members") {
+    progress_bridge_options o;
+    o.legacy_final_members = true;
+    fixture f{o};
+    auto s = f.mint();
+    const auto final_for = [&](const request_id& id, std::string result_json) {
+      auto c = f.streaming(s, id);
+      c.set_execution_id("ex-7");
+      c.mark_detached();
+      c.defer(success(1, R"({"content":[]})"));
+      REQUIRE(c.finish(final_of(std::move(result_json))));
       post_batch b;
       c.take(b, false);
       REQUIRE(b.final_included);
-      CHECK(b.frames.back().data ==
-            R"({"jsonrpc":"2.0","id":"r1","result":{"content":[{"type":"text","text":"finished: unknown"}],)"
-            R"("status":"unknown","execution_id":"ex-9"}})");
+      return b.frames.back().data;
+    };
+    SUBCASE("the status of the structured content") {
+      parsed p{final_for(1, std::string{fleet_result})};  // duplicate keys would fail to parse
+      const auto r = p.root["result"];
+      CHECK(r["status"].as_string() == "completed");
+      CHECK(r["execution_id"].as_string() == "ex-7");
+      CHECK(r["agents_success"].to_int64() == 3);
+      CHECK(r["structuredContent"]["agents_success"].to_int64() == 3);
+      CHECK(r["_meta"]["mcpcore/executionId"].as_string() == "ex-7");
+      CHECK(r.size() == 6);  // content, structuredContent, _meta, status, execution_id, agents_success
+    }
+    SUBCASE("an error result without a status: failed") {
+      parsed p{final_for(2, R"({"content":[{"type":"text","text":"boom"}],"isError":true})")};
+      CHECK(p.root["result"]["status"].as_string() == "failed");
+      CHECK(p.root["result"]["isError"].as_bool());
+    }
+    SUBCASE("a success without a status: completed") {
+      parsed p{final_for(3, R"({"content":[{"type":"text","text":"done"}],"structuredContent":{"n":1}})")};
+      CHECK(p.root["result"]["status"].as_string() == "completed");
+      CHECK(p.root["result"]["n"].to_int64() == 1);
     }
   }
 
@@ -999,7 +1080,7 @@ TEST_SUITE("progress_bridge") {
     auto a = f.parked(s, 1);
     a.set_execution_id("ex-a");
     a.mark_detached();
-    REQUIRE(a.finish("completed"));  // a terminal, but its call never returned a result to project
+    REQUIRE(a.finish(final_of(std::string{fleet_result})));  // a terminal, but its call never returned
     auto b = f.parked(s, 2);          // newer: pushes a out
     f.bridge->sweep();
     REQUIRE(f.expires(expire_disposition::fallback_final) == 1);
@@ -1012,8 +1093,12 @@ TEST_SUITE("progress_bridge") {
       REQUIRE(p.root["result"]["isError"].is_bool());
       CHECK(p.root["result"]["isError"].as_bool());
       CHECK_FALSE(p.root["result"]["structuredContent"].exists());
-      CHECK(p.root["result"]["execution_id"].as_string() == "ex-a");
-      CHECK(p.root["result"]["status"].as_string() == "unknown");
+      CHECK(p.root["result"]["content"].size() == 1);
+      CHECK(p.root["result"]["_meta"]["mcpcore/executionId"].as_string() == "ex-a");
+      // A complete error result: no top-level status or detail unless legacy_final_members is on.
+      CHECK_FALSE(p.root["result"]["execution_id"].exists());
+      CHECK_FALSE(p.root["result"]["status"].exists());
+      CHECK(p.root["result"].size() == 3);
     }
     CHECK(seen);
   }

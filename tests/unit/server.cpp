@@ -315,10 +315,10 @@ TEST_CASE("errors.md/the-errordata-envelope: an unknown method is -32601 with co
   b.metrics(m);
   auto srv = build(b);
   connection c;
-  const auto a = c.send(srv, request(3, "tasks/list"));
+  const auto a = c.send(srv, request(3, "widgets/list"));
   CHECK(a.returned);
   CHECK(a.code() == -32601);
-  CHECK(a.message() == "Unknown method: tasks/list");
+  CHECK(a.message() == "Unknown method: widgets/list");
   CHECK(a.root["id"].to_int64() == 3);
   CHECK(is_correlation_id(a.cid()));
   CHECK(a.data()["retry_after_ms"].exists());
@@ -326,7 +326,7 @@ TEST_CASE("errors.md/the-errordata-envelope: an unknown method is -32601 with co
   CHECK(a.data()["remediation"].is_string());
   CHECK(series_value(m, R"(t_mcp_requests_total{method="other"})") == 1);
   // two errors never share a correlation id
-  CHECK(c.send(srv, request(4, "tasks/list")).cid() != a.cid());
+  CHECK(c.send(srv, request(4, "widgets/list")).cid() != a.cid());
 }
 
 TEST_CASE("http.md/processing-order-on-the-mcp-path: kill switch disabled answers -32005 without error.data, flipped live") {

@@ -110,6 +110,26 @@ std::vector<sse_event> messages_of(std::vector<sse_event> events) {
 /// The JSON-RPC message an SSE event carries.
 fx::parsed json_of(const sse_event& e) { return fx::parse(e.data); }
 
+// The result of a detached call's final (docs/sessions.md#projection-and-finals): the work's own
+// complete result, `{"status":"completed","agents_success":<agents>}` as structured content and
+// its text twin (not the handler's provisional "started"), the execution id in `_meta`, and no
+// legacy top-level member.
+void check_final_result(json::value result, std::string_view execution_id, std::int64_t agents) {
+  CHECK(fx::str(result["structuredContent"]["status"]) == "completed");
+  CHECK(result["structuredContent"]["agents_success"].to_int64() == agents);
+  CHECK(fx::str(fx::at(result["content"], 0)["text"]) == fx::to_json(result["structuredContent"]));
+  CHECK(fx::str(result["_meta"][execution_id_meta_key]) == execution_id);
+  CHECK_FALSE(result["isError"].exists());
+  CHECK_FALSE(result["status"].exists());
+  CHECK_FALSE(result["execution_id"].exists());
+  CHECK(result.size() == 3);
+}
+
+// The final a fleet of `agents` reports.
+tool_result fleet_final(int agents) {
+  return tool_result::structured(R"({"status":"completed","agents_success":)" + std::to_string(agents) + "}");
+}
+
 bool has_method(const sse_event& e, std::string_view method) {
   if (e.data.empty()) return false;
   const auto p = json_of(e);
@@ -530,7 +550,7 @@ TEST_CASE("sessions.md/projection-and-finals: a detached operation streams its p
         (void)op.progress(2, 3);
         (void)op.progress(3, 3);
         if (!deferred.wait()) return;
-        finish_accepted = op.finish("completed", R"({"agents_success":3})");
+        finish_accepted = op.finish(fleet_final(3));
         finished.set();
       });
       return tool_result::text("started");
@@ -566,11 +586,7 @@ TEST_CASE("sessions.md/projection-and-finals: a detached operation streams its p
   }
   REQUIRE(is_response_for(events.back(), "8"));
   const auto fin = json_of(events.back());
-  const auto result = fin.root["result"];
-  CHECK(fx::str(fx::at(result["content"], 0)["text"]) == "started");  // the call's own result survives
-  CHECK(fx::str(result["status"]) == "completed");
-  CHECK(fx::str(result["execution_id"]) == "exec-42");
-  CHECK(result["agents_success"].to_int64() == 3);
+  check_final_result(fin.root["result"], "exec-42", 3);  // replaces the call's provisional result
   CHECK(pin_count(h.sess) == 0);
 }
 
@@ -712,7 +728,7 @@ TEST_CASE("sessions.md/cancellation: cancelling a detached operation's stream de
         reported.set();
         if (!resume.wait()) return;
         (void)op.progress(2, 3);
-        finish_accepted = op.finish("completed", R"({"agents_success":2})");
+        finish_accepted = op.finish(fleet_final(2));
       });
       return tool_result::text("started");
     });
@@ -759,10 +775,7 @@ TEST_CASE("sessions.md/cancellation: cancelling a detached operation's stream de
   CHECK(fx::str(json_of(replayed[1]).root["params"]["_meta"][execution_id_meta_key]) == "exec-5");
   REQUIRE(is_response_for(replayed[2], "21"));
   const auto fin = json_of(replayed[2]);
-  CHECK(fx::str(fx::at(fin.root["result"]["content"], 0)["text"]) == "started");
-  CHECK(fx::str(fin.root["result"]["status"]) == "completed");
-  CHECK(fx::str(fin.root["result"]["execution_id"]) == "exec-5");
-  CHECK(fin.root["result"]["agents_success"].to_int64() == 2);
+  check_final_result(fin.root["result"], "exec-5", 2);
   CHECK(h.sess->stream()->pinned(replayed[2].id.value_or(0)));
 }
 
@@ -881,7 +894,7 @@ TEST_CASE("sessions.md/streamed-post: at the response cap one drain pass writes 
         (void)op.progress(2, 3);
         second.set();
         if (!fin.wait()) return;
-        finish_accepted = op.finish("completed", R"({"agents_success":3})");
+        finish_accepted = op.finish(fleet_final(3));
       });
       return tool_result::text("started");
     });
@@ -934,22 +947,19 @@ TEST_CASE("sessions.md/streamed-post: at the response cap one drain pass writes 
   CHECK(resumed[0].id > progress.back().id);
   REQUIRE(is_response_for(resumed[0], "12"));
   const auto final_msg = json_of(resumed[0]);
-  const auto result = final_msg.root["result"];
-  CHECK(fx::str(fx::at(result["content"], 0)["text"]) == "started");
-  CHECK(fx::str(result["status"]) == "completed");
-  CHECK(fx::str(result["execution_id"]) == "exec-8");
-  CHECK(result["agents_success"].to_int64() == 3);
+  check_final_result(final_msg.root["result"], "exec-8", 3);
   CHECK(h.sess->stream()->pinned(resumed[0].id.value_or(0)));
 }
 
 // A detached operation may finish before its call returns (work that completes at once, or a
-// worker that beats the handler's return): the final still carries the call's result.
-TEST_CASE("sessions.md/projection-and-finals: a detached operation finishing before its call returns keeps the call's result") {
+// worker that beats the handler's return): the final is still the work's result, published once
+// the call returned.
+TEST_CASE("sessions.md/projection-and-finals: a detached operation finishing before its call returns answers its final") {
   harness h;
   h.build([](server_builder& b) {
     add_tool(b, "fast", [](call_context& ctx, const arguments&) {
       auto op = mcpcore::detach(ctx, "exec-9");
-      (void)op.finish("completed", R"({"agents_success":1})");  // the work was already done
+      (void)op.finish(fleet_final(1));  // the work was already done
       return tool_result::text("started");
     });
   });
@@ -963,9 +973,7 @@ TEST_CASE("sessions.md/projection-and-finals: a detached operation finishing bef
   REQUIRE_FALSE(events.empty());
   REQUIRE(is_response_for(events.back(), "61"));
   const auto final_msg = json_of(events.back());
-  const auto result = final_msg.root["result"];
-  CHECK(fx::str(result["status"]) == "completed");
-  CHECK(fx::str(fx::at(result["content"], 0)["text"]) == "started");
+  check_final_result(final_msg.root["result"], "exec-9", 1);
 }
 
 // The dispatch core may hear the cancel before the bridge does: the handler stops, `handle`

@@ -7,6 +7,7 @@
 
 #include "support/server_fixture.hpp"
 
+#include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/governance/clock.hpp>
 
@@ -15,6 +16,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -646,6 +649,256 @@ TEST_CASE("design.md/the-stdio-transport stdio: run() returns 1 when reading fai
 
 }  // TEST_SUITE
 
+// ---- detached calls over stdio (docs/transport.md#detached-calls-over-stdio) ----------------------
+
+namespace {
+
+/// The handles the `job` tool's calls detached, in call order (the tests report through them).
+struct job_ops {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<operation_handle> ops;
+  void put(operation_handle op) {
+    {
+      const std::lock_guard lock{mu};
+      ops.push_back(std::move(op));
+    }
+    cv.notify_all();
+  }
+  /// The next handle a call detached (waiting for it).
+  operation_handle take() {
+    std::unique_lock lock{mu};
+    REQUIRE(cv.wait_for(lock, patience, [&] { return !ops.empty(); }));
+    operation_handle op = std::move(ops.front());
+    ops.erase(ops.begin());
+    return op;
+  }
+};
+
+/// The final of a command that ran: its state in structured content and in text.
+tool_result command_final(std::string_view status, int exit_code) {
+  tool_result r = tool_result::structured(R"({"status":")" + std::string{status} + R"(","exit_code":)" +
+                                          std::to_string(exit_code) + "}");
+  r.add_text(std::string{status} + " (exit " + std::to_string(exit_code) + ")");
+  r.set_error(status != "succeeded");
+  return r;
+}
+
+/// A server with the tool `job` (an outputSchema whose status is an enum): it detaches its work as
+/// "job-<id>", hands the handle to `ops` (or, with `{"early":true}`, finishes first), and answers
+/// `{"status":"running"}`.
+struct job_server {
+  job_ops ops;
+  server srv;
+  job_server() : srv(make()) {}
+  server make() {
+    server_builder b{{.name = "stdio-test", .version = "1"}};
+    b.tool("job")
+        .description("Starts a job.")
+        .input_schema(R"({"type":"object","properties":{"early":{"type":"boolean"}}})")
+        .output_schema(R"({"type":"object","properties":{"status":{"type":"string","enum":["running","succeeded",)"
+                       R"("failed"]},"exit_code":{"type":"integer"}},"required":["status"]})")
+        .security("Job", operation::execute)
+        .effect(tool_effect::additive, false)
+        .handler([this](call_context& ctx, const arguments& args) {
+          const std::string id = ctx.id().is_string() ? std::string{ctx.id().as_string()} : std::to_string(ctx.id().as_integer());
+          operation_handle op = detach(ctx, "job-" + id);
+          if (args["early"].is_bool()) (void)op.finish(command_final("succeeded", 0));
+          ops.put(std::move(op));
+          return tool_result::structured(R"({"status":"running"})");
+        });
+    b.tool("echo")
+        .description("Returns the text.")
+        .input_schema(R"({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})")
+        .security("Echo", operation::read)
+        .effect(tool_effect::read_only, true)
+        .handler([](call_context&, const arguments& args) { return tool_result::text(std::string{args["text"].as_string()}); });
+    return build(b);
+  }
+};
+
+std::string progress_meta(std::string_view token_json) { return std::string{R"({"progressToken":)"} + std::string{token_json} + "}"; }
+
+}  // namespace
+
+TEST_SUITE("stdio") {
+
+TEST_CASE("transport.md/detached-calls-over-stdio: a detached call is answered its final, the terminal state in structuredContent and text") {
+  job_server js;
+  harness h{js.srv, stdio_options{}, true};
+  h.send(call_tool(3, "job", "{}", progress_meta(R"("p3")")));
+  operation_handle op = js.ops.take();
+  CHECK(op.bound());
+  CHECK(op.execution_id() == "job-3");
+  CHECK(op.progress(1, std::nullopt, "line one"));
+  const auto p = h.next();
+  CHECK(str(p.root["method"]) == "notifications/progress");
+  CHECK(str(p.root["params"]["progressToken"]) == "p3");
+  CHECK(str(p.root["params"]["message"]) == "line one");
+  CHECK(str(p.root["params"]["_meta"][execution_id_meta_key]) == "job-3");
+  CHECK_FALSE(h.line(std::chrono::milliseconds{100}).has_value());  // the provisional answer is held back
+  h.send(ping(4));  // the connection is served meanwhile
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":4,"result":{}})");
+  CHECK(op.finish(command_final("succeeded", 0)));
+  CHECK_FALSE(op.finish(command_final("failed", 1)));  // one terminal
+  const auto fin = h.next();
+  CHECK(fin.root["id"].to_int64() == 3);
+  const auto result = fin.root["result"];
+  CHECK(str(result["structuredContent"]["status"]) == "succeeded");
+  CHECK(result["structuredContent"]["exit_code"].to_int64() == 0);
+  CHECK(str(at(result["content"], 0)["text"]) == "succeeded (exit 0)");
+  CHECK(str(result["_meta"][execution_id_meta_key]) == "job-3");
+  CHECK_FALSE(result["isError"].exists());
+  CHECK_FALSE(op.progress(2));  // nothing after the final
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());  // one response for the request, no more
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: a failing detached call's final is isError, also without a progress token") {
+  job_server js;
+  harness h{js.srv, stdio_options{}, true};
+  h.send(call_tool(5, "job"));
+  operation_handle op = js.ops.take();
+  CHECK(op.bound());
+  CHECK_FALSE(op.progress(1));  // no progress token: no notification
+  CHECK(op.finish(command_final("failed", 2)));
+  const auto fin = h.next();
+  CHECK(fin.root["id"].to_int64() == 5);
+  CHECK(fin.root["result"]["isError"].as_bool());
+  CHECK(str(fin.root["result"]["structuredContent"]["status"]) == "failed");
+  CHECK(str(at(fin.root["result"]["content"], 0)["text"]) == "failed (exit 2)");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: a final reported before the handler returned is the answer") {
+  job_server js;
+  harness h{js.srv, stdio_options{}, true};
+  h.send(call_tool(6, "job", R"({"early":true})"));
+  const auto fin = h.next();
+  CHECK(fin.root["id"].to_int64() == 6);
+  CHECK(str(fin.root["result"]["structuredContent"]["status"]) == "succeeded");
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: notifications/cancelled releases a held call: no answer, the work goes on") {
+  job_server js;
+  harness h{js.srv, stdio_options{}, true};
+  h.send(call_tool(7, "job", "{}", progress_meta("7")));
+  operation_handle op = js.ops.take();
+  h.send(cancel("7"));
+  h.send(ping(8));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":8,"result":{}})");  // the cancel was handled before it
+  CHECK_FALSE(op.progress(1));                                  // released: nothing goes out
+  CHECK_FALSE(op.finish(command_final("succeeded", 0)));
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: past max_detached_calls a detached call is answered its provisional result at once") {
+  job_server js;
+  stdio_options o;
+  o.max_detached_calls = 1;
+  harness h{js.srv, o, true};
+  h.send(call_tool(1, "job"));
+  operation_handle held = js.ops.take();
+  CHECK(held.bound());
+  h.send(call_tool(2, "job"));
+  const auto at_once = h.next();
+  CHECK(at_once.root["id"].to_int64() == 2);
+  CHECK(str(at_once.root["result"]["structuredContent"]["status"]) == "running");
+  operation_handle unbound = js.ops.take();
+  CHECK_FALSE(unbound.bound());  // nothing of it is held
+  CHECK_FALSE(unbound.finish(command_final("succeeded", 0)));
+  CHECK(held.finish(command_final("succeeded", 0)));
+  CHECK(h.next().root["id"].to_int64() == 1);
+  h.send(call_tool(3, "job"));  // the slot is free again
+  CHECK(js.ops.take().bound());
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: the work's handles gone without a terminal: the fallback final, never a hang") {
+  job_server js;
+  harness h{js.srv, stdio_options{}, true};
+  h.send(call_tool(9, "job"));
+  js.ops.take();  // the last handle goes without a terminal
+  const auto fin = h.next();
+  CHECK(fin.root["id"].to_int64() == 9);
+  CHECK(fin.root["result"]["isError"].as_bool());
+  CHECK(str(fin.root["result"]["_meta"][execution_id_meta_key]) == "job-9");
+  CHECK(str(at(fin.root["result"]["content"], 0)["text"]).find("execution id") != std::string::npos);
+  CHECK_FALSE(fin.root["result"]["status"].exists());
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: at the end of input a held call gets its final within drain_timeout") {
+  job_server js;
+  stdio_options o;
+  o.drain_timeout = std::chrono::minutes{5};  // never reached: the run ends once both calls are answered
+  harness h{js.srv, o, true};
+  h.send(call_tool(1, "job"));
+  h.send(call_tool(2, "job"));
+  operation_handle first = js.ops.take();
+  operation_handle second = js.ops.take();
+  h.close_input();
+  CHECK(first.finish(command_final("succeeded", 0)));
+  CHECK(second.finish(command_final("failed", 1)));
+  CHECK(h.join() == 0);
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 2);
+  for (const auto& line : lines) {
+    const auto a = parse(line);
+    const auto id = a.root["id"].to_int64();
+    REQUIRE(id.has_value());
+    CHECK(str(a.root["result"]["_meta"][execution_id_meta_key]) == "job-" + std::to_string(*id));
+    CHECK(str(a.root["result"]["structuredContent"]["status"]) ==
+          (str(a.root["result"]["_meta"][execution_id_meta_key]) == first.execution_id() ? "succeeded" : "failed"));
+  }
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: a held call without a final by the end of drain_timeout gets the fallback") {
+  job_server js;
+  stdio_options o;
+  o.drain_timeout = std::chrono::milliseconds{50};
+  harness h{js.srv, o, true};
+  h.send(call_tool(1, "job"));
+  operation_handle op = js.ops.take();
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK_FALSE(op.finish(command_final("succeeded", 0)));  // after the end: written nowhere
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 1);
+  const auto b = parse(lines[0]);
+  CHECK(b.root["id"].to_int64() == 1);
+  CHECK(b.root["result"]["isError"].as_bool());
+  CHECK(str(b.root["result"]["_meta"][execution_id_meta_key]) == "job-1");
+}
+
+TEST_CASE("transport.md/detached-calls-over-stdio: stop() answers the held calls the fallback final at once") {
+  job_server js;
+  stdio_options o;
+  o.workers = 1;  // the ping's answer comes once the job's handler returned and its call is held
+  harness h{js.srv, o, true};
+  h.send(call_tool(1, "job"));
+  operation_handle op = js.ops.take();
+  h.send(ping(2));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":2,"result":{}})");
+  h.transport().stop();
+  CHECK(h.join() == 0);
+  CHECK_FALSE(op.finish(command_final("succeeded", 0)));
+  const auto lines = h.remaining_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(parse(lines[0]).root["result"]["isError"].as_bool());
+}
+
+}  // TEST_SUITE
+
 // ---- the per-request era over stdio (docs/eras.md#stdio) -------------------------------------------
 
 namespace {
@@ -716,6 +969,33 @@ struct asking_server {
 }  // namespace
 
 TEST_SUITE("stdio") {
+
+TEST_CASE("transport.md/detached-calls-over-stdio: a per-request call is answered its final, complete in that era") {
+  job_server js;
+  harness h{js.srv};
+  h.send(pr_call("1", "job", "{}", envelope(R"(,"progressToken":"p1")")));
+  operation_handle op = js.ops.take();
+  CHECK(op.bound());
+  CHECK(op.progress(1));
+  CHECK(str(h.next().root["params"]["_meta"][execution_id_meta_key]) == "job-1");
+  SUBCASE("its final") {
+    CHECK(op.finish(command_final("succeeded", 0)));
+    const auto fin = h.next();
+    CHECK(fin.root["id"].to_int64() == 1);
+    check_complete(fin);
+    CHECK(str(fin.root["result"]["structuredContent"]["status"]) == "succeeded");
+    CHECK(str(fin.root["result"]["_meta"][execution_id_meta_key]) == "job-1");
+  }
+  SUBCASE("a cancel releases it") {
+    h.send(notification("notifications/cancelled", R"({"requestId":1,"_meta":)" + envelope() + "}"));
+    h.send(pr_call("2", "echo", R"({"text":"hi"})"));
+    CHECK(h.next().root["id"].to_int64() == 2);
+    CHECK_FALSE(op.finish(command_final("succeeded", 0)));
+  }
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());
+}
 
 TEST_CASE("eras.md/stdio: a per-request first request is answered in that era, no initialize needed") {
   stdio_server ss;

@@ -6,6 +6,7 @@
 #define MCPCORE_SERVER_HPP
 
 #include <mcpcore/detail/config.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
@@ -323,6 +324,14 @@ struct dispatch_context {
   dispatch_report* report = nullptr;
   /// Lets a handshake-era call that waits for its client free its thread; null: it waits on it.
   call_resumer* resumer = nullptr;
+  /// Where the work of a task runs (docs/tasks.md#executors): the transport's handler pool. Null:
+  /// none (a `task_start::immediate` tool then runs as a plain call, or answers -32603 when it
+  /// requires a task).
+  background_executor* background = nullptr;
+  /// The client's channel beyond this call (docs/tasks.md#notifications): the session's GET stream
+  /// over HTTP, the output over stdio. A task created by this request sends its progress and status
+  /// notifications there while it lives. Null: none (they are dropped).
+  std::shared_ptr<message_sink> session_sink{};
 };
 
 /// A tool argument the client mirrors in an `Mcp-Param-<name>` header: a property of the input
@@ -435,6 +444,8 @@ struct tool_def {
   tool_handler handler;
   approval_precondition precondition;
   builtin_tool builtin = builtin_tool::none;
+  task_support tasks = task_support::forbidden;  // docs/tasks.md#task-support
+  task_start start = task_start::immediate;
 };
 struct resource_def {
   std::string uri, name, title, description, mime_type;
@@ -525,6 +536,13 @@ class tool_builder {
   template <tool_handler_callable H>
   tool_builder& handler(H h) {
     d_->handler = tool_handler{std::move(h)};
+    return *this;
+  }
+  /// Whether the tool runs as a task, and when it becomes one (docs/tasks.md#task-support); the
+  /// default is `forbidden`. Without `server_builder::tasks` the declaration is inert.
+  tool_builder& task_support(mcpcore::task_support support, task_start start = task_start::immediate) {
+    d_->tasks = support;
+    d_->start = start;
     return *this;
   }
   /// A pre-consume precondition for this approval-gated tool
@@ -689,6 +707,15 @@ class server_builder {
     set_clock(new detail::clock_model<C>(std::move(c)));
     return *this;
   }
+  /// Turns the task engine on (docs/tasks.md), with its tasks kept in `store`: tools declaring
+  /// `task_support` run as tasks, the capability is advertised and the `tasks/*` methods are
+  /// served. Without it, a 2025-11-25 request's `params.task` is ignored and `tasks/*` are unknown.
+  /// @pre `store` outlives the server.
+  template <mcpcore::task_store S>
+  server_builder& tasks(S& store, task_options options = {}) {
+    set_tasks(new detail::task_store_ref<S>(store), options);
+    return *this;
+  }
 
   /// Validates every registration (docs/design.md#registration-validation, #the-toolscall-pipeline)
   /// and builds the server; on any offence nothing is built and every offence is listed. Either way
@@ -706,6 +733,7 @@ class server_builder {
   MCPCORE_DECL void set_audit(detail::audit_base* a);
   MCPCORE_DECL void set_metrics(detail::metrics_binding b);
   MCPCORE_DECL void set_clock(detail::clock_base* c);
+  MCPCORE_DECL void set_tasks(detail::task_store_base* store, task_options options);
   detail::builder_state* s_;
 };
 
@@ -787,6 +815,14 @@ class server {
   MCPCORE_DECL void expire_waiting() noexcept;
   /// The calls waiting for a client without a thread now.
   [[nodiscard]] MCPCORE_DECL std::size_t waiting_calls() const noexcept;
+  /// Requests stop on the work of every task running in this process, and ends every `tasks/result`
+  /// waiting for one (docs/tasks.md#shutdown): a task stopped this way fails (-32603 "the server
+  /// stopped before the task finished") unless it was cancelled. A transport calls it before it
+  /// stops its handler pool (`http_endpoint::cancel_in_flight`, the end of `stdio_transport::run`).
+  /// No-throw; idempotent; tasks created afterwards run as usual.
+  MCPCORE_DECL void cancel_tasks() noexcept;
+  /// Tasks whose work runs in this process now (created here and not yet finished).
+  [[nodiscard]] MCPCORE_DECL std::size_t running_tasks() const noexcept;
   /// Non-fatal registration findings (for example unclassified tools).
   [[nodiscard]] MCPCORE_DECL const std::vector<std::string>& warnings() const noexcept;
   [[nodiscard]] MCPCORE_DECL const server_info& info() const noexcept;

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -27,6 +28,9 @@ MCPCORE_BEGIN_NAMESPACE
 
 struct principal;
 class call_link;
+namespace detail {
+class final_builder;
+}  // namespace detail
 
 /// The arguments of a call: the `params.arguments` object (absent when the client sent none;
 /// lookups on an absent value return absent values, so `args["x"]` never needs a check).
@@ -323,6 +327,9 @@ class MCPCORE_API call_state {
                                        std::chrono::milliseconds timeout) = 0;
   /// The transport's record of this call (`dispatch_context::progress`), if any.
   virtual call_link* link() const noexcept { return nullptr; }
+  /// How a final of this call's work is checked and written (operation.hpp); null when there is
+  /// no tool to check it against.
+  virtual std::shared_ptr<const final_builder> finals() const { return nullptr; }
   /// Ends the call's SSE response early (see `call_context::close_stream`); false when the
   /// transport cannot.
   virtual bool close_stream(std::chrono::milliseconds /*retry*/) noexcept { return false; }
@@ -361,6 +368,8 @@ class call_context {
   /// Library use: the transport's record of this call (null when the transport gave none);
   /// `detach` (operation.hpp) uses it.
   [[nodiscard]] call_link* link() const noexcept { return state_->link(); }
+  /// Library use: how the final of this call's detached work is checked (`detach` uses it).
+  [[nodiscard]] std::shared_ptr<const detail::final_builder> finals() const { return state_->finals(); }
   /// Whether the request carried `_meta.progressToken`.
   [[nodiscard]] bool wants_progress() const noexcept { return state_->wants_progress(); }
   /// Sends `notifications/progress`. Returns false (and sends nothing) when the request had no

@@ -42,6 +42,7 @@
 #include <mcpcore/session/impl/stream_pump.ipp>
 #include <mcpcore/session/impl/stream_types.ipp>
 #include <mcpcore/stores/impl/memory_approval_store.ipp>
+#include <mcpcore/stores/impl/memory_task_store.ipp>
 #include <mcpcore/transport/impl/blocking_adapter.ipp>
 #include <mcpcore/transport/impl/http_endpoint.ipp>
 #include <mcpcore/transport/impl/http_get_stream.ipp>

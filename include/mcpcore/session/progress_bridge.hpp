@@ -38,9 +38,7 @@ inline constexpr std::chrono::milliseconds default_streaming_park_after{600000};
 /// Default cap on how long one streamed POST response is held open
 /// (docs/sessions.md#streamed-post).
 inline constexpr std::chrono::milliseconds default_post_response_cap{120000};
-/// The `_meta` key of progress notifications carrying the durable execution id
-/// (docs/sessions.md#projection-and-finals).
-inline constexpr std::string_view execution_id_meta_key = "mcpcore/executionId";
+// `execution_id_meta_key`, the `_meta` key of the durable execution id, is in operation.hpp.
 
 /// Options of a `progress_bridge`.
 struct progress_bridge_options {
@@ -62,6 +60,12 @@ struct progress_bridge_options {
   std::chrono::milliseconds streaming_park_after = default_streaming_park_after;
   /// False withdraws the capability: every reservation is refused `disabled` (degrade to plain).
   bool enabled = true;
+  /// Off by default. On, a detached call's final also carries the top-level result members of
+  /// the shape older hosts expect (docs/sessions.md#projection-and-finals): `status` (the final's
+  /// `structuredContent.status` when it is a string, else `failed` for an error result, else
+  /// `completed`), `execution_id`, and the other members of its `structuredContent`; the fallback
+  /// final carries `status` `unknown`, `execution_id` and `detail`.
+  bool legacy_final_members = false;
 };
 
 /// A refused reservation (docs/sessions.md#streamed-post-admission).
@@ -162,16 +166,16 @@ class progress_call final : public call_link {
   /// (docs/sessions.md#projection-and-finals). Returns whether this call was the accepted terminal.
   MCPCORE_DECL bool complete(std::string response);
   /// The call returned but its work continues (a detached operation): `base_response` is the
-  /// call's JSON-RPC success response, kept as the base of the final that `finish` will publish
-  /// (a GET-only call has already answered it on the POST). Not a terminal.
+  /// call's provisional response (a GET-only call has already answered it on the POST); the final
+  /// that `finish` brings replaces it. Not a terminal. A `finish` that came first is published now.
   MCPCORE_DECL void defer(std::string base_response);
-  /// The terminal of deferred work (docs/sessions.md#projection-and-finals): the final is the base
-  /// response with the top-level result members `status`, `execution_id` (unless present) and the
-  /// members of `extra_members` (a JSON object text, e.g. counts) added; `structuredContent`
-  /// survives. Exactly-once as `complete`. Called before the call returned (before `defer`), the
-  /// terminal is accepted at once and its final is built when `defer` brings the base. Returns
-  /// whether this call was the accepted terminal.
-  MCPCORE_DECL bool finish(std::string_view status, std::string_view extra_members = {});
+  /// The terminal of detached work (docs/sessions.md#projection-and-finals): the final is the JSON-RPC
+  /// response to the call's id with `final`'s result (or its error); with
+  /// `progress_bridge_options::legacy_final_members`, the result also carries the legacy top-level
+  /// members. Exactly-once as `complete`. Called before the call returned (before `defer`), the
+  /// terminal is accepted at once and its final is published when `defer` comes, so that the
+  /// call's in-call messages precede it. Returns whether this call was the accepted terminal.
+  MCPCORE_DECL bool finish(const operation_final& final);
   /// The terminal of work that produced no response (an in-call request cancelled by the client):
   /// no final frame, the record is done, and a streamed POST's stream closes `cancelled` (with its
   /// close frame) whichever of the dispatch core and `progress_bridge::cancel` saw the cancel first.

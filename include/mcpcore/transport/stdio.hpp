@@ -36,6 +36,10 @@ inline constexpr std::size_t default_stdio_max_listen_uris = 1024;
 /// Default interval at which an idle worker ends the waits for the client that passed their
 /// deadline (`server::expire_waiting`, docs/eras.md#waiting-for-the-client).
 inline constexpr std::chrono::milliseconds default_stdio_expiry_tick{1000};
+/// Default cap on the calls of one connection whose answer waits for the final of their detached
+/// work (docs/transport.md#detached-calls-over-stdio); beyond it a call that detaches is answered
+/// its provisional result at once.
+inline constexpr std::size_t default_stdio_max_detached_calls = 64;
 
 /// Limits of the stdio transport (docs/configuration.md).
 struct stdio_options {
@@ -55,6 +59,10 @@ struct stdio_options {
   std::size_t max_listen_uris = default_stdio_max_listen_uris;
   /// How often an idle worker expires the calls waiting for the client past their deadline.
   std::chrono::milliseconds expiry_tick = default_stdio_expiry_tick;
+  /// Calls whose answer waits for the final of their detached work at once
+  /// (docs/transport.md#detached-calls-over-stdio); one more that detaches is answered its
+  /// provisional result at once and nothing of it is held (0: none is ever held).
+  std::size_t max_detached_calls = default_stdio_max_detached_calls;
 };
 
 /// Serves one client over newline-delimited JSON-RPC (MCP's stdio transport, POSIX).
@@ -69,6 +77,16 @@ struct stdio_options {
 ///
 /// A `notifications/cancelled` for a request still waiting in the queue removes it: it never
 /// runs and is never answered.
+///
+/// Detached work (docs/transport.md#detached-calls-over-stdio): a `tools/call` whose handler
+/// detaches (`detach`, operation.hpp) is answered the final its work reports through `finish`,
+/// not its provisional result: the response is held back (the worker is free once the handler
+/// returned) and the final is written as the one response to that request id; the work's progress
+/// goes out as `notifications/progress` (with the execution id in `_meta`) when the request carried
+/// a progress token. At most `max_detached_calls` are held at once; one more is answered its
+/// provisional result at once. A `notifications/cancelled` for a held call releases it: nothing is
+/// written for it, the work goes on. When every handle of the work is gone without a terminal, the
+/// call is answered the fallback final (an error result: the result is not available here).
 ///
 /// A handshake-era call that asks its client for input (`need_input`) gives its worker back while
 /// the client answers; the answer resumes it on a worker, and an idle worker expires waits past
@@ -101,8 +119,10 @@ struct stdio_options {
 /// fails with EPIPE and the transport stops writing instead.
 ///
 /// Shutdown: at the end of the input the transport fails every request to the client (no
-/// answer can come), lets calls in flight finish for `drain_timeout`, cancels the rest and
-/// returns. `stop()` cancels everything at once.
+/// answer can come), lets calls in flight finish for `drain_timeout`, cancels the rest, gives the
+/// held calls the rest of `drain_timeout` for their finals, answers those still held the fallback
+/// final, and returns; a later `finish` writes nothing. `stop()` cancels everything at once and
+/// answers the held calls the fallback final without waiting.
 class stdio_transport {
  public:
   /// @pre `s` outlives the transport.

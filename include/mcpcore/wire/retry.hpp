@@ -63,6 +63,11 @@ inline constexpr milliseconds approval_store_transient{5000};
 /// call finishes, which the server cannot predict; one second is the floor it can honestly give.
 inline constexpr milliseconds dispatch_queue_full{1000};
 
+/// A task refused because its principal (or the server) holds as many tasks as allowed: a slot
+/// frees only when a task's ttl runs out (finished tasks are kept until then), which the server
+/// cannot predict; a minute is the floor it gives (docs/tasks.md#limits).
+inline constexpr milliseconds task_cap{60000};
+
 /// The `Retry-After` header value (whole seconds, rounded up) for a `retry_after_ms` floor; a 429
 /// carries both (docs/errors.md#the-errordata-envelope).
 [[nodiscard]] constexpr std::int64_t header_seconds(milliseconds floor) noexcept {

@@ -118,9 +118,9 @@ b.tool("export")
       mcpcore::operation_handle op = mcpcore::detach(ctx, id);
       jobs.post([op]() mutable {  // the host's own thread; ctx is not valid there
         op.progress(50, 100, "half way");
-        op.finish("completed", R"({"rows":1000})");
+        op.finish(mcpcore::tool_result::text("exported 1000 rows"));  // replaces the answer below
       });
-      return mcpcore::tool_result::text("export started: " + id);  // the base of the final
+      return mcpcore::tool_result::text("export started: " + id);  // the provisional answer
     });
 // ---- end of snippet guide_detach
 }

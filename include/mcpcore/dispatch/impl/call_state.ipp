@@ -7,6 +7,8 @@
 
 #include <mcpcore/dispatch/server.hpp>
 
+#include <mcpcore/dispatch/operation.hpp>
+
 #include <mcpcore/dispatch/impl/peer.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/wire/error.hpp>
@@ -63,6 +65,21 @@ inline std::error_code client_cannot_answer(const dispatch_context& ctx, std::st
   return {};
 }
 
+// Makes the final builder of a call's tool (operation.hpp) when its handler detaches: a call that
+// never detaches pays nothing for it.
+class final_source {
+ public:
+  [[nodiscard]] virtual std::shared_ptr<const final_builder> make() const = 0;
+
+ protected:
+  final_source() = default;
+  final_source(const final_source&) = default;
+  final_source(final_source&&) = default;
+  final_source& operator=(const final_source&) = default;
+  final_source& operator=(final_source&&) = default;
+  ~final_source() = default;
+};
+
 // The state of one call, behind call_context.
 class call_state_impl final : public call_state {
  public:
@@ -81,7 +98,7 @@ class call_state_impl final : public call_state {
   request_id_view id() const noexcept override { return id_; }
   std::stop_token stop_token() const noexcept override { return stop_; }
   bool wants_progress() const noexcept override { return token_.exists(); }
-  call_link* link() const noexcept override { return ctx_.progress; }
+  call_link* link() const noexcept override { return link_override != nullptr ? link_override : ctx_.progress; }
   bool close_stream(std::chrono::milliseconds retry) noexcept override {
     return ctx_.sink != nullptr && ctx_.sink->close_stream(retry);
   }
@@ -104,8 +121,16 @@ class call_state_impl final : public call_state {
     }
     return false;
   }
+  std::shared_ptr<const final_builder> finals() const override {
+    return finals_from != nullptr ? finals_from->make() : nullptr;
+  }
   /// The round this call runs in; null on a first round without answers.
   const input_round* round = nullptr;
+  /// The tool's final builder, on demand (tools/call only); null: none.
+  const final_source* finals_from = nullptr;
+  /// Replaces the transport's record for `detach` (a call that becomes a task when it detaches,
+  /// docs/tasks.md#when-a-call-becomes-a-task); null: the transport's.
+  call_link* link_override = nullptr;
 
   bool progress(double p, std::optional<double> total, std::string_view message) override {
     if (!token_.exists() || ctx_.sink == nullptr || !std::isfinite(p)) return false;
@@ -288,6 +313,9 @@ struct request_env {
   input_round round{};
   /// The result written is `input_required` (the encoder stamps no `complete`).
   bool input_required = false;
+  /// The result written carries its own `resultType` (a task's creation: the encoder adds only the
+  /// server's `_meta`).
+  bool result_type_written = false;
   /// The cache hint of the resource a `resources/read` found (its own, else the server's).
   const cache_hint* read_cache = nullptr;
   /// The tables this request reads, taken once when its dispatch starts: a tool, resource or

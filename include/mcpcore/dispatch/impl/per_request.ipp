@@ -12,6 +12,7 @@
 #include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/server_methods.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/task_run.ipp>
 #include <mcpcore/dispatch/impl/tools_call.ipp>
 #include <mcpcore/wire/era.hpp>
 
@@ -36,6 +37,10 @@ inline bool per_request_family_served(const server::impl& srv, const tables& s, 
     case method_id::prompts_get: return all || !s.prompts.empty();
     case method_id::completion_complete: return s.has_completions;
     case method_id::server_discover: return true;
+    // The tasks extension (docs/tasks.md#methods): tasks/result and tasks/list do not exist here.
+    case method_id::tasks_get:
+    case method_id::tasks_update:
+    case method_id::tasks_cancel: return srv.tasks != nullptr;
     default: return false;  // handshake-era methods and unknown ones
   }
 }
@@ -119,10 +124,13 @@ inline bool handle_per_request(server::impl& s, const message& msg, const dispat
         cache = &s.options.list_cache;
         answered = handle_discover(e);
         break;
+      case method_id::tasks_get: answered = handle_tasks_get(e); break;
+      case method_id::tasks_update: answered = handle_tasks_update(e); break;
+      case method_id::tasks_cancel: answered = handle_tasks_cancel(e); break;
       default: MCPCORE_ASSERT(false); break;
     }
     if (!answered) return false;
-    if (e.input_required) {
+    if (e.input_required || e.result_type_written) {
       out.insert(out.size() - 2, s.server_info_meta);  // no resultType "complete", no cache fields
     } else if (!e.error) {
       stamp_per_request_result(out, start, s, cache);

@@ -42,7 +42,7 @@ bool change_tables(server::impl& s, list_kind kind, Edit edit, offence_list& off
     ++next->generation[static_cast<std::size_t>(list_kind::templates)];
   }
   next->reindex();
-  render_capabilities(*next, s.options);
+  render_capabilities(*next, s.options, s.tasks != nullptr);
   std::shared_ptr<const tables> old;  // released after unlocking
   {
     const std::lock_guard lock{s.tables_mutex};
@@ -81,7 +81,7 @@ MCPCORE_DECL result<void> server::commit(detail::tool_def&& d) {
   offence_list offences;
   std::vector<std::string> warnings;  // run time: an unclassified tool is annotated, not reported
   std::set<std::string, std::less<>> names;  // a name already served is replaced, not refused
-  const registration_rules rules{s.options, s.securables, *s.policy, s.approvals};
+  const registration_rules rules{s.options, s.securables, *s.policy, s.approvals, s.tasks != nullptr};
   std::shared_ptr<compiled_tool> t = validate_tool(d, rules, names, warnings, offences);
   if (!t) return refused(std::move(offences));
   if (s.metrics) bind_tool_metrics(*t, *s.metrics);

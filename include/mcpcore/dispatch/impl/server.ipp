@@ -17,6 +17,8 @@
 #include <mcpcore/dispatch/impl/server_builder.ipp>
 #include <mcpcore/dispatch/impl/server_methods.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/task_engine.ipp>
+#include <mcpcore/dispatch/impl/task_run.ipp>
 #include <mcpcore/dispatch/impl/tools_call.ipp>
 #include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/wire/error.hpp>
@@ -54,6 +56,17 @@ MCPCORE_DECL std::size_t server::waiting_calls() const noexcept {
 MCPCORE_DECL void server::expire_waiting() noexcept {
   const auto now = impl_->clock->steady_now();
   for (const auto& c : impl_->waiting.snapshot()) c->expire(now);
+  if (impl_->tasks) detail::sweep_tasks(*impl_);  // docs/tasks.md#expiry
+}
+
+MCPCORE_DECL void server::cancel_tasks() noexcept {
+  if (impl_->tasks) detail::stop_all_tasks(*impl_->tasks);
+}
+
+MCPCORE_DECL std::size_t server::running_tasks() const noexcept {
+  if (!impl_->tasks) return 0;
+  const std::lock_guard lock{impl_->tasks->mu};
+  return impl_->tasks->live.size();
 }
 MCPCORE_DECL const std::vector<std::string>& server::warnings() const noexcept { return impl_->warnings; }
 MCPCORE_DECL const server_info& server::info() const noexcept { return impl_->info; }
@@ -102,6 +115,19 @@ MCPCORE_DECL bool server::handle(const message& msg, const dispatch_context& ctx
     case method_id::prompts_get: return handle_prompts_get(e);
     case method_id::completion_complete: return handle_completion(e);
     case method_id::logging_set_level: return handle_set_level(e);
+    case method_id::tasks_get:  // docs/tasks.md#methods: served while tasks are on
+      if (s.tasks) return handle_tasks_get(e);
+      break;
+    case method_id::tasks_result:
+      if (s.tasks) return handle_tasks_result(e);
+      break;
+    case method_id::tasks_list:
+      if (s.tasks) return handle_tasks_list(e);
+      break;
+    case method_id::tasks_cancel:
+      if (s.tasks) return handle_tasks_cancel(e);
+      break;
+    case method_id::tasks_update:  // the 2026-07-28 extension's
     case method_id::server_discover:       // the per-request era's own methods
     case method_id::subscriptions_listen:  // (docs/eras.md#methods)
     case method_id::other:

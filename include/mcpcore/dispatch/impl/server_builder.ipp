@@ -9,6 +9,7 @@
 #include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/random.hpp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/task_engine.ipp>
 #include <mcpcore/dispatch/schema.hpp>
 
 #include <algorithm>
@@ -102,6 +103,10 @@ MCPCORE_DECL void server_builder::set_authorizer(detail::authorizer_base* a) { s
 MCPCORE_DECL void server_builder::set_audit(detail::audit_base* a) { s_->audit.reset(a); }
 MCPCORE_DECL void server_builder::set_metrics(detail::metrics_binding b) { s_->metrics = std::move(b); }
 MCPCORE_DECL void server_builder::set_clock(detail::clock_base* c) { s_->clock.reset(c); }
+MCPCORE_DECL void server_builder::set_tasks(detail::task_store_base* store, task_options options) {
+  s_->task_store.reset(store);
+  s_->task_opts = options;
+}
 
 namespace detail {
 
@@ -117,7 +122,9 @@ inline void write_annotations(json::writer& w, const tool_def& d) {
       .end_object();
 }
 
-inline std::string render_tool(const tool_def& d) {
+// `tasks`: the server runs tasks, so a tool that may run as one says so (`execution.taskSupport`,
+// docs/tasks.md#task-support).
+inline std::string render_tool(const tool_def& d, bool tasks) {
   std::string s;
   json::writer w{s};
   w.begin_object().member("name", d.name);
@@ -125,6 +132,10 @@ inline std::string render_tool(const tool_def& d) {
   w.member("description", d.description).raw_member("inputSchema", d.input_schema);
   if (!d.output_schema.empty()) w.raw_member("outputSchema", d.output_schema);
   write_annotations(w, d);
+  if (tasks && d.tasks != task_support::forbidden) {
+    w.key("execution").begin_object();
+    w.member("taskSupport", d.tasks == task_support::required ? "required" : "optional").end_object();
+  }
   w.end_object();
   return s;
 }
@@ -177,6 +188,16 @@ inline void validate_settings(const builder_state& st, offence_list& out) {
   if (st.options.request_state_lifetime.count() <= 0) {
     out.emplace_back("server_options.request_state_lifetime is not positive");
   }
+  if (st.task_store) {  // docs/tasks.md#limits
+    const task_options& t = st.task_opts;
+    if (t.max_per_principal == 0) out.emplace_back("task_options.max_per_principal is 0");
+    if (t.max_total == 0) out.emplace_back("task_options.max_total is 0");
+    if (t.min_ttl.count() <= 0) out.emplace_back("task_options.min_ttl is not positive");
+    if (t.max_ttl < t.min_ttl) out.emplace_back("task_options.max_ttl is shorter than task_options.min_ttl");
+    if (t.poll_interval.count() <= 0) out.emplace_back("task_options.poll_interval is not positive");
+    if (t.max_result_bytes == 0) out.emplace_back("task_options.max_result_bytes is 0");
+    if (t.sweep_interval.count() <= 0) out.emplace_back("task_options.sweep_interval is not positive");
+  }
 }
 
 // What a registration is checked against: the build's plug-ins and settings, kept by the server
@@ -186,6 +207,7 @@ struct registration_rules {
   const std::optional<std::vector<std::string>>& securables;
   const policy_base& policy;
   const approval_service* approvals;
+  bool tasks = false;  // the task engine is on (docs/tasks.md)
 };
 
 // A tool's name, description, handler and security row.
@@ -387,7 +409,7 @@ inline std::shared_ptr<compiled_tool> validate_tool(tool_def& d, const registrat
   t.has_output_schema = !d.output_schema.empty();
   t.output = std::move(output);
   t.op = *d.op;
-  t.listing = render_tool(d);
+  t.listing = render_tool(d, st.tasks);
   t.action = "mcp." + d.name;
   t.gated = gated;
   t.def = std::move(d);
@@ -506,6 +528,20 @@ inline void bind_server_metrics(server::impl& impl, const metrics_binding& m) {
       "mcp_handler_exceptions_total", "handlers that threw (answered -32603)", {});
 }
 
+// The task engine's series (docs/metrics.md#tasks).
+inline void bind_task_metrics(task_engine& g, const metrics_binding& m) {
+  g.m.created = m.make_counter("mcp_tasks_created_total", "tasks created", {});
+  for (std::size_t i = 0; i < std::size(task_terminals); ++i) {
+    const metric_label l[] = {{"status", to_string(task_terminals[i])}};
+    g.m.finished[i] = m.make_counter("mcp_tasks_finished_total", "tasks that ended, by terminal status", l);
+  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(task_refusal::count); ++i) {
+    const metric_label l[] = {{"reason", task_refusal_names[i]}};
+    g.m.refused[i] = m.make_counter("mcp_tasks_refused_total", "task creations refused, by reason", l);
+  }
+  g.m.running = m.make_gauge("mcp_tasks_running", "tasks whose work runs in this process", {});
+}
+
 // The approval series of a gated tool (docs/metrics.md#names-and-registration).
 inline void bind_approval_metrics(compiled_tool& t, const metrics_binding& m) {
   const metric_label l[] = {{"tool", t.def.name}};
@@ -547,7 +583,7 @@ inline void bind_tool_metrics(compiled_tool& t, const metrics_binding& m) {
 // initialize's capabilities: only what is registered (docs/design.md#other-methods), or, with
 // `server_options::list_changed`, every family whose tables may fill at run time, with
 // `listChanged: true` (docs/server.md#tables-that-change).
-inline void render_capabilities(tables& t, const server_options& o) {
+inline void render_capabilities(tables& t, const server_options& o, bool tasks) {
   const bool all = o.list_changed;
   const bool tools = all || !t.tools.empty();
   const bool resources = all || !t.resources.empty() || !t.templates.empty();
@@ -560,6 +596,12 @@ inline void render_capabilities(tables& t, const server_options& o) {
   if (prompts) w.key("prompts").begin_object().member("listChanged", all).end_object();
   w.key("logging").begin_object().end_object();
   if (t.has_completions) w.key("completions").begin_object().end_object();
+  // The 2025-11-25 tasks (docs/tasks.md#capabilities): listing, cancelling, task-augmented tools/call.
+  if (tasks) {
+    w.key("tasks").begin_object().key("list").begin_object().end_object().key("cancel").begin_object().end_object();
+    w.key("requests").begin_object().key("tools").begin_object().key("call").begin_object().end_object();
+    w.end_object().end_object().end_object();
+  }
   w.end_object();
   // The per-request era: list changes and resource updates reach a client through
   // subscriptions/listen (docs/eras.md#server-discovery, #subscriptions).
@@ -571,6 +613,8 @@ inline void render_capabilities(tables& t, const server_options& o) {
   if (prompts) p.key("prompts").begin_object().member("listChanged", true).end_object();
   p.key("logging").begin_object().end_object();
   if (t.has_completions) p.key("completions").begin_object().end_object();
+  // The 2026-07-28 tasks are an extension, never `capabilities.tasks` (docs/tasks.md#capabilities).
+  if (tasks) p.key("extensions").begin_object().key("io.modelcontextprotocol/tasks").begin_object().end_object().end_object();
   p.end_object();
 }
 
@@ -611,7 +655,7 @@ MCPCORE_DECL result<server> server_builder::build() {
   // Every declaration is checked; the compiled tables fill only while no offence was found.
   auto impl = std::make_unique<server::impl>();
   auto t = std::make_shared<tables>();
-  const registration_rules rules{st.options, st.securables, *st.policy, st.approvals};
+  const registration_rules rules{st.options, st.securables, *st.policy, st.approvals, st.task_store != nullptr};
   std::set<std::string, std::less<>> tool_names;
   for (auto& d : st.tools) {
     if (auto c = validate_tool(d, rules, tool_names, impl->warnings, offences)) t->tools.push_back(std::move(c));
@@ -634,11 +678,13 @@ MCPCORE_DECL result<server> server_builder::build() {
   }
 
   t->reindex();
-  render_capabilities(*t, st.options);
+  render_capabilities(*t, st.options, st.task_store != nullptr);
   impl->events = std::make_shared<event_hub>();
+  if (st.task_store) impl->tasks = std::make_shared<task_engine>(std::move(st.task_store), st.task_opts);
   if (st.metrics) {
     bind_server_metrics(*impl, *st.metrics);
     for (auto& tool : t->tools) bind_tool_metrics(*tool, *st.metrics);
+    if (impl->tasks) bind_task_metrics(*impl->tasks, *st.metrics);
   }
   impl->current = std::move(t);
   impl->securables = st.securables;
@@ -663,6 +709,17 @@ MCPCORE_DECL result<server> server_builder::build() {
   impl->approvals = std::exchange(st.approvals, nullptr);
   impl->audit = std::move(st.audit);
   impl->clock = std::move(st.clock);
+  if (impl->tasks && impl->tasks->options.abandon_unfinished_at_build) {
+    // docs/tasks.md#restart: no work of an earlier process survives it.
+    const std::string payload = internal_error_json(*impl, task_restart_message, "Call the tool again.");
+    const auto abandoned =
+        impl->tasks->store->abandon_unfinished(task_now(*impl), task_restart_message, task_payload::error, payload);
+    if (!abandoned) {
+      return fail(error(library_errc::build_refused,
+                        "the task store could not mark the unfinished tasks of an earlier run failed: " +
+                            abandoned.error().message()));
+    }
+  }
   return server{impl.release()};
 }
 

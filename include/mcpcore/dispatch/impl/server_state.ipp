@@ -43,6 +43,8 @@ struct builder_state {
   std::unique_ptr<clock_base> clock;
   std::optional<metrics_binding> metrics;
   approval_service* approvals = nullptr;
+  std::unique_ptr<task_store_base> task_store;  // server_builder::tasks; null: tasks off
+  task_options task_opts;
 };
 
 struct template_part {
@@ -147,13 +149,15 @@ struct tables {
 enum class method_id : std::uint8_t {
   initialize, ping, tools_list, tools_call, resources_list, resources_templates_list, resources_read,
   resources_subscribe, resources_unsubscribe, prompts_list, prompts_get, completion_complete,
-  logging_set_level, server_discover, subscriptions_listen, other, count
+  logging_set_level, server_discover, subscriptions_listen, tasks_get, tasks_result, tasks_list, tasks_cancel,
+  tasks_update, other, count
 };
 inline constexpr std::string_view method_names[] = {
     "initialize",       "ping",           "tools/list",         "tools/call",
     "resources/list",   "resources/templates/list",             "resources/read",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
-    "completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen", "other"};
+    "completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen", "tasks/get",
+    "tasks/result",     "tasks/list",     "tasks/cancel",       "tasks/update",     "other"};
 
 inline method_id classify_method(std::string_view m) noexcept {
   for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(method_id::count); ++i) {
@@ -295,6 +299,7 @@ inline std::string_view trim_blanks(std::string_view s) noexcept {
 }
 
 class waiting_call;
+struct task_engine;
 
 /// The calls waiting for a client (docs/eras.md#waiting-for-the-client): each principal's count
 /// (calls suspended between rounds and handlers blocked in `call_context::request`, capped by
@@ -383,6 +388,8 @@ struct server::impl {
   std::unique_ptr<detail::audit_base> audit;
   std::unique_ptr<detail::clock_base> clock;
   approval_service* approvals = nullptr;
+  /// The task engine (docs/tasks.md); null while tasks are off.
+  std::shared_ptr<detail::task_engine> tasks;
   std::vector<std::string> warnings;
   std::uint64_t cursor_salt = 0;
   /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}`, the tail of every per-request-era

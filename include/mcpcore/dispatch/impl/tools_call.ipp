@@ -7,16 +7,23 @@
 
 #include <mcpcore/dispatch/server.hpp>
 
+#include <mcpcore/dispatch/operation.hpp>
+
 #include <mcpcore/dispatch/impl/call_state.ipp>
 #include <mcpcore/dispatch/impl/input_required.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
+#include <mcpcore/dispatch/impl/task_engine.ipp>
+#include <mcpcore/dispatch/impl/tool_result_object.ipp>
 #include <mcpcore/dispatch/impl/waiting_call.ipp>
+#include <mcpcore/governance/policy.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/error.hpp>
 #include <mcpcore/wire/retry.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,55 +45,131 @@ inline void invalid_result(request_env& e, compiled_tool& t, std::string_view me
   write_error(e, errc::internal_error, message, cid_storage.view(), "Report the correlation_id to the server's operator.");
 }
 
-// Writes a handler's result, or -32603 when it is malformed or breaks the outputSchema (then
-// false, and `why`, when given, receives the audit detail: the schema path and reason).
-inline bool write_tool_result(request_env& e, compiled_tool& t, const tool_result& r, const correlation_id*& cid_out,
-                              correlation_id& cid_storage, std::string* why = nullptr) {
-  // Structured content is checked before anything is written: a malformed payload from the
-  // handler, or one that breaks the tool's outputSchema, becomes -32603, never a malformed or
-  // non-conforming response.
-  std::optional<json::document> doc;  // only structured results pay for a document
-  json::value structured;
+// What makes a handler's result unfit to send (docs/design.md#the-toolscall-pipeline): the
+// `error.message` of its -32603 and the audit detail (the schema path and reason).
+struct result_fault {
+  std::string_view message;
+  std::string why;
+};
+
+// Checks `r` before anything is written: structured content must be a JSON object, and unless the
+// result is an error, a tool with an outputSchema must give structured content that validates.
+// On success `structured` holds the parsed content (absent when there is none), alive with `doc`.
+inline std::optional<result_fault> check_tool_result(const compiled_tool& t, const tool_result& r,
+                                                     std::optional<json::document>& doc, json::value& structured) {
   if (!r.structured_json().empty()) {
-    auto v = doc.emplace().parse(r.structured_json());
+    auto v = doc.emplace().parse(r.structured_json());  // only structured results pay for a document
     if (!v || !v->is_object()) {
-      if (why != nullptr) *why = "structured content is not a JSON object";
-      invalid_result(e, t, "The tool returned structured content that is not a JSON object", cid_out, cid_storage);
-      return false;
+      return result_fault{"The tool returned structured content that is not a JSON object",
+                          "structured content is not a JSON object"};
     }
     structured = *v;
     if (t.has_output_schema && !r.is_error()) {
       if (const auto bad = t.output.validate(structured)) {
         const std::string path = bad->path.empty() ? std::string{"/"} : bad->path;
-        if (why != nullptr) *why = "output schema path=" + sanitize_audit_value(path) + " " + sanitize_audit_value(bad->reason);
-        invalid_result(e, t, "The tool returned structured content that does not match its outputSchema", cid_out,
-                       cid_storage);
-        return false;
+        return result_fault{"The tool returned structured content that does not match its outputSchema",
+                            "output schema path=" + sanitize_audit_value(path) + " " + sanitize_audit_value(bad->reason)};
       }
     }
   } else if (t.has_output_schema && !r.is_error()) {
-    if (why != nullptr) *why = "output schema path=/ no structured content";
-    invalid_result(e, t, "The tool declares an outputSchema but returned no structured content", cid_out, cid_storage);
+    return result_fault{"The tool declares an outputSchema but returned no structured content",
+                        "output schema path=/ no structured content"};
+  }
+  return std::nullopt;
+}
+
+// Writes a handler's result, or -32603 when it is malformed or breaks the outputSchema (then
+// false, and `why`, when given, receives the audit detail: the schema path and reason).
+inline bool write_tool_result(request_env& e, compiled_tool& t, const tool_result& r, const correlation_id*& cid_out,
+                              correlation_id& cid_storage, std::string* why = nullptr) {
+  // A malformed payload from the handler, or one that breaks the tool's outputSchema, becomes
+  // -32603, never a malformed or non-conforming response.
+  std::optional<json::document> doc;
+  json::value structured;
+  if (auto fault = check_tool_result(t, r, doc, structured)) {
+    if (why != nullptr) *why = std::move(fault->why);
+    invalid_result(e, t, fault->message, cid_out, cid_storage);
     return false;
   }
-  write_result_response(e.out, e.id, [&](json::writer& w) {
-    w.begin_object().key("content").begin_array();
-    if (r.content().empty() && structured.exists()) {
-      // The text twin (docs/design.md#the-toolscall-pipeline): the same JSON, for clients that read
-      // only content.
-      std::string text;
-      json::writer tw{text};
-      tw.value(structured);
-      w.begin_object().member("type", "text").member("text", text).end_object();
-    }
-    for (const auto& c : r.content()) c.write(w);
-    w.end_array();
-    if (structured.exists()) w.key("structuredContent").value(structured);
-    if (r.is_error()) w.member("isError", true);
-    w.end_object();
-  });
+  json::writer w{e.out};
+  detail::begin_message(w, e.id).key("result");
+  write_tool_result_object(w, r, structured, {});
+  w.end_object();
   return true;
 }
+
+// The final of a detached call's work (docs/sessions.md#projection-and-finals), checked by the
+// rules of a direct result: a final that breaks one is the same -32603 (a fresh correlation id,
+// counted in mcp_tool_output_invalid_total{tool}, audited as a failure naming the execution id).
+// Holds the call's tool (a run-time change of the tables does not take it away) and its caller;
+// the server must outlive it (docs/concepts/operation_source.md).
+class tool_final_builder final : public final_builder {
+ public:
+  tool_final_builder(server::impl& s, std::shared_ptr<compiled_tool> t, principal caller, bool per_request = false)
+      : s_(s), t_(std::move(t)), caller_(std::move(caller)) {
+    if (per_request) {
+      // The members of the server's `_meta` (`,"_meta":{<members>}`), which every result of the
+      // per-request era carries (docs/eras.md#results).
+      std::string_view m = s.server_info_meta;
+      m.remove_prefix(std::min(m.size(), m.find('{') + 1));
+      if (!m.empty()) m.remove_suffix(1);
+      per_request_meta_ = m;
+    }
+  }
+
+  operation_final build(const tool_result& r, std::string_view execution_id) const override {
+    operation_final f;
+    std::optional<json::document> doc;
+    json::value structured;
+    std::optional<result_fault> fault;
+    if (r.input() != nullptr) {
+      fault.emplace(result_fault{final_asks_for_input, "the final asks for input"});
+    } else {
+      fault = check_tool_result(*t_, r, doc, structured);
+    }
+    if (!fault) {
+      json::writer w{f.result_json};
+      write_tool_result_object(w, r, structured, execution_id, per_request_meta_);
+      return f;
+    }
+    t_->output_invalid.inc();
+    const correlation_id cid = s_.mint_cid();
+    (void)s_.record(t_->action, "mcp_tool", t_->def.name, caller_, audit_result::failure,
+                    "invalid final: " + fault->why + " execution_id=" + sanitize_audit_value(execution_id) +
+                        " correlation_id=" + std::string{cid.view()},
+                    cid.view());
+    error_data d;
+    d.correlation_id = cid.view();
+    d.remediation = "Report the correlation_id to the server's operator.";
+    if (!execution_id.empty()) d.execution_id = std::optional{execution_id};
+    f.error = make_error(errc::internal_error, fault->message, d);
+    return f;
+  }
+
+ private:
+  server::impl& s_;
+  std::shared_ptr<compiled_tool> t_;
+  principal caller_;
+  std::string per_request_meta_;  // set for a call of the per-request era
+};
+
+// The final builder of the tool a call runs, made only when the handler detaches.
+class tool_final_source final : public final_source {
+ public:
+  tool_final_source(request_env& e, compiled_tool& t) noexcept : e_(e), t_(t) {}
+  std::shared_ptr<const final_builder> make() const override {
+    std::shared_ptr<compiled_tool> tool;
+    for (const auto& candidate : e_.t->tools) {
+      if (candidate.get() == &t_) tool = candidate;
+    }
+    if (!tool) tool = std::shared_ptr<compiled_tool>(e_.t, &t_);  // not listed: the tables keep it
+    return std::make_shared<tool_final_builder>(e_.s, std::move(tool), e_.ctx.caller, e_.ctx.envelope != nullptr);
+  }
+
+ private:
+  request_env& e_;
+  compiled_tool& t_;
+};
 
 // "approval expired (past its 7-day lifetime)", naming the configured lifetime in its largest
 // whole unit ("36-hour", "90-minute", "45-second", "1500-millisecond").
@@ -393,6 +476,8 @@ inline bool review_step(request_env& e, compiled_tool& t, json::value args) {
 
 // ---- the gates, in the order of docs/design.md#the-toolscall-pipeline --------------------------
 
+struct task_offer;  // task_run.ipp
+
 // One tools/call on its way through the gates.
 struct tool_call {
   request_env& e;
@@ -400,11 +485,22 @@ struct tool_call {
   json::value args;  // params.arguments; absent when the client sent none
   tier_decision decision = tier_decision::allow;
   bool consumed = false;  // an approval ticket was consumed: a request that still fails burned it
+  bool task_wanted = false;           // the call asks for a task and may have one (docs/tasks.md)
+  std::chrono::milliseconds task_ttl{};
+  std::shared_ptr<task_offer> offer{};  // an `on_detach` tool's task, made at its `detach`
 };
 
 // What a gate returns: empty when the call goes on; otherwise the call ends here and the value is
 // what `server::handle` returns (true: a response was written; false: cancelled, none is sent).
 using gate_result = std::optional<bool>;
+
+// Tasks (task_run.ipp, included at the end of this file): the negotiation before RBAC, the start
+// after every gate, and what an `on_detach` tool's call answers once its handler returned.
+inline gate_result task_negotiation(tool_call& c);
+inline gate_result task_start_gate(tool_call& c);
+class task_offer_link;
+inline std::optional<bool> task_offer_answer(request_env& e, compiled_tool& t, task_offer& o);
+inline std::shared_ptr<call_link> make_task_offer_link(const std::shared_ptr<task_offer>& o);
 
 inline void count_outcome(compiled_tool& t, call_outcome o) noexcept { t.outcomes[static_cast<std::size_t>(o)].inc(); }
 
@@ -581,7 +677,8 @@ inline bool handler_threw(tool_call& c) {
 // heap when the call waits for its client without a thread.
 class tool_loop final : public input_loop {
  public:
-  explicit tool_loop(const tool_call& c) noexcept : t_(c.t), args_(c.args), decision_(c.decision), consumed_(c.consumed) {}
+  explicit tool_loop(const tool_call& c) noexcept
+      : t_(c.t), args_(c.args), decision_(c.decision), consumed_(c.consumed), offer_(c.offer) {}
   tool_loop(const tool_loop&) = default;
   tool_loop(tool_loop&&) = default;
   tool_loop& operator=(const tool_loop&) = delete;
@@ -592,12 +689,20 @@ class tool_loop final : public input_loop {
     tool_call c = call(e);
     call_state_impl state{e.s, e.ctx, e.id, e.msg.params["_meta"]["progressToken"], scope.token()};
     state.round = &e.round;
+    const tool_final_source finals{e, t_};
+    state.finals_from = &finals;
+    // A call that may become a task when its handler detaches (docs/tasks.md#when-a-call-becomes-a-task).
+    const std::shared_ptr<call_link> offer_link = offer_ ? make_task_offer_link(offer_) : nullptr;
+    state.link_override = offer_link.get();
     call_context cc{state};
     std::optional<tool_result> r;
     try {
       r.emplace(t_.def.handler(cc, args_));
     } catch (...) {
       r.reset();
+    }
+    if (offer_) {
+      if (const auto a = task_offer_answer(e, t_, *offer_)) return round_end_of(*a);
     }
     if (scope.cancelled()) return round_end_of(cancelled_call(c, true));
     if (!r) return round_end_of(handler_threw(c));
@@ -621,6 +726,7 @@ class tool_loop final : public input_loop {
   json::value args_;
   tier_decision decision_;
   bool consumed_;
+  std::shared_ptr<task_offer> offer_;
 };
 
 // 7. The handler (the approver tools' handler is the library's own).
@@ -651,14 +757,22 @@ inline bool handle_tools_call(request_env& e) {
   if (auto a = schema_gate(c)) return *a;
   call_scope scope{e.ctx, e.id};
   if (auto a = claim_gate(c, scope)) return *a;
+  // Whether the call asks for a task it may have (docs/tasks.md#negotiation), before anything can
+  // mint or spend an approval ticket.
+  if (auto a = task_negotiation(c)) return *a;
   // RBAC before the approval machine: every check that can refuse runs before a ticket is minted
   // or consumed (docs/approvals.md#what-the-machine-checks-in-order).
   if (auto a = rbac_gate(c)) return *a;
   if (auto a = approval_gate(c)) return *a;
+  // Every gate passed: an `immediate` tool's task starts here (docs/tasks.md#when-a-call-becomes-a-task).
+  if (auto a = task_start_gate(c)) return *a;
   return run_tool(c, scope);
 }
 }  // namespace detail
 
 MCPCORE_END_NAMESPACE
+
+// The task side of tools/call and the tasks/* methods (they use the pipeline above).
+#include <mcpcore/dispatch/impl/task_run.ipp>
 
 #endif  // MCPCORE_IMPL_TOOLS_CALL_IPP

@@ -33,11 +33,6 @@ namespace detail {
 /// or a projection in flight); one more is dropped and counted `frames_dropped`.
 inline constexpr std::size_t bridge_pending_messages = 64;
 
-/// Text of the fallback final (docs/sessions.md#projection-and-finals).
-inline constexpr std::string_view bridge_fallback_text =
-    "The work finished but its result is unavailable here; fetch it by execution id.";
-inline constexpr std::string_view bridge_fallback_detail =
-    "terminal counts are unavailable; fetch the result by execution id";
 /// Remediation of the -32014 frame synthesized for a parked record expired before its terminal.
 inline constexpr std::string_view bridge_unavailable_remediation =
     "the work never reported a result here; fetch it by execution id";
@@ -66,7 +61,7 @@ enum class bridge_terminal : std::uint8_t {
 // `operation_handle` of a detached call shares (`progress_call::detach`).
 struct progress_call::state final : operation_link {
   state(std::weak_ptr<detail::bridge_core> c, std::shared_ptr<const session_metrics> m, std::shared_ptr<session> s,
-        request_id i, request_id t, bool str, std::chrono::steady_clock::time_point now)
+        request_id i, request_id t, bool str, std::chrono::steady_clock::time_point now, bool legacy = false)
       : core(std::move(c)),
         metrics(std::move(m)),
         sess(std::move(s)),
@@ -74,7 +69,8 @@ struct progress_call::state final : operation_link {
         token(std::move(t)),
         streamed(str),
         created(now),
-        wake(str ? std::make_shared<stream_sink>() : nullptr) {}
+        wake(str ? std::make_shared<stream_sink>() : nullptr),
+        legacy_members(legacy) {}
 
   const std::weak_ptr<detail::bridge_core> core;
   const std::shared_ptr<const session_metrics> metrics;
@@ -84,6 +80,7 @@ struct progress_call::state final : operation_link {
   const bool streamed;
   const std::chrono::steady_clock::time_point created;
   const std::shared_ptr<stream_sink> wake;  // streamed reservations only
+  const bool legacy_members;                // progress_bridge_options::legacy_final_members
 
   mutable std::mutex mutex;
   // Guarded by `mutex`.
@@ -109,13 +106,13 @@ struct progress_call::state final : operation_link {
   bool cap_drain_done = false;
   bool torn_down = false;
   bool detached = false;  // the work continues after the call (`detach`)
-  // A `finish` that arrived before `defer` (the worker beat the handler's return): the terminal is
-  // accepted, its final is built when the base arrives.
-  std::optional<std::pair<std::string, std::string>> finish_awaiting_base;  // status, extra members
+  // The final of a `finish` that arrived before `defer` (the worker beat the handler's return): the
+  // terminal is accepted, its final is published when the call returns.
+  std::optional<std::string> final_awaiting_return;
 
   // The reports of the work (`progress_call::progress` and `finish` forward here).
   bool progress(double progress, std::optional<double> total, std::string_view message) override;
-  bool finish(std::string_view status, std::string_view extra_members) override;
+  bool finish(operation_final final) override;
 };
 
 namespace detail {
@@ -232,18 +229,10 @@ inline std::string bridge_progress_frame(const request_id& token, const bridge_s
   return out;
 }
 
-inline std::string bridge_fallback_final(const request_id& id, std::string_view execution_id) {
+// The fallback final (docs/sessions.md#projection-and-finals): a complete error result.
+inline std::string bridge_fallback_final(const request_id& id, std::string_view execution_id, bool legacy_members) {
   std::string out;
-  write_result_response(out, id.view(), [&](json::writer& w) {
-    w.begin_object().key("content").begin_array();
-    w.begin_object().member("type", "text").member("text", bridge_fallback_text).end_object();
-    w.end_array();
-    // An error result: it has no `structuredContent`, which a tool with an `outputSchema` must
-    // give on success (docs/sessions.md#projection-and-finals), and its result is not here.
-    w.member("isError", true);
-    if (!execution_id.empty()) w.member("execution_id", execution_id);
-    w.member("status", "unknown").member("detail", bridge_fallback_detail).end_object();
-  });
+  write_result_response(out, id.view(), std::string_view{fallback_final_result(execution_id, legacy_members)});
   return out;
 }
 
@@ -259,71 +248,44 @@ inline std::string bridge_unavailable_final(const request_id& id, std::string_vi
   return out;
 }
 
-// The final of deferred work (docs/sessions.md#projection-and-finals): `base` (a JSON-RPC success)
-// with `status`, `execution_id` (unless present) and the members of `extras` (a JSON object;
-// anything else is ignored) added to its result object. Without a usable base, a minimal success
-// for `id`.
-inline std::string bridge_finish_final(const std::optional<std::string>& base, const request_id& id,
-                                       std::string_view status, std::string_view extras,
-                                       std::string_view execution_id) {
-  if (status.empty()) status = "unknown";
-  json::document extras_doc;
-  json::value extra;
-  if (!extras.empty()) {
-    auto parsed = extras_doc.parse(extras);
-    if (parsed.has_value() && parsed->is_object()) extra = *parsed;
-  }
-  const auto overridden = [&](std::string_view key) {
-    return key == "status" || (extra.exists() && extra.find(key).exists());
-  };
-  // The added members, after the kept ones.
-  const auto add_members = [&](json::writer& w, bool has_execution_id) {
-    w.member("status", status);
-    if (!has_execution_id && !execution_id.empty() && !(extra.exists() && extra.find("execution_id").exists())) {
-      w.member("execution_id", execution_id);
-    }
-    for (const auto& m : extra.members()) {
-      if (m.key == "status") continue;
-      w.key(m.key).value(m.value());
-    }
-  };
-
-  json::document base_doc;
-  json::value root;
-  if (base) {
-    auto parsed = base_doc.parse(*base);
-    if (parsed.has_value() && parsed->is_object() && (*parsed)["result"].is_object()) root = *parsed;
-  }
+// The JSON-RPC response of a detached call's final (docs/sessions.md#projection-and-finals): the
+// final's result (or error) for `id`. With `legacy`, the result also carries the top-level members
+// older hosts read: `status` (the final's `structuredContent.status` when it is a string, else
+// `failed` for an error result, else `completed`), `execution_id`, and the other members of its
+// `structuredContent`; members the result already has are never repeated.
+inline std::string bridge_final_response(const request_id& id, const operation_final& f, std::string_view execution_id,
+                                         bool legacy) {
   std::string out;
-  if (!root.exists()) {
-    write_result_response(out, id.view(), [&](json::writer& w) {
-      std::string text = "finished: ";
-      text.append(status);
-      w.begin_object().key("content").begin_array();
-      w.begin_object().member("type", "text").member("text", std::string_view{text}).end_object();
-      w.end_array();
-      add_members(w, false);
-      w.end_object();
-    });
+  if (f.error) {
+    write_error_response(out, std::optional<request_id_view>{id.view()}, *f.error);
     return out;
   }
-  json::writer w{out};
-  w.begin_object();
-  for (const auto& top : root.members()) {
-    if (top.key != "result") {
-      w.key(top.key).value(top.value());
-      continue;
-    }
-    const json::value result = top.value();
-    w.key("result").begin_object();
-    for (const auto& m : result.members()) {
-      if (overridden(m.key)) continue;
-      w.key(m.key).value(m.value());
-    }
-    add_members(w, result.find("execution_id").exists() && !overridden("execution_id"));
-    w.end_object();
+  json::document doc;
+  json::value result;
+  if (legacy) {
+    auto parsed = doc.parse(f.result_json);
+    if (parsed.has_value() && parsed->is_object()) result = *parsed;
   }
-  w.end_object();
+  if (!result.exists()) {
+    write_result_response(out, id.view(), std::string_view{f.result_json});
+    return out;
+  }
+  const json::value structured = result["structuredContent"];
+  std::string_view status = result["isError"].is_bool() && result["isError"].as_bool() ? "failed" : "completed";
+  if (structured["status"].is_string()) status = structured["status"].as_string();
+  write_result_response(out, id.view(), [&](json::writer& w) {
+    w.begin_object();
+    for (const auto& m : result.members()) w.key(m.key).value(m.value());
+    if (!result.find("status").exists()) w.member("status", status);
+    if (!execution_id.empty() && !result.find("execution_id").exists()) w.member("execution_id", execution_id);
+    if (structured.is_object()) {
+      for (const auto& m : structured.members()) {
+        if (m.key == "status" || m.key == "execution_id" || result.find(m.key).exists()) continue;
+        w.key(m.key).value(m.value());
+      }
+    }
+    w.end_object();
+  });
   return out;
 }
 
@@ -401,7 +363,7 @@ inline void bridge_project(progress_call::state& r, std::unique_lock<std::mutex>
       if (id == 0) {
         m.terminal_publish_failures.inc();
         try {
-          text = bridge_fallback_final(r.id, execution_id);
+          text = bridge_fallback_final(r.id, execution_id, r.legacy_members);
           id = stream.publish_final(text, channel);
         } catch (const std::bad_alloc&) {
           id = 0;
@@ -654,28 +616,15 @@ MCPCORE_DECL bool progress_call::complete(std::string response) {
 MCPCORE_DECL void progress_call::defer(std::string base_response) {
   if (!s_) return;
   state& r = *s_;
-  std::optional<std::pair<std::string, std::string>> early;
-  std::string execution_id;
-  {
-    const std::lock_guard<std::mutex> lk(r.mutex);
-    if (r.torn_down || r.base) return;
-    if (!r.finish_awaiting_base) {
-      if (r.terminal_accepted) return;
-      r.base = std::move(base_response);
-      return;
-    }
-    early = r.finish_awaiting_base;
-    execution_id = r.execution_id;
-  }
-  // The work finished before its call returned: the final is the base with the terminal's members.
-  std::optional<std::string> base{std::move(base_response)};
-  std::string text = detail::bridge_finish_final(base, r.id, early->first, early->second, execution_id);
   const auto core = r.core.lock();
   std::unique_lock<std::mutex> lk(r.mutex);
-  if (r.torn_down || !r.finish_awaiting_base || r.st == bridge_record_state::aborted) return;
-  r.finish_awaiting_base.reset();
-  r.base = std::move(base);
-  r.final_pending = std::move(text);
+  if (r.torn_down || r.base || r.st == bridge_record_state::aborted) return;
+  r.base = std::move(base_response);
+  if (!r.final_awaiting_return) return;
+  // The work finished before its call returned: its final goes now, after the call's in-call
+  // messages.
+  r.final_pending = std::move(r.final_awaiting_return);
+  r.final_awaiting_return.reset();
   if (r.projecting || r.st == bridge_record_state::arming) return;
   (void)detail::bridge_project_and_release(r, lk, core);
 }
@@ -683,38 +632,39 @@ MCPCORE_DECL void progress_call::defer(std::string base_response) {
 namespace detail {
 
 // The body of `progress_call::finish` (and of the record's `operation_link::finish`).
-inline bool bridge_report_finish(progress_call::state& r, std::string_view status, std::string_view extra_members) {
-  std::optional<std::string> base;
+inline bool bridge_report_finish(progress_call::state& r, const operation_final& final) {
   std::string execution_id;
   {
     const std::lock_guard<std::mutex> lk(r.mutex);
     if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
-    if (r.detached && !r.base) {
-      // The call has not returned yet: its result is the base of this final. Accept the terminal
-      // now (later progress is dropped) and build the final when `defer` brings the base. The
-      // members are copied first: a bad_alloc accepts nothing
-      // (docs/sessions.md#exception-boundaries).
-      r.finish_awaiting_base.emplace(std::string{status}, std::string{extra_members});
-      r.terminal_accepted = true;
-      r.terminal = detail::bridge_terminal::finish;
-      return true;
-    }
-    base = r.base;
     execution_id = r.execution_id;
   }
-  // Built before anything is latched: a throw leaves the record as it was.
-  std::string text = detail::bridge_finish_final(base, r.id, status, extra_members, execution_id);
+  // Built before anything is latched: a throw leaves the record as it was
+  // (docs/sessions.md#exception-boundaries).
+  std::string text = bridge_final_response(r.id, final, execution_id, r.legacy_members);
+  {
+    const std::lock_guard<std::mutex> lk(r.mutex);
+    if (r.torn_down || r.terminal_accepted || r.st == bridge_record_state::aborted) return false;
+    if (r.detached && !r.base) {
+      // The call has not returned yet: accept the terminal now (later progress is dropped) and
+      // publish the final when `defer` comes, after the call's own messages.
+      r.final_awaiting_return = std::move(text);
+      r.terminal_accepted = true;
+      r.terminal = bridge_terminal::finish;
+      return true;
+    }
+  }
   return bridge_latch_final(r, bridge_terminal::finish, std::move(text));
 }
 
 }  // namespace detail
 
-MCPCORE_DECL bool progress_call::finish(std::string_view status, std::string_view extra_members) {
-  return s_ && detail::bridge_report_finish(*s_, status, extra_members);
+MCPCORE_DECL bool progress_call::finish(const operation_final& final) {
+  return s_ && detail::bridge_report_finish(*s_, final);
 }
 
-inline bool progress_call::state::finish(std::string_view status, std::string_view extra_members) {
-  return detail::bridge_report_finish(*this, status, extra_members);
+inline bool progress_call::state::finish(operation_final final) {
+  return detail::bridge_report_finish(*this, final);
 }
 
 MCPCORE_DECL bool progress_call::complete_without_response() noexcept {

@@ -145,7 +145,7 @@ MCPCORE_DECL result<progress_call, bridge_refusal> progress_bridge::reserve(cons
   std::shared_ptr<progress_call::state> rec;
   if (s) {
     rec = std::make_shared<progress_call::state>(impl_->core, c.metrics, s, id, progress_token, streamed,
-                                                 c.clock->steady_now());
+                                                 c.clock->steady_now(), c.options.legacy_final_members);
   }
   detail::bridge_pin_choice pin;
   bool audit_displaced = false;
@@ -289,7 +289,7 @@ inline void bridge_pressure_locked(bridge_core& c, const std::vector<std::shared
         std::uint64_t fid = 0;
         try {
           const std::string text = d == expire_disposition::fallback_final
-                                       ? detail::bridge_fallback_final(r.id, r.execution_id)
+                                       ? detail::bridge_fallback_final(r.id, r.execution_id, r.legacy_members)
                                        : detail::bridge_unavailable_final(r.id, r.execution_id,
                                                                           c.clock->system_now());
           fid = r.sess->stream()->publish_final(text, r.channel);

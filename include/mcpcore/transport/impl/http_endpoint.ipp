@@ -22,6 +22,7 @@
 #include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/session/session_stream.hpp>
 #include <mcpcore/session/stream_types.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/error.hpp>
@@ -153,12 +154,36 @@ inline std::optional<request_id> http_id_of(json::value v) {
 
 // ---- per-session state -------------------------------------------------------------------------
 
-/// What the endpoint keeps per session (`session::attachment()`): the dispatch core's `peer`
-/// and the request ids in flight on the session's POSTs (a reused one answers 409).
+/// A session's channel for its tasks' progress and status notifications (`dispatch_context::session_sink`):
+/// published on the session's GET stream, live and into the ring like every GET-stream message. It
+/// holds the stream weakly: once the session is gone, what its tasks send is dropped.
+struct http_task_channel final : message_sink {
+  bool send(std::string_view message) noexcept override {
+    std::shared_ptr<session_stream> s;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      s = stream.lock();
+    }
+    return s && s->publish(message) != 0;
+  }
+  void bind(const std::shared_ptr<session_stream>& s) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    stream = s;
+  }
+  std::mutex mutex;  // a leaf
+  std::weak_ptr<session_stream> stream;
+};
+
+/// What the endpoint keeps per session (`session::attachment()`): the dispatch core's `peer`,
+/// the request ids in flight on the session's POSTs (a reused one answers 409), and the channel of
+/// its tasks.
 struct http_session_state {
   peer client;
   std::mutex mutex;  // a leaf
   std::unordered_set<request_id> in_flight;  // guarded by `mutex`
+  /// The session's GET channel for what a task sends after its call returned
+  /// (docs/tasks.md#notifications); bound to the session's stream once the session is minted.
+  const std::shared_ptr<http_task_channel> tasks = std::make_shared<http_task_channel>();
 };
 
 // ---- plug-in forwarders ------------------------------------------------------------------------
@@ -319,6 +344,35 @@ struct http_endpoint::impl {
     if (!persisted) m.audit_failures.inc();
   }
   void count_reject(stream_reject r) const noexcept { detail::count_stream_reject(m, r); }
+
+  /// Whether an executor is bound now (a task's work needs one: docs/tasks.md#executors).
+  [[nodiscard]] bool has_executor() const {
+    const std::lock_guard<std::mutex> lock(executor->mutex);
+    return executor->exec != nullptr;
+  }
+  /// The bound executor as a task's `background_executor`: never inline (no executor: refused).
+  struct task_background final : background_executor {
+    explicit task_background(impl& e) noexcept : ep(e) {}
+    bool post(std::function<void()> work) noexcept override {
+      std::shared_ptr<const http_executor> exec;
+      {
+        const std::lock_guard<std::mutex> lock(ep.executor->mutex);
+        exec = ep.executor->exec;
+      }
+      if (!exec) return false;
+      try {
+        return (*exec)(std::move(work));
+      } catch (...) {
+        return false;
+      }
+    }
+    impl& ep;
+  };
+  task_background tasks_background{*this};
+  /// What a dispatch hands a task (docs/tasks.md#executors): the bound executor, or null.
+  [[nodiscard]] background_executor* background_for_tasks() {
+    return has_executor() ? &tasks_background : nullptr;
+  }
 
   /// Runs `task` on the bound executor (inline without one); false when it was not taken.
   bool submit(std::function<void()> task) {
@@ -975,6 +1029,7 @@ MCPCORE_DECL void http_endpoint::cancel_in_flight() noexcept {
     states.swap(e.draining);
   }
   for (const auto& st : states) st->client.close();  // their stop tokens fire
+  e.srv.cancel_tasks();  // docs/tasks.md#shutdown: the tasks' work stops too
 }
 
 MCPCORE_DECL session_registry& http_endpoint::sessions() noexcept { return *impl_->registry; }

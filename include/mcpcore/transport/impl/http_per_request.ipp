@@ -168,20 +168,24 @@ struct per_request_sink final : message_sink {
 
 /// Detached work of a per-request call (docs/eras.md#detached-work): its progress frames and its
 /// final go onto the call's SSE stream, which stays open after the call returned until the
-/// terminal. The final is the call's response with `status`, `execution_id` and the terminal's
-/// members added (as on a session, docs/sessions.md#projection-and-finals). Shared by every
-/// `operation_handle` of the call; the last one gone without a terminal ends the stream with a
-/// -32014 "terminal unavailable" error, so no client waits for a final that cannot come.
+/// terminal. The final is the JSON-RPC response to the call with the terminal's complete result
+/// (as on a session, docs/sessions.md#projection-and-finals). Shared by every `operation_handle`
+/// of the call; the last one gone without a terminal ends the stream with a -32014 "terminal
+/// unavailable" error, so no client waits for a final that cannot come.
 class per_request_operation final : public operation_link {
  public:
   per_request_operation(std::shared_ptr<per_request_channel> channel, request_id id, request_id token,
-                        std::string execution_id)
-      : ch_(std::move(channel)), id_(std::move(id)), token_(std::move(token)), execution_id_(std::move(execution_id)) {}
+                        std::string execution_id, bool legacy_members)
+      : ch_(std::move(channel)),
+        id_(std::move(id)),
+        token_(std::move(token)),
+        execution_id_(std::move(execution_id)),
+        legacy_(legacy_members) {}
   ~per_request_operation() {
-    std::optional<std::string> unfinished;
+    bool unfinished = false;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      if (!finished_) unfinished = std::move(base_);
+      unfinished = !finished_ && based_;
     }
     if (!unfinished) return;
     try {
@@ -208,37 +212,32 @@ class per_request_operation final : public operation_link {
     watermark_ = progress;
     return true;
   }
-  bool finish(std::string_view status, std::string_view extra_members) override {
-    std::optional<std::string> text;
+  bool finish(operation_final final) override {
+    std::string text = bridge_final_response(id_, final, execution_id_, legacy_);  // before anything changes
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       if (finished_) return false;
+      finished_ = true;
       if (!based_) {
-        early_.emplace(std::string{status}, std::string{extra_members});  // built when the base comes
-        finished_ = true;
+        early_ = std::move(text);  // published when the call returns, after its own messages
         return true;
       }
-      text = bridge_finish_final(base_, id_, status, extra_members, execution_id_);
-      finished_ = true;
-      base_.reset();
     }
-    if (!ch_->push(*text, true)) ch_->close();
+    if (!ch_->push(text, true)) ch_->close();
     return true;
   }
-  /// The call returned `response`: the base of the final (published now if `finish` came first).
-  void defer(std::string response) {
+  /// The call returned its provisional response (replaced by the final; published now if
+  /// `finish` came first).
+  void defer() {
     std::optional<std::string> text;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       if (based_) return;
       based_ = true;
-      base_ = std::move(response);
-      if (!early_) return;
-      text = bridge_finish_final(base_, id_, early_->first, early_->second, execution_id_);
-      base_.reset();
+      text = std::move(early_);
       early_.reset();
     }
-    if (!ch_->push(*text, true)) ch_->close();
+    if (text && !ch_->push(*text, true)) ch_->close();
   }
 
  private:
@@ -246,11 +245,11 @@ class per_request_operation final : public operation_link {
   const request_id id_;
   const request_id token_;
   const std::string execution_id_;
-  std::mutex mutex_;  // a leaf above the channel's mutex
-  std::optional<std::string> base_;
-  std::optional<std::pair<std::string, std::string>> early_;  // a terminal before the base
+  const bool legacy_;  // progress_bridge_options::legacy_final_members
+  std::mutex mutex_;   // a leaf above the channel's mutex
+  std::optional<std::string> early_;  // the final of a terminal that came before the call returned
   std::optional<double> watermark_;
-  bool based_ = false;
+  bool based_ = false;  // the call returned
   bool finished_ = false;
 };
 
@@ -342,7 +341,8 @@ inline std::shared_ptr<operation_link> per_request_call::detach(std::string exec
       opened = open_stream();
       if (!opened) return nullptr;  // over the stream budget: unbound, the client polls
     }
-    op = std::make_shared<per_request_operation>(channel, request_id{*call_id}, *token, std::move(execution_id));
+    op = std::make_shared<per_request_operation>(channel, request_id{*call_id}, *token, std::move(execution_id),
+                                                 ep.options.bridge.legacy_final_members);
     operation = op;
     if (opened) {
       streaming = true;
@@ -371,7 +371,8 @@ inline void per_request_call::run() noexcept {
     ~unregister() { c.ep.unregister_per_request(c.key); }
   } const at_end{*this};
   dispatch_report report;
-  const dispatch_context ctx{base->who, nullptr, &sink, channel->stop.get_token(), this, &envelope, &report};
+  const dispatch_context ctx{base->who, nullptr,  &sink,   channel->stop.get_token(), this, &envelope, &report,
+                             nullptr,   ep.background_for_tasks()};
   std::string out;
   bool answered = false;
   try {
@@ -397,7 +398,7 @@ inline void per_request_call::run() noexcept {
   }
   if (detached) {
     // The work goes on: this response is the base of its final (the stream stays open).
-    detached->defer(std::move(out));
+    detached->defer();  // the provisional response is dropped: the final replaces it
     return;
   }
   if (!d) {
@@ -448,12 +449,15 @@ inline void close_per_request_streams(http_endpoint::impl& ep) noexcept {
 
 // ---- the checks ------------------------------------------------------------------------------------
 
-/// The body value `Mcp-Name` must carry for `msg` (the tool or prompt name, the resource URI), if
+/// The body value `Mcp-Name` must carry for `msg` (the tool or prompt name, the resource URI, the task id), if
 /// the method has one and the body carries it as a string.
 inline std::optional<std::string_view> per_request_name_of(const message& msg) noexcept {
   json::value v;
   if (msg.method == "tools/call" || msg.method == "prompts/get") v = msg.params["name"];
   if (msg.method == "resources/read") v = msg.params["uri"];
+  // The tasks extension (docs/tasks.md#headers): the task a request names; tasks/result and
+  // tasks/list name none.
+  if (msg.method == "tasks/get" || msg.method == "tasks/update" || msg.method == "tasks/cancel") v = msg.params["taskId"];
   if (!v.is_string()) return std::nullopt;
   return v.as_string();
 }

@@ -441,8 +441,16 @@ inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& s
   bool returned = false;
   bool threw = false;
   try {
-    const dispatch_context ctx{who,    attached != nullptr ? &attached->client : nullptr,
-                               dispatch_sink, {}, dispatch_call, nullptr, nullptr, &resumer};
+    const dispatch_context ctx{who,
+                               attached != nullptr ? &attached->client : nullptr,
+                               dispatch_sink,
+                               {},
+                               dispatch_call,
+                               nullptr,
+                               nullptr,
+                               &resumer,
+                               ep.background_for_tasks(),
+                               attached != nullptr ? attached->tasks : nullptr};
     returned = ep.srv.handle(msg, ctx, out);
   } catch (...) {
     threw = true;
@@ -791,6 +799,7 @@ inline void http_endpoint::impl::handle_initialize(const std::shared_ptr<detail:
     return;
   }
   const std::shared_ptr<session> s = std::move(*minted);
+  state->tasks->bind(s->stream());  // docs/tasks.md#notifications
   std::string out;
   bool answered = false;
   try {

@@ -5,6 +5,11 @@
 
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/impl/listen_frames.ipp>
+
+#include <mcpcore/dispatch/operation.hpp>
+#include <mcpcore/session/progress_bridge.hpp>  // first: in header-only mode it brings its .ipp files in order
+#include <mcpcore/session/impl/progress_bridge.ipp>
+#include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/wire/correlation_id.hpp>
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/error.hpp>
@@ -13,6 +18,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -79,6 +86,209 @@ class stdio_call_sink final : public message_sink {
  private:
   fd_line_sink& out_;
   std::stop_token stop_;
+};
+
+// ---- detached calls (docs/transport.md#detached-calls-over-stdio) --------------------------------
+
+struct stdio_detached_call;
+
+// The calls of a connection whose answer waits for the final of their detached work. Shared by the
+// transport and every operation of its calls, so that an operation that outlives `run` (or the
+// transport) writes nothing: finals and the work's progress are written under `mu`, and `run`
+// clears `sink` under it before it returns.
+struct stdio_finals {
+  std::mutex mu;  // above the sink's own mutex
+  std::condition_variable released;  // `calls` became empty
+  fd_line_sink* sink = nullptr;      // while `run` serves; null: reports are dropped
+  std::size_t cap = 0;               // stdio_options::max_detached_calls
+  std::vector<std::shared_ptr<stdio_detached_call>> calls;  // holding a slot
+
+  // Writes one line if the connection is served. Requires `mu`.
+  void write_locked(std::string_view line) const noexcept {
+    if (sink != nullptr) (void)sink->send(line);
+  }
+  // Ends the hold of `c`: nothing more is written for it. Requires `mu`.
+  void release_locked(stdio_detached_call& c) noexcept;
+};
+
+// One held call. Its members other than the constants are guarded by `stdio_finals::mu`.
+struct stdio_detached_call {
+  stdio_detached_call(request_id i, std::optional<request_id> t, std::string e) noexcept
+      : id(std::move(i)), token(std::move(t)), execution_id(std::move(e)) {}
+  const request_id id;
+  const std::optional<request_id> token;  // the request's progress token: the work's progress goes out
+  const std::string execution_id;
+  bool returned = false;   // the handler returned; its provisional answer was held back
+  bool finished = false;   // a terminal was accepted
+  bool released = false;   // its final was written, or it was cancelled: nothing more goes out
+  bool abandoned = false;  // every handle went before the handler returned, without a terminal
+  std::optional<std::string> early_final;  // a final that came before the handler returned
+  std::optional<double> watermark;         // the last progress written
+};
+
+inline void stdio_finals::release_locked(stdio_detached_call& c) noexcept {
+  if (c.released) return;
+  c.released = true;
+  std::erase_if(calls, [&c](const std::shared_ptr<stdio_detached_call>& p) { return p.get() == &c; });
+  if (calls.empty()) released.notify_all();
+}
+
+// The fallback final of a held call (docs/sessions.md#projection-and-finals): a complete error result.
+inline std::string stdio_fallback_final(const stdio_detached_call& c) {
+  std::string out;
+  write_result_response(out, c.id.view(), std::string_view{fallback_final_result(c.execution_id)});
+  return out;
+}
+
+// The record the handles of one held call share: its progress and its final go to the output.
+class stdio_operation final : public operation_link {
+ public:
+  stdio_operation(std::shared_ptr<stdio_finals> f, std::shared_ptr<stdio_detached_call> c) noexcept
+      : f_(std::move(f)), c_(std::move(c)) {}
+  stdio_operation(const stdio_operation&) = delete;
+  stdio_operation& operator=(const stdio_operation&) = delete;
+  stdio_operation(stdio_operation&&) = delete;
+  stdio_operation& operator=(stdio_operation&&) = delete;
+  // The last handle gone without a terminal: the call is answered the fallback final (now, or
+  // when its handler returns), never left waiting.
+  ~stdio_operation() {
+    const std::lock_guard lock{f_->mu};
+    stdio_detached_call& c = *c_;
+    if (c.finished || c.released) return;
+    c.finished = true;
+    if (!c.returned) {
+      c.abandoned = true;  // its handler's return answers it
+      return;
+    }
+    try {
+      f_->write_locked(stdio_fallback_final(c));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for the fallback: the call ends unanswered
+    }
+    f_->release_locked(c);
+  }
+
+  // The rules of a session's record (docs/concepts/operation_source.md): no meaningful total
+  // skips, progress past the total is clamped, only a value above the last one written goes.
+  bool progress(double progress, std::optional<double> total, std::string_view message) override {
+    const stdio_detached_call& call = *c_;
+    if (!call.token) return false;
+    if (!std::isfinite(progress) || (total && (!std::isfinite(*total) || *total <= 0))) return false;
+    if (total && progress > *total) progress = *total;
+    bridge_snapshot snap;
+    snap.progress = progress;
+    snap.total = total;
+    snap.message.assign(message);
+    const std::string frame = bridge_progress_frame(*call.token, snap, call.execution_id);
+    const std::lock_guard lock{f_->mu};
+    stdio_detached_call& c = *c_;
+    if (c.finished || c.released || f_->sink == nullptr || (c.watermark && !(progress > *c.watermark))) return false;
+    if (!f_->sink->send(frame)) return false;
+    c.watermark = progress;
+    return true;
+  }
+
+  bool finish(operation_final final) override {
+    std::string text = bridge_final_response(c_->id, final, c_->execution_id, false);  // before anything changes
+    const std::lock_guard lock{f_->mu};
+    stdio_detached_call& c = *c_;
+    if (c.finished || c.released) return false;
+    c.finished = true;
+    if (!c.returned) {
+      c.early_final = std::move(text);  // written when the handler returns, after its own messages
+      return true;
+    }
+    f_->write_locked(text);
+    f_->release_locked(c);
+    return true;
+  }
+
+ private:
+  std::shared_ptr<stdio_finals> f_;
+  std::shared_ptr<stdio_detached_call> c_;
+};
+
+// A `tools/call`'s record as the dispatch core sees it (`dispatch_context::progress`): `detach`
+// holds the call's answer back for the final, within the connection's cap.
+class stdio_call_link final : public call_link {
+ public:
+  stdio_call_link(std::shared_ptr<stdio_finals> f, request_id id, std::optional<request_id> token) noexcept
+      : f_(std::move(f)), id_(std::move(id)), token_(std::move(token)) {}
+  stdio_call_link(const stdio_call_link&) = delete;
+  stdio_call_link& operator=(const stdio_call_link&) = delete;
+  stdio_call_link(stdio_call_link&&) = delete;
+  stdio_call_link& operator=(stdio_call_link&&) = delete;
+  ~stdio_call_link() = default;
+
+  std::shared_ptr<operation_link> detach(std::string execution_id) override {
+    const std::lock_guard lock{f_->mu};
+    if (auto op = op_.lock()) return op;  // a second detach shares the record
+    // Over the cap, a second detach after every handle went, or a connection no longer served:
+    // unbound, and the call is answered its provisional result at once.
+    if (call_ || f_->sink == nullptr || f_->calls.size() >= f_->cap) return nullptr;
+    auto call = std::make_shared<stdio_detached_call>(id_, token_, std::move(execution_id));
+    f_->calls.push_back(call);
+    std::shared_ptr<stdio_operation> op;
+    try {
+      op = std::make_shared<stdio_operation>(f_, call);
+    } catch (...) {
+      f_->calls.pop_back();  // nothing is held
+      throw;
+    }
+    call_ = std::move(call);
+    op_ = op;
+    return op;
+  }
+
+  // After the dispatch: true when the call's own answer is written as usual; false when the call
+  // detached: its final is written instead (now, if it came already, or when `finish` comes), or
+  // nothing when the call was cancelled (`answered` false, or a cancel released it).
+  bool settle(bool answered) noexcept {
+    const std::lock_guard lock{f_->mu};
+    if (!call_) return true;
+    stdio_detached_call& c = *call_;
+    c.returned = true;
+    if (c.released) return false;
+    if (!answered) {
+      f_->release_locked(c);
+    } else if (c.early_final) {
+      f_->write_locked(*c.early_final);
+      f_->release_locked(c);
+    } else if (c.abandoned) {
+      try {
+        f_->write_locked(stdio_fallback_final(c));
+      } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for the fallback: the call ends unanswered
+      }
+      f_->release_locked(c);
+    }
+    return false;
+  }
+
+ private:
+  std::shared_ptr<stdio_finals> f_;
+  request_id id_;
+  std::optional<request_id> token_;
+  std::shared_ptr<stdio_detached_call> call_;  // set by `detach` within the cap
+  std::weak_ptr<stdio_operation> op_;
+};
+
+// A handshake connection's channel for what its tasks send after their calls returned (their
+// progress and status notifications, docs/tasks.md#notifications): the output while the connection
+// lasts, nothing after it.
+class stdio_task_channel final : public message_sink {
+ public:
+  explicit stdio_task_channel(fd_line_sink& out) noexcept : out_(&out) {}
+  bool send(std::string_view message) noexcept override {
+    std::lock_guard lock{mu_};
+    return out_ != nullptr && out_->send(message);
+  }
+  void close() noexcept {
+    std::lock_guard lock{mu_};
+    out_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;  // a leaf above the output's
+  fd_line_sink* out_;
 };
 
 // The era a stdio connection is pinned to by its first request (docs/eras.md#stdio).
@@ -213,10 +423,13 @@ struct stdio_transport::impl {
     }
     bool post(std::function<void()> task) noexcept override { return transport.post_task(std::move(task)); }
     void finish(bool answered, std::string out) noexcept override {
+      if (link && !link->settle(answered)) return;  // detached: its final answers it
       if (answered) (void)transport.sink->send(out);
     }
     impl& transport;
     job request;
+    /// A `tools/call`'s record (docs/transport.md#detached-calls-over-stdio), alive while the call waits.
+    std::optional<detail::stdio_call_link> link;
     bool suspended = false;  // the worker's own: set during its dispatch, read after it
   };
 
@@ -225,6 +438,16 @@ struct stdio_transport::impl {
   stdio_options options;
   peer client;
   std::unique_ptr<detail::fd_line_sink> sink;
+  /// Where a task's work runs (docs/tasks.md#executors): the workers, like a waiting call's
+  /// continuations.
+  struct task_background final : background_executor {
+    explicit task_background(impl& t) noexcept : transport(t) {}
+    bool post(std::function<void()> work) noexcept override { return transport.post_task(std::move(work)); }
+    impl& transport;
+  };
+  task_background tasks_background{*this};
+  /// The handshake connection's channel for its tasks (set by `run`, closed when it returns).
+  std::shared_ptr<detail::stdio_task_channel> task_channel;
   std::mutex mu;
   std::condition_variable work_cv;
   std::condition_variable idle_cv;
@@ -246,6 +469,9 @@ struct stdio_transport::impl {
   std::thread event_writer;                   // `run`'s thread starts and joins it
   std::vector<detail::stdio_listen> listens;  // the reader's own
   std::uint64_t listen_keys = 0;              // the reader's own
+  // The calls held for the final of their detached work (docs/transport.md#detached-calls-over-stdio),
+  // shared with their operations.
+  std::shared_ptr<detail::stdio_finals> finals = std::make_shared<detail::stdio_finals>();
 
   impl(server& s, principal p, stdio_options o) : srv(s), caller(std::move(p)), options(o) {}
 
@@ -326,18 +552,38 @@ struct stdio_transport::impl {
       r = std::make_shared<handshake_resumer>(*this, std::move(j));
     } catch (...) {  // no memory for the resumer: the call runs without one (a wait holds the worker)
       std::string out;
-      const dispatch_context ctx{caller, &client, sink.get(), stop.get_token()};
+      std::optional<detail::stdio_call_link> link;
+      emplace_link(link, j);
+      const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link ? &*link : nullptr,
+                                 nullptr, nullptr, nullptr,    &tasks_background, task_channel};
       const bool answered = dispatch(j, ctx, out);
       settle_initialize(j.msg);
+      if (link && !link->settle(answered)) return;
       if (answered) (void)sink->send(out);
       return;
     }
+    std::optional<detail::stdio_call_link>& held = r->link;
+    emplace_link(held, r->request);
+    detail::stdio_call_link* const link = held.has_value() ? &*held : nullptr;
     std::string out;
-    const dispatch_context ctx{caller, &client, sink.get(), stop.get_token(), nullptr, nullptr, nullptr, r.get()};
+    const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link,
+                               nullptr, nullptr, r.get(),    &tasks_background, task_channel};
     const bool answered = dispatch(r->request, ctx, out);
     settle_initialize(r->request.msg);
     if (r->suspended) return;
+    if (link != nullptr && !link->settle(answered)) return;
     if (answered) (void)sink->send(out);
+  }
+
+  // The record of a `tools/call` (docs/transport.md#detached-calls-over-stdio); none for another
+  // request, or when there is no memory for it (the call then cannot hold its answer).
+  void emplace_link(std::optional<detail::stdio_call_link>& link, const job& j) noexcept {
+    if (j.msg.method != "tools/call" || !j.msg.id) return;
+    try {
+      link.emplace(finals, request_id{*j.msg.id}, progress_token_of(j.msg.params["_meta"]["progressToken"]));
+    } catch (...) {
+      link.reset();
+    }
   }
 
   // After an `initialize` ran: one that negotiated nothing (refused) leaves the connection
@@ -397,9 +643,14 @@ struct stdio_transport::impl {
   void run_per_request(const job& j, const request_envelope& env, std::stop_source& call_stop) {
     const std::stop_callback on_stop{stop.get_token(), [&call_stop] { call_stop.request_stop(); }};
     detail::stdio_call_sink call_sink{*sink, call_stop.get_token()};
-    const dispatch_context ctx{caller, nullptr, &call_sink, call_stop.get_token(), nullptr, &env, nullptr};
+    std::optional<detail::stdio_call_link> link;
+    emplace_link(link, j);
+    const dispatch_context ctx{caller,  nullptr, &call_sink, call_stop.get_token(), link ? &*link : nullptr, &env,
+                               nullptr, nullptr, &tasks_background};
     std::string out;
-    if (dispatch(j, ctx, out) && !call_stop.stop_requested()) (void)sink->send(out);
+    const bool answered = dispatch(j, ctx, out) && !call_stop.stop_requested();
+    if (link && !link->settle(answered)) return;
+    if (answered) (void)sink->send(out);
   }
 
   void answer_now(const std::string& text) { (void)sink->send(text); }
@@ -523,6 +774,17 @@ struct stdio_transport::impl {
         if (r.id == *id) r.stop.request_stop();
       }
     }
+    // A call held for its final is released: its answer is never written, its work goes on
+    // (docs/transport.md#detached-calls-over-stdio).
+    {
+      const std::lock_guard lock{finals->mu};
+      for (;;) {
+        const auto it = std::ranges::find_if(
+            finals->calls, [&](const std::shared_ptr<detail::stdio_detached_call>& c) { return c->id.view() == *id; });
+        if (it == finals->calls.end()) break;
+        finals->release_locked(**it);
+      }
+    }
     // A cancelled listen ends without an answer; its lines not yet written are dropped.
     for (auto it = listens.begin(); it != listens.end();) {
       if (it->id.view() != *id) {
@@ -618,6 +880,24 @@ struct stdio_transport::impl {
     listens.clear();
   }
 
+  // The end of the connection for the calls held for their finals
+  // (docs/transport.md#detached-calls-over-stdio): they get until `until` for their finals, then
+  // each one still held is answered the fallback final; later reports write nothing.
+  void end_detached(std::chrono::steady_clock::time_point until) noexcept {
+    std::unique_lock lock{finals->mu};
+    finals->released.wait_until(lock, until, [this] { return finals->calls.empty(); });
+    while (!finals->calls.empty()) {
+      detail::stdio_detached_call& c = *finals->calls.front();
+      c.finished = true;
+      try {
+        finals->write_locked(detail::stdio_fallback_final(c));
+      } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for this fallback; the others still go
+      }
+      finals->release_locked(c);
+    }
+    finals->sink = nullptr;
+  }
+
   void too_large() {
     answer_error(std::nullopt, errc::invalid_request, "Message too large",
                  "Send messages no longer than the server's limit (4 MiB by default), one per line.");
@@ -665,7 +945,13 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
   {
     std::lock_guard lock{st.mu};
     st.sink = std::make_unique<detail::fd_line_sink>(out_fd);
+    st.task_channel = std::make_shared<detail::stdio_task_channel>(*st.sink);
     st.closing = false;
+  }
+  {
+    const std::lock_guard lock{st.finals->mu};
+    st.finals->sink = st.sink.get();
+    st.finals->cap = st.options.max_detached_calls;
   }
   st.pinned = detail::stdio_pin::none;  // a new connection: its first request decides
   st.initialize_admitted.store(false);  // and it is not initialized
@@ -728,12 +1014,16 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
 
   // Shutdown: no answer from the client can arrive any more.
   const bool stopped = st.stop.stop_requested();
+  const auto drain_until = std::chrono::steady_clock::now() + st.options.drain_timeout;
   st.client.input_closed();
+  // No request can ask for a task's result any more: the tasks stop now rather than after the
+  // drain (docs/tasks.md#shutdown); the second call below stops those created during the drain.
+  st.srv.cancel_tasks();
   {
     std::unique_lock lock{st.mu};
     if (!stopped) {
-      st.idle_cv.wait_for(lock, st.options.drain_timeout,
-                          [&] { return st.queue.empty() && st.tasks.empty() && st.busy == 0; });
+      st.idle_cv.wait_until(lock, drain_until,
+                            [&] { return st.queue.empty() && st.tasks.empty() && st.busy == 0; });
     }
     st.closing = true;
     st.queue.clear();  // requests never started are dropped with the connection
@@ -741,9 +1031,12 @@ MCPCORE_DECL int stdio_transport::run(int in_fd, int out_fd) {
     // their calls where they arise.
   }
   st.stop.request_stop();
+  st.srv.cancel_tasks();  // docs/tasks.md#shutdown: the tasks' work stops with the workers
   st.client.close();
   st.work_cv.notify_all();
   for (auto& t : workers) t.join();
+  st.task_channel->close();
+  st.end_detached(stopped ? std::chrono::steady_clock::now() : drain_until);
   handshake.cancel();
   st.close_listens(stopped);
   return status;
