@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -118,6 +119,16 @@ class tool_final_builder final : public final_builder {
   }
 
   operation_final build(const tool_result& r, std::string_view execution_id) const override {
+    // The first final takes the tool: the builder lets go of it, so that a handle the host keeps
+    // in state its own handler reaches (tool -> handler -> state -> handle -> builder -> tool)
+    // is no cycle once the work finished. A later final of the same call is refused by its
+    // delivery anyway; it is written unchecked.
+    std::shared_ptr<compiled_tool> tool;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      tool = std::exchange(t_, nullptr);
+    }
+    if (!tool) return unchecked_final(r, execution_id);
     operation_final f;
     std::optional<json::document> doc;
     json::value structured;
@@ -125,16 +136,16 @@ class tool_final_builder final : public final_builder {
     if (r.input() != nullptr) {
       fault.emplace(result_fault{final_asks_for_input, "the final asks for input"});
     } else {
-      fault = check_tool_result(*t_, r, doc, structured);
+      fault = check_tool_result(*tool, r, doc, structured);
     }
     if (!fault) {
       json::writer w{f.result_json};
       write_tool_result_object(w, r, structured, execution_id, per_request_meta_);
       return f;
     }
-    t_->output_invalid.inc();
+    tool->output_invalid.inc();
     const correlation_id cid = s_.mint_cid();
-    (void)s_.record(t_->action, "mcp_tool", t_->def.name, caller_, audit_result::failure,
+    (void)s_.record(tool->action, "mcp_tool", tool->def.name, caller_, audit_result::failure,
                     "invalid final: " + fault->why + " execution_id=" + sanitize_audit_value(execution_id) +
                         " correlation_id=" + std::string{cid.view()},
                     cid.view());
@@ -148,7 +159,8 @@ class tool_final_builder final : public final_builder {
 
  private:
   server::impl& s_;
-  std::shared_ptr<compiled_tool> t_;
+  mutable std::mutex mutex_;                  // a leaf; guards t_
+  mutable std::shared_ptr<compiled_tool> t_;  // until the first final
   principal caller_;
   std::string per_request_meta_;  // set for a call of the per-request era
 };
