@@ -175,6 +175,7 @@ void signal_group(pid_t pgid, int sig) noexcept { (void)::kill(-pgid, sig); }
 /// How a supervised child ended.
 struct outcome {
   bool timed_out = false;  ///< its deadline passed before it exited
+  bool cancelled = false;  ///< `command_runner::cancel` asked for its stop before it exited
   bool stopped = false;    ///< the runner shut down before it exited
   std::optional<int> exit_code;
   std::optional<int> signal;
@@ -188,6 +189,8 @@ struct supervision {
   milliseconds drain{0};
   int stop_fd = -1;                             ///< readable once the runner shuts down
   const std::atomic<bool>* stopping = nullptr;  ///< the same, for when there is no descriptor
+  int cancel_fd = -1;                             ///< readable once this execution is cancelled
+  const std::atomic<bool>* cancelling = nullptr;  ///< the same, for when there is no descriptor
 };
 
 int poll_timeout(steady::time_point now, std::optional<steady::time_point> next, bool fallback) {
@@ -201,8 +204,8 @@ int poll_timeout(steady::time_point now, std::optional<steady::time_point> next,
 }
 
 /// Reads the child's pipes until it exited and they ended (or `drain` passed after its exit),
-/// enforcing its deadline (SIGTERM to the group, SIGKILL after the grace) and the runner's stop,
-/// then reaps it. `on_data` gets every chunk read, in arrival order.
+/// enforcing its deadline (SIGTERM to the group, SIGKILL after the grace), its cancellation (the
+/// same) and the runner's stop, then reaps it. `on_data` gets every chunk read, in arrival order.
 using data_sink = std::function<void(output_stream, std::string_view)>;
 
 outcome supervise(child& c, const supervision& sv, const data_sink& on_data) {
@@ -211,6 +214,7 @@ outcome supervise(child& c, const supervision& sv, const data_sink& on_data) {
   bool exited = false;
   bool term_sent = false;
   bool stop_seen = false;
+  bool cancel_seen = false;
   std::optional<steady::time_point> kill_at;
   std::optional<steady::time_point> drain_until;
   const auto read_one = [&](unique_fd& fd, output_stream which) {
@@ -230,8 +234,16 @@ outcome supervise(child& c, const supervision& sv, const data_sink& on_data) {
     auto now = steady::now();
     if (!exited) {
       if (!stop_seen && sv.stopping != nullptr && sv.stopping->load(std::memory_order_acquire)) stop_seen = true;
+      if (!cancel_seen && sv.cancelling != nullptr && sv.cancelling->load(std::memory_order_acquire)) {
+        cancel_seen = true;
+      }
       if (!term_sent && now >= sv.deadline) {
         o.timed_out = true;
+        term_sent = true;
+        signal_group(c.pid, SIGTERM);
+        kill_at = now + sv.kill_grace;
+      } else if (!term_sent && cancel_seen) {
+        o.cancelled = true;
         term_sent = true;
         signal_group(c.pid, SIGTERM);
         kill_at = now + sv.kill_grace;
@@ -249,15 +261,17 @@ outcome supervise(child& c, const supervision& sv, const data_sink& on_data) {
       break;
     }
 
-    std::array<pollfd, 4> fds{};
+    std::array<pollfd, 5> fds{};
     std::size_t n = 0;
     std::size_t out_at = fds.size();
     std::size_t err_at = fds.size();
     std::size_t stop_at = fds.size();
+    std::size_t cancel_at = fds.size();
     if (c.out.valid()) fds[out_at = n++] = pollfd{c.out.get(), POLLIN, 0};
     if (c.err.valid()) fds[err_at = n++] = pollfd{c.err.get(), POLLIN, 0};
     if (!exited && c.pidfd.valid()) fds[n++] = pollfd{c.pidfd.get(), POLLIN, 0};
     if (!stop_seen && !exited && sv.stop_fd >= 0) fds[stop_at = n++] = pollfd{sv.stop_fd, POLLIN, 0};
+    if (!cancel_seen && !exited && sv.cancel_fd >= 0) fds[cancel_at = n++] = pollfd{sv.cancel_fd, POLLIN, 0};
     std::optional<steady::time_point> next;
     if (exited) {
       next = drain_until;
@@ -266,13 +280,15 @@ outcome supervise(child& c, const supervision& sv, const data_sink& on_data) {
     } else if (!term_sent) {
       next = sv.deadline;
     }
-    const bool fallback = !exited && (!c.pidfd.valid() || (sv.stop_fd < 0 && sv.stopping != nullptr));
+    const bool fallback = !exited && (!c.pidfd.valid() || (sv.stop_fd < 0 && sv.stopping != nullptr) ||
+                                      (sv.cancel_fd < 0 && sv.cancelling != nullptr));
     const int ready = ::poll(fds.data(), n, poll_timeout(now, next, fallback));
     if (ready > 0) {
       constexpr short readable = POLLIN | POLLHUP | POLLERR | POLLNVAL;
       if (out_at < n && (fds[out_at].revents & readable) != 0) read_one(c.out, output_stream::out);
       if (err_at < n && (fds[err_at].revents & readable) != 0) read_one(c.err, output_stream::err);
       if (stop_at < n && (fds[stop_at].revents & readable) != 0) stop_seen = true;
+      if (cancel_at < n && (fds[cancel_at].revents & readable) != 0) cancel_seen = true;
     }
     if (!exited) {
       siginfo_t info{};  // NOLINT(misc-include-cleaner): <signal.h>, through a glibc bits header
@@ -319,6 +335,13 @@ class scope_exit {
 };
 
 bool has_nul(std::string_view s) noexcept { return s.find('\0') != std::string_view::npos; }
+
+/// Whether `id` has the shape of an execution id: 32 lowercase hex characters.
+bool valid_execution_id(std::string_view id) noexcept {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char ch) {
+           return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+         });
+}
 
 std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
@@ -593,7 +616,7 @@ std::optional<std::string> allowlist::validate_args(std::string_view name, mcpco
 // ---- snapshots -------------------------------------------------------------------------------
 
 bool is_terminal(std::string_view status) noexcept {
-  return status == "succeeded" || status == "failed" || status == "timed_out";
+  return status == "succeeded" || status == "failed" || status == "timed_out" || status == "cancelled";
 }
 
 std::string snapshot_json(const execution_snapshot& s) {
@@ -632,6 +655,11 @@ struct execution {
   steady::time_point started_steady;
   std::optional<steady::time_point> finished_steady;
   std::thread supervisor;  ///< assigned under the runner's mutex; moved to `done_threads` at the end
+  /// Set once by `cancel` (under the runner's mutex); the supervisor reads it.
+  std::atomic<bool> cancel_requested{false};
+  /// An eventfd written once by `cancel`, never read: wakes the supervisor's poll. Invalid when
+  /// none could be made (the supervisor then polls the flag every `fallback_poll`).
+  unique_fd cancel_event;
 };
 
 /// Splits one stream into lines for `on_line`, bounding each by `max_line_bytes`.
@@ -702,13 +730,15 @@ struct command_runner::state {
     stop_event = unique_fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   }
 
-  [[nodiscard]] supervision bounds(steady::time_point deadline) const {
+  [[nodiscard]] supervision bounds(steady::time_point deadline, const execution* e = nullptr) const {
     return supervision{.deadline = deadline,
                        .kill_grace = options.kill_grace,
                        .stop_grace = options.shutdown_grace,
                        .drain = options.output_drain,
                        .stop_fd = stop_event.get(),
-                       .stopping = &stop_flag};
+                       .stopping = &stop_flag,
+                       .cancel_fd = e != nullptr ? e->cancel_event.get() : -1,
+                       .cancelling = e != nullptr ? &e->cancel_requested : nullptr};
   }
 
   /// Keeps finished execution `id` of `principal` for `get`, forgetting what the retention caps
@@ -787,7 +817,7 @@ void command_runner::state::run(const std::shared_ptr<execution>& e, child c, ru
     }
     if (reporting) (which == output_stream::out ? out_lines : err_lines).feed(chunk, emitter(which));
   };
-  const outcome o = supervise(c, bounds(deadline), on_data);
+  const outcome o = supervise(c, bounds(deadline, e.get()), on_data);
   if (reporting) out_lines.finish(emitter(output_stream::out));
   if (reporting) err_lines.finish(emitter(output_stream::err));
 
@@ -799,6 +829,8 @@ void command_runner::state::run(const std::shared_ptr<execution>& e, child c, ru
     s.signal = o.signal;
     if (o.timed_out) {
       s.status = "timed_out";
+    } else if (o.cancelled) {
+      s.status = "cancelled";
     } else if (o.exit_code && *o.exit_code == 0) {
       s.status = "succeeded";
     } else {
@@ -810,6 +842,7 @@ void command_runner::state::run(const std::shared_ptr<execution>& e, child c, ru
     s.finished = std::chrono::system_clock::now();
     const auto end = steady::now();
     e->finished_steady = end;
+    e->cancel_event.reset();  // a finished execution holds no descriptor (`cancel` checks the end first)
     s.duration = std::chrono::duration_cast<milliseconds>(end - e->started_steady);
     --running;
     retain_locked(s.submitted_by, s.id);
@@ -832,19 +865,23 @@ command_runner::command_runner(runner_options options) : state_(std::make_unique
 
 command_runner::~command_runner() { shutdown(); }
 
+std::optional<std::string> command_runner::new_execution_id() { return mcpcore::detail::random_hex(16); }
+
 mcpcore::result<std::string, start_error> command_runner::start(const command_spec& spec,
                                                                 std::vector<std::string> args,
                                                                 std::string submitted_by, run_callbacks callbacks,
-                                                                std::string_view reservation) {
+                                                                std::string_view reservation, std::string execution_id) {
   auto& st = *state_;
   if (spec.program.empty() || spec.program.front() != '/' || has_nul(spec.program) ||
       std::any_of(spec.fixed_args.begin(), spec.fixed_args.end(), has_nul) ||
-      std::any_of(args.begin(), args.end(), has_nul)) {
+      std::any_of(args.begin(), args.end(), has_nul) || (!execution_id.empty() && !valid_execution_id(execution_id))) {
     return fail(start_error::invalid_argument);
   }
+  const bool chosen = !execution_id.empty();
   {
     const std::scoped_lock lock{st.m};
     if (st.stopping) return fail(start_error::shutting_down);
+    if (chosen && st.executions.contains(execution_id)) return fail(start_error::invalid_argument);
     const auto now = steady::now();
     const std::size_t reserved = st.live_reservations_locked(now);
     const auto held = reservation.empty() ? st.reservations.end() : st.reservations.find(reservation);
@@ -862,7 +899,7 @@ mcpcore::result<std::string, start_error> command_runner::start(const command_sp
     --st.starting;
     st.idle.notify_all();
   }};
-  auto id = mcpcore::detail::random_hex(16);
+  std::optional<std::string> id = chosen ? std::optional<std::string>{std::move(execution_id)} : mcpcore::detail::random_hex(16);
   if (!id) return fail(start_error::spawn_failed);
   std::vector<std::string> argv;
   argv.reserve(1 + spec.fixed_args.size() + args.size());
@@ -871,6 +908,7 @@ mcpcore::result<std::string, start_error> command_runner::start(const command_sp
   std::move(args.begin(), args.end(), std::back_inserter(argv));
 
   auto e = std::make_shared<execution>();
+  e->cancel_event = unique_fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   e->snap.command = spec.name;
   e->snap.submitted_by = std::move(submitted_by);
   e->snap.started = std::chrono::system_clock::now();
@@ -881,6 +919,12 @@ mcpcore::result<std::string, start_error> command_runner::start(const command_sp
   const auto deadline = e->started_steady + spec.timeout;
 
   const std::scoped_lock lock{st.m};
+  if (chosen && st.executions.contains(*id)) {  // a concurrent start took the caller's id meanwhile
+    signal_group(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return fail(start_error::invalid_argument);
+  }
   while (st.executions.contains(*id)) {  // 128 random bits: a formality
     auto again = mcpcore::detail::random_hex(16);
     if (again) id = std::move(again);
@@ -919,6 +963,24 @@ std::optional<execution_snapshot> command_runner::get(std::string_view id) const
     s.duration = std::chrono::duration_cast<milliseconds>(steady::now() - it->second->started_steady);
   }
   return s;
+}
+
+bool command_runner::cancel(std::string_view id) {
+  auto& st = *state_;
+  const std::scoped_lock lock{st.m};
+  const auto it = st.executions.find(id);
+  if (it == st.executions.end()) return false;
+  execution& e = *it->second;
+  if (e.finished_steady || is_terminal(e.snap.status) || e.cancel_requested.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  e.cancel_requested.store(true, std::memory_order_release);
+  if (e.cancel_event.valid()) {
+    const std::uint64_t one = 1;
+    while (::write(e.cancel_event.get(), &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+  return true;
 }
 
 bool command_runner::reserve(std::string_view key, std::chrono::milliseconds hold) {

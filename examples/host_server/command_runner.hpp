@@ -122,7 +122,8 @@ struct execution_snapshot {
   /// Who started it (the caller's principal id, as given to `start`).
   std::string submitted_by;
   /// `running`, then one terminal status: `succeeded` (exit code 0), `failed` (another exit code,
-  /// or killed by a signal, including at shutdown) or `timed_out` (stopped at its timeout).
+  /// or killed by a signal, including at shutdown), `timed_out` (stopped at its timeout) or
+  /// `cancelled` (stopped by `command_runner::cancel`).
   std::string status = "running";
   /// The exit code, once the program exited normally.
   std::optional<int> exit_code;
@@ -143,7 +144,7 @@ struct execution_snapshot {
   std::chrono::milliseconds duration{0};
 };
 
-/// Whether `status` is terminal (`succeeded`, `failed`, `timed_out`).
+/// Whether `status` is terminal (`succeeded`, `failed`, `timed_out`, `cancelled`).
 [[nodiscard]] bool is_terminal(std::string_view status) noexcept;
 
 /// The snapshot as the JSON object of `get_execution_status`: `execution_id`, `command`,
@@ -158,7 +159,7 @@ inline constexpr std::string_view execution_status_schema =
     R"({"type":"object","properties":{)"
     R"("execution_id":{"type":"string","pattern":"^[0-9a-f]{32}$","description":"The execution's id"},)"
     R"("command":{"type":"string","description":"The allow-listed command"},)"
-    R"("status":{"type":"string","enum":["running","succeeded","failed","timed_out"],)"
+    R"("status":{"type":"string","enum":["running","succeeded","failed","timed_out","cancelled"],)"
     R"("description":"running, or the terminal status"},)"
     R"("exit_code":{"type":"integer","description":"The exit code, once the program exited normally"},)"
     R"("signal":{"type":"integer","minimum":1,"description":"The signal that ended the program"},)"
@@ -215,7 +216,7 @@ struct runner_options {
 enum class start_error : std::uint8_t {
   too_many_running,  ///< `max_concurrent` executions are running
   shutting_down,     ///< `shutdown` was called
-  invalid_argument,  ///< an argument holds a NUL character, or the program is not an absolute path
+  invalid_argument,  ///< an argument holds a NUL character, the program is not an absolute path, or a bad execution id
   spawn_failed,      ///< the CSPRNG, a pipe, the process or its supervisor thread could not be made
 };
 
@@ -231,8 +232,9 @@ enum class start_error : std::uint8_t {
 /// with stdin on /dev/null, stdout and stderr on pipes, default signal dispositions, an empty
 /// signal mask, no other inherited descriptor, and the environment `PATH=/usr/bin:/bin`,
 /// `LANG=C.UTF-8`. At its timeout the group gets SIGTERM, then SIGKILL after `kill_grace`; when
-/// the program exits, whatever is left of its group gets SIGKILL. There is no cancel: a client
-/// cancelling its request detaches the response, the command runs on.
+/// the program exits, whatever is left of its group gets SIGKILL. `cancel` stops one execution the
+/// same way (it ends `cancelled`): mcpcore-host calls it when the task the command serves is
+/// cancelled; a client cancelling a plain request only detaches the response, the command runs on.
 ///
 /// @par Thread safety
 /// Every member may be called concurrently, except that `shutdown` (and the destructor) must not
@@ -255,10 +257,19 @@ class command_runner {
   /// @param reservation the key of a slot `reserve` holds for this start (empty: none): a live
   ///   reservation is spent and admits the start whatever else runs; an unknown or expired key
   ///   starts like no key, if a slot is free.
+  /// @param execution_id the id to run under, from `new_execution_id` (empty: a fresh one), for a
+  ///   caller that must name the execution before it starts (a task is created first:
+  ///   docs/host-server.md#commands-as-tasks). One that is not 32 lowercase hex digits, or that an
+  ///   execution already has, is `invalid_argument`.
   [[nodiscard]] mcpcore::result<std::string, start_error> start(const command_spec& spec,
                                                                 std::vector<std::string> args,
                                                                 std::string submitted_by, run_callbacks callbacks,
-                                                                std::string_view reservation = {});
+                                                                std::string_view reservation = {},
+                                                                std::string execution_id = {});
+
+  /// A fresh execution id (32 lowercase hex characters, 128 bits of the kernel's CSPRNG) for
+  /// `start`; nullopt when the CSPRNG fails.
+  [[nodiscard]] static std::optional<std::string> new_execution_id();
 
   /// Holds one slot for a start that has yet to be admitted (an approved recall, before its
   /// ticket is consumed: docs/host-server.md#execute_instruction), under `key`, for `hold`: until then, or
@@ -273,6 +284,15 @@ class command_runner {
 
   /// The execution `id`'s snapshot, or nullopt when unknown (never started, or forgotten).
   [[nodiscard]] std::optional<execution_snapshot> get(std::string_view id) const;
+
+  /// Stops the running execution `id` on its client's request (docs/host-server.md#commands-as-tasks):
+  /// its process group gets SIGTERM, then SIGKILL after `kill_grace`, as at a timeout, and it ends
+  /// `cancelled` (its `on_done` follows, from its supervisor thread). Returns at once.
+  ///
+  /// @returns true when the stop was requested now (its terminal follows: `cancelled`, unless the
+  ///   program exited on its own or reached its timeout first); false for an unknown id, an
+  ///   execution already terminal, and one already cancelled.
+  bool cancel(std::string_view id);
 
   /// Runs `argv` (`argv[0]` an absolute path; no shell, same process setup as `start`) and waits
   /// for it, for callers that need the output inline (`journalctl`).

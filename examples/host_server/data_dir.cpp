@@ -36,6 +36,7 @@ data_paths data_paths::in(const std::string& dir) {
   p.approvals_db = dir + "/approvals.db";
   p.audit_db = dir + "/audit.db";
   p.tags_db = dir + "/tags.db";
+  p.tasks_db = dir + "/tasks.db";
   p.allowlist = dir + "/allowlist.json";
   return p;
 }

@@ -18,6 +18,7 @@ struct data_paths {
   std::string approvals_db;  ///< `approvals.db`: the approval tickets (mcpcore::sqlite_approval_store)
   std::string audit_db;      ///< `audit.db`: the audit trail (mcpcore::sqlite_audit_sink)
   std::string tags_db;       ///< `tags.db`: this host's tags
+  std::string tasks_db;      ///< `tasks.db`: the HTTP server's MCP tasks (mcpcore::sqlite_task_store)
   std::string allowlist;     ///< `allowlist.json`: the commands execute_instruction may run (optional)
 
   /// The paths under `dir`.

@@ -8,6 +8,7 @@
 
 #include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
@@ -19,10 +20,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -285,12 +288,16 @@ struct execution_link {
   std::optional<mcpcore::operation_handle> op;
   std::optional<execution_snapshot> terminal;
   double lines = 0;
+  /// As a task: cancels the command when the operation's stop token is requested
+  /// (docs/host-server.md#commands-as-tasks); dropped at the terminal.
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
 };
 
 /// The outputSchema of execute_instruction (docs/host-server.md#execute_instruction): the call's
 /// provisional answer (`execution_id`, `command`, `status` running) and its final (the execution's
 /// terminal snapshot, as get_execution_status gives it) both match it. `cancelled` is the status
-/// of an execution stopped on the client's request; the runner never cancels a command by itself.
+/// of an execution stopped on the client's request (`tasks/cancel` of the task it serves); the
+/// runner never cancels a command by itself.
 constexpr std::string_view execute_instruction_output_schema =
     R"({"type":"object","properties":{)"
     R"("execution_id":{"type":"string","pattern":"^[0-9a-f]{32}$","description":"The execution's id"},)"
@@ -381,7 +388,7 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
   b.tool("get_execution_status")
       .title("Execution status")
       .description("The state of a command started by execute_instruction, by its execution_id: running, or its "
-                   "terminal status (succeeded, failed, timed_out) with exit code and captured output. While it runs "
+                   "terminal status (succeeded, failed, timed_out, cancelled) with exit code and captured output. While it runs "
                    "the result carries retry_after_ms: poll again after that long. Visible to the caller who started "
                    "it.")
       .input_schema(R"json({"type":"object","properties":{"execution_id":{"type":"string","pattern":"^[0-9a-f]{32}$",)json"
@@ -421,7 +428,8 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
           "progress notification and the final result (status, exit code, output; an error result unless the "
           "command succeeded) ends the stream; without one, poll get_execution_status (over stdio the call answers "
           "with the final result when the command ends). Cancelling the request only stops the notifications: the "
-          "command keeps running. "
+          "command keeps running. Called as a task (MCP tasks), it answers with the task instead: tasks/result gives "
+          "the final result, and tasks/cancel stops the command (status cancelled). "
           "Supervised callers need a human's approval first (-32006 with approval_id, then call again with "
           "approval_id). Commands:" +
           catalogue)
@@ -429,6 +437,10 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
       .output_schema(std::string{execute_instruction_output_schema})
       .security("Execution", operation::execute)
       .effect(tool_effect::destructive, false)
+      // A task when the client asks for one (docs/host-server.md#commands-as-tasks): the task is
+      // created when the handler detaches, so approvals, argument errors and a busy runner answer
+      // as plain calls do, and the command's final completes the task.
+      .task_support(mcpcore::task_support::optional, mcpcore::task_start::on_detach)
       // A recall whose arguments the command's schema refuses, or that finds every command slot
       // busy, keeps its ticket (docs/approvals.md#what-the-machine-checks-in-order): the slot is
       // reserved under the ticket's id before the consume, and the handler spends it.
@@ -464,12 +476,41 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
           } else {
             link->terminal = s;
           }
+          link->on_stop.reset();  // waits for a cancel running on another thread (it takes only the runner's lock)
         };
-        auto id = ctx.runner->start(*spec, std::move(argv), call.caller().id, std::move(cb), ticket);
-        if (!id) return tool_result::error(to_string(id.error()));
+        // The execution is named, and its slot held, before the handler detaches: as a task, the
+        // task is created at `detach` (docs/host-server.md#commands-as-tasks), and a refused one
+        // must start nothing. A plain call's slot is reserved under the execution id; an approved
+        // recall's is the ticket's already.
+        const auto id = command_runner::new_execution_id();
+        if (!id) return tool_result::error(to_string(start_error::spawn_failed));
+        if (ticket.empty() && !ctx.runner->reserve(*id, slot_reservation_hold)) {
+          return tool_result::error(to_string(start_error::too_many_running));
+        }
+        const reservation_guard own_slot{*ctx.runner, ticket.empty() ? std::string_view{*id} : std::string_view{}};
+        mcpcore::operation_handle op = mcpcore::detach(call, *id);
+        // As a task, tasks/cancel (and the server's stop) requests the operation's stop token; a
+        // task the engine refused at `detach` has it requested already: the call answers the
+        // refusal, and nothing runs. A plain call's token is never requested: cancelling the
+        // request detaches the response, not the command.
+        const std::stop_token stop = op.stop_token();
+        if (stop.stop_requested()) return tool_result::error("the command was not started: its task was refused");
+        auto started = ctx.runner->start(*spec, std::move(argv), call.caller().id, std::move(cb),
+                                         ticket.empty() ? std::string_view{*id} : ticket, *id);
+        if (!started) {
+          tool_result refused = tool_result::error(to_string(started.error()));
+          (void)op.finish(refused);  // the task (if any) ends with the refusal
+          return refused;
+        }
         {
           const std::scoped_lock lock{link->m};
-          link->op = mcpcore::detach(call, *id);
+          link->op = std::move(op);
+          if (stop.stop_possible() && !link->terminal) {
+            // Runs at once when the stop came already (the server stopping its tasks).
+            link->on_stop.emplace(stop, std::function<void()>{[runner = ctx.runner, exec = *id] {
+                                    (void)runner->cancel(exec);
+                                  }});
+          }
           // The first progress frame announces the start: it carries the execution id (in
           // `_meta`), so a client that cancels or loses the stream can still fetch the result.
           (void)link->op->progress(link->lines, std::nullopt, "started " + std::string{name});
@@ -571,6 +612,11 @@ stream drops, resume it (GET with Last-Event-ID) or poll `get_execution_status`,
 `retry_after_ms` while the command runs. Cancelling the request does not stop the command. A
 command that runs past its timeout is stopped and reported `timed_out`; output beyond the capture
 limit is dropped and the result says `truncated`.
+
+A client that speaks MCP tasks may call `execute_instruction` as a task instead: the call answers
+with the task, `tasks/get` shows how it is doing, `tasks/result` gives the same final result, and
+`tasks/cancel` stops the command (its status becomes `cancelled`). A finished task's result stays
+readable for the task's ttl, across a reconnect.
 
 ## Errors
 Every error carries `error.data.correlation_id` (quote it to the operator), `retry_after_ms`

@@ -4,8 +4,9 @@
 //
 // Streamable HTTP on 127.0.0.1 by default, or stdio (`--stdio`) for desktop clients. Read-only
 // tools over the host's real state, tags kept in SQLite, an approval-gated execute_instruction
-// over an allow-list, resources and prompts; tokens and tiers from a token file; approvals and
-// audit in SQLite under the data directory. `mcpcore-host --help` lists every flag;
+// over an allow-list (a task when the client asks: MCP tasks, kept in SQLite), resources and
+// prompts; tokens and tiers from a token file; approvals and audit in SQLite under the data
+// directory. `mcpcore-host --help` lists every flag;
 // docs/host-server.md explains them.
 #include "../common/atomic_file.hpp"
 #include "../common/stop_signals.hpp"
@@ -16,13 +17,16 @@
 #include "token_file.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/stream_pump.hpp>
+#include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
+#include <mcpcore/stores/sqlite_task_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/transport/stdio.hpp>
@@ -72,6 +76,9 @@ constexpr std::string_view program = "mcpcore-host";
 constexpr std::chrono::seconds default_tick_interval{3};
 /// Every how many ticks the approval store's expiry sweep runs.
 constexpr unsigned approval_expiry_every_ticks = 20;
+/// Largest value of --max-tasks and --max-tasks-per-principal (the SQLite store counts its tasks
+/// at each creation: keep the total in the thousands).
+constexpr std::size_t max_task_cap = 100000;
 
 /// One line on stderr (the host's log), prefixed with the program's name.
 template <typename... Args>
@@ -101,6 +108,7 @@ struct config {
   mcpcore::transport::asio_http_server_options http;
   mcpcore::http_endpoint_options endpoint;
   mcpcore::approval_options approvals;
+  mcpcore::task_options tasks;
   mcpcore_host::runner_options runner;
   mcpcore_host::log_limits log_bounds;
   std::size_t max_tags = mcpcore_host::default_max_tags;
@@ -117,7 +125,8 @@ CLI::Option* add_ms(CLI::App& app, const std::string& name, std::chrono::millise
 
 void add_flags(CLI::App& app, config& c) {
   app.add_option("--data-dir", c.data_dir,
-                 "Directory of the token file, approvals.db, audit.db and tags.db (created 0700 when missing)")
+                 "Directory of the token file, approvals.db, audit.db, tags.db and tasks.db (created 0700 when "
+                 "missing)")
       ->capture_default_str();
   app.add_option("--token-file", c.token_file,
                  "Bearer tokens and tiers (default <data-dir>/tokens; created on first run with a fresh operator "
@@ -229,10 +238,34 @@ void add_flags(CLI::App& app, config& c) {
       ->capture_default_str();
   add_ms(app, "--command-kill-grace-ms", r.kill_grace, "After a command's timeout: SIGTERM, then SIGKILL after this");
   add_ms(app, "--command-shutdown-grace-ms", r.shutdown_grace, "On shutdown: SIGTERM to running commands, then SIGKILL");
+  auto& t = c.tasks;
+  app.add_option("--max-tasks-per-principal", t.max_per_principal,
+                 "MCP tasks one principal may hold, finished ones included until their ttl")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, max_task_cap));
+  app.add_option("--max-tasks", t.max_total, "MCP tasks held in all")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, max_task_cap));
+  add_ms(app, "--task-ttl-ms", t.default_ttl, "How long a task and its result are kept when the client names no ttl");
+  add_ms(app, "--max-task-ttl-ms", t.max_ttl, "Longest task ttl a client may ask for (longer requests are cut)");
   app.add_option("--max-tags", c.max_tags, "Tags this host may carry")->capture_default_str();
   add_ms(app, "--journal-timeout-ms", c.log_bounds.journal_timeout, "Longest journalctl run");
   app.add_option("--log-scan-bytes", c.log_bounds.max_scan_bytes, "Bytes of a log read per call")
       ->capture_default_str();
+}
+
+/// Why the task flags cannot work together, or "" (docs/host-server.md#flags): every ttl lies
+/// within [the library's shortest ttl, --max-task-ttl-ms].
+std::string task_flags_problem(const mcpcore::task_options& t) {
+  if (t.max_ttl < t.min_ttl) {
+    return fmt::format("--max-task-ttl-ms ({}) must be at least {} (the shortest task ttl)", t.max_ttl.count(),
+                       t.min_ttl.count());
+  }
+  if (t.default_ttl < t.min_ttl || t.default_ttl > t.max_ttl) {
+    return fmt::format("--task-ttl-ms ({}) must lie between {} and --max-task-ttl-ms ({})", t.default_ttl.count(),
+                       t.min_ttl.count(), t.max_ttl.count());
+  }
+  return {};
 }
 
 /// Creates the data directory (0700) when missing and proves it writable: a directory on a
@@ -331,6 +364,9 @@ struct host_services {
   mcpcore::sqlite_audit_sink audit;
   mcpcore_host::tag_store tags;
   std::optional<mcpcore_host::allowlist> commands;
+  /// The MCP tasks of the HTTP server (`tasks.db`); none in --stdio mode, whose tasks live in
+  /// memory (docs/host-server.md#commands-as-tasks).
+  std::optional<mcpcore::sqlite_task_store> tasks;
 };
 
 /// Opens the stores under `paths` and loads the allow-list; each failure is said, naming the file.
@@ -350,6 +386,15 @@ std::optional<host_services> open_services(const config& c, const mcpcore_host::
     say("{}", tags.error());
     return std::nullopt;
   }
+  std::optional<mcpcore::sqlite_task_store> tasks;
+  if (!c.stdio) {
+    auto opened = mcpcore::sqlite_task_store::open(paths.tasks_db);
+    if (!opened) {
+      say("cannot open the tasks database {}: {}", paths.tasks_db, opened.error().message());
+      return std::nullopt;
+    }
+    tasks.emplace(std::move(*opened));
+  }
   std::optional<mcpcore_host::allowlist> commands;
   std::string allow = c.allowlist_file;
   if (allow.empty() && ::access(paths.allowlist.c_str(), F_OK) == 0) allow = paths.allowlist;
@@ -361,7 +406,8 @@ std::optional<host_services> open_services(const config& c, const mcpcore_host::
     }
     commands.emplace(std::move(*list));
   }
-  return host_services{paths, std::move(*store), std::move(*audit), std::move(*tags), std::move(commands)};
+  return host_services{paths,        std::move(*store),    std::move(*audit),
+                       std::move(*tags), std::move(commands), std::move(tasks)};
 }
 
 /// The server health document (`host://server/health`).
@@ -513,6 +559,10 @@ int run(int argc, char** argv) {
   c.endpoint.get_stream.tick = c.heartbeat;
   c.endpoint.post_stream.tick = c.heartbeat;
   c.endpoint.post_stream.revalidation = c.endpoint.get_stream.revalidation;
+  if (const auto problem = task_flags_problem(c.tasks); !problem.empty()) {
+    say("{}", problem);
+    return 1;
+  }
 
   ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
   if (!prepare_data_dir(c.data_dir)) return 1;
@@ -531,6 +581,10 @@ int run(int argc, char** argv) {
   if (!services) return 1;
   host_services& s = *services;
 
+  // --stdio: tasks in memory. A desktop client starts one --stdio process per conversation on the
+  // same data directory, and a durable store shared by them would let each start abandon the
+  // others' running tasks; a stdio task's result cannot outlive its one client anyway.
+  mcpcore::memory_task_store stdio_tasks;
   mcpcore::metrics_registry metrics{c.metrics_prefix};
   mcpcore::approval_service approvals{s.approval_store, c.approvals};
   mcpcore_host::command_runner runner{c.runner};
@@ -555,6 +609,14 @@ int run(int argc, char** argv) {
                                              "tiers, approvals (-32006: ask a human to approve, then call again with "
                                              "approval_id) and how to follow a running command."}};
   mcpcore_host::declare_host_catalogue(b, ctx);
+  // MCP tasks (docs/host-server.md#commands-as-tasks). At build the store's tasks that an earlier
+  // run left working become failed ("the server restarted before the task finished"); finished
+  // results stay readable until their ttl.
+  if (s.tasks) {
+    b.tasks(*s.tasks, c.tasks);
+  } else {
+    b.tasks(stdio_tasks, c.tasks);
+  }
   b.policy(mcpcore::yuzu_tier_policy{})
       .authorizer(mcpcore_host::host_authorizer{})
       .audit(s.audit)

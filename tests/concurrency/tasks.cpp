@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -92,6 +93,9 @@ std::string call(int id, std::string_view tool) {
 std::string task_req(int id, std::string_view method, std::string_view task_id) {
   return fx::request(id, method, R"({"taskId":")" + std::string{task_id} + R"("})");
 }
+
+/// How long detached work waits for its stop before it ends on its own (far beyond a cancel's delivery).
+constexpr auto stop_bound = 5s;
 
 }  // namespace
 
@@ -196,6 +200,76 @@ TEST_CASE("tasks.md/outcomes: a task's end races its cancellation: exactly one t
   CHECK(fx::series_value(metrics, R"(t_mcp_tasks_finished_total{status="completed"})") == completed);
   CHECK(fx::series_value(metrics, R"(t_mcp_tasks_finished_total{status="cancelled"})") == cancelled);
   CHECK(fx::series_value(metrics, "t_mcp_tasks_running") == 0);
+}
+
+TEST_CASE("tasks.md/detached-work: tasks/cancel racing the detached work's own end: the stop reaches the work, one terminal") {
+  constexpr int rounds = 24;
+  memory_task_store store;
+  task_options o;
+  o.max_per_principal = 64;
+  std::mutex workers_mu;
+  std::vector<std::thread> workers;
+  std::atomic<int> stopped{0};  // workers whose wait ended by the stop
+  server_builder b{server_info{.name = "race", .version = "1"}};
+  b.tasks(store, o);
+  // Detaches; its worker ends at once on even rounds (racing the cancel), else waits for its stop.
+  b.tool("work")
+      .description("Detached work that watches its operation's stop token.")
+      .input_schema(R"({"type":"object","properties":{"quick":{"type":"boolean"}}})")
+      .security("Thing", operation::read)
+      .effect(tool_effect::read_only, true)
+      .task_support(task_support::optional, task_start::on_detach)
+      .handler([&](call_context& ctx, const arguments& args) {
+        const bool quick = args["quick"].is_bool() && args["quick"].as_bool();
+        operation_handle op = detach(ctx, "race");
+        std::thread t{[op, quick, &stopped]() mutable {
+          if (!quick) {
+            std::mutex m;
+            std::condition_variable_any cv;
+            std::unique_lock lock{m};
+            (void)cv.wait_for(lock, op.stop_token(), stop_bound, [] { return false; });
+            if (op.stop_token().stop_requested()) ++stopped;
+          }
+          (void)op.finish(tool_result::text("work done"));
+        }};
+        std::lock_guard lock{workers_mu};
+        workers.push_back(std::move(t));
+        return tool_result::text("provisional");
+      });
+  server srv = fx::build(b);
+  principal who{.id = "p"};
+  peer client;
+  fx::recording_sink sink;
+  const dispatch_context ctx{who, &client, &sink, {}, nullptr, nullptr, nullptr, nullptr, nullptr};
+  int waited = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const bool quick = round % 2 == 0;
+    const auto created = fx::handle(
+        srv, fx::request(1, "tools/call", std::string{R"({"name":"work","arguments":{"quick":)"} +
+                                              (quick ? "true" : "false") + R"(},"task":{}})"),
+        ctx);
+    const std::string id = fx::str(created.result()["task"]["taskId"]);
+    REQUIRE(is_task_id(id));
+    const auto started = std::chrono::steady_clock::now();
+    std::thread canceller{[&] { (void)fx::handle(srv, task_req(2, "tasks/cancel", id), ctx); }};
+    canceller.join();
+    {
+      std::lock_guard lock{workers_mu};
+      for (auto& t : workers) t.join();
+      workers.clear();
+    }
+    const auto took = std::chrono::steady_clock::now() - started;
+    REQUIRE(srv.running_tasks() == 0);
+    const std::string status = fx::str(fx::handle(srv, task_req(3, "tasks/get", id), ctx).result()["status"]);
+    CAPTURE(status);
+    CHECK((status == "completed" || status == "cancelled"));
+    if (!quick) {
+      ++waited;
+      CHECK(status == "cancelled");  // the worker could not end before it was stopped
+      CHECK(took < stop_bound);      // it ended because it was told, not at its bound
+    }
+  }
+  CHECK(stopped == waited);
 }
 
 TEST_CASE("tasks.md/shutdown: cancel_tasks racing tasks that end and tasks/result waits ending leaves nothing behind") {

@@ -775,6 +775,94 @@ TEST_SUITE("command_runner") {
     CHECK(rec2.done[0].status == "failed");
   }
 
+  TEST_CASE("host-server.md#execute_instruction: cancel stops a running command's whole group, its status is cancelled") {
+    auto schema = mcpcore::schema::compiled_schema::compile(execution_status_schema);
+    REQUIRE(schema.has_value());
+    SUBCASE("SIGTERM is enough") {
+      recorder rec;
+      command_runner r;
+      rec.runner = &r;
+      // The shell and its background child print their pids, then wait (an hour's timeout).
+      auto id = r.start(spec("/bin/sh", {"-c", R"(/bin/sleep 300 & echo "$!"; echo "$$"; wait)"}, 1h), {}, "alice",
+                        rec.callbacks());
+      REQUIRE(id.has_value());
+      {
+        std::unique_lock lock{rec.m};
+        REQUIRE(rec.cv.wait_for(lock, patience, [&] { return rec.lines.size() >= 2; }));
+      }
+      CHECK(r.cancel(*id));
+      const auto s = rec.wait();
+      CHECK(s.id == *id);
+      CHECK(s.status == "cancelled");
+      CHECK(is_terminal(s.status));
+      CHECK(s.signal == SIGTERM);
+      CHECK(!s.exit_code);
+      for (const auto& l : rec.line_texts()) {
+        CAPTURE(l);
+        CHECK(gone(std::stoi(l)));
+      }
+      const auto kept = r.get(*id);
+      REQUIRE(kept.has_value());
+      CHECK(kept->status == "cancelled");
+      CHECK(validate_json(*schema, snapshot_json(*kept)) == std::nullopt);
+      CHECK_FALSE(r.cancel(*id));  // over already
+      CHECK(r.running_count() == 0);
+      const std::scoped_lock lock{rec.m};
+      CHECK(rec.done_count[*id] == 1);
+      CHECK(rec.terminal_before_done.back());
+    }
+    SUBCASE("a group that ignores SIGTERM is killed after kill_grace") {
+      recorder rec;
+      runner_options o;
+      o.kill_grace = 300ms;
+      command_runner r{o};
+      auto id = r.start(spec("/bin/sh", {"-c", R"(trap '' TERM; /bin/sleep 300 & echo "$!"; echo "$$"; wait)"}, 1h), {},
+                        "alice", rec.callbacks());
+      REQUIRE(id.has_value());
+      {
+        std::unique_lock lock{rec.m};
+        REQUIRE(rec.cv.wait_for(lock, patience, [&] { return rec.lines.size() >= 2; }));
+      }
+      CHECK(r.cancel(*id));
+      const auto s = rec.wait();
+      CHECK(s.status == "cancelled");
+      CHECK(s.signal == SIGKILL);
+      for (const auto& l : rec.line_texts()) CHECK(gone(std::stoi(l)));
+    }
+    SUBCASE("an unknown or finished execution is not cancelled") {
+      recorder rec;
+      command_runner r;
+      CHECK_FALSE(r.cancel("0123456789abcdef0123456789abcdef"));
+      const auto s = run(r, rec, spec("/bin/true"));
+      CHECK_FALSE(r.cancel(s.id));
+      CHECK(r.get(s.id)->status == "succeeded");
+    }
+  }
+
+  TEST_CASE("host-server.md#commands-as-tasks: a start under an execution id chosen before, a malformed or taken one is refused") {
+    recorder rec;
+    command_runner r;
+    const auto chosen = command_runner::new_execution_id();
+    REQUIRE(chosen.has_value());
+    CHECK(chosen->size() == 32);
+    CHECK(*chosen != command_runner::new_execution_id().value_or(""));
+    auto id = r.start(spec("/bin/echo", {"chosen"}), {}, "alice", rec.callbacks(), {}, *chosen);
+    REQUIRE(id.has_value());
+    CHECK(*id == *chosen);
+    CHECK(rec.wait().id == *chosen);
+    CHECK(r.get(*chosen)->output == "chosen\n");
+    const auto taken = r.start(spec("/bin/true"), {}, "alice", rec.callbacks(), {}, *chosen);
+    REQUIRE_FALSE(taken.has_value());
+    CHECK(taken.error() == start_error::invalid_argument);
+    for (const char* bad : {"0123", "0123456789ABCDEF0123456789ABCDEF", "0123456789abcdef0123456789abcdeg"}) {
+      CAPTURE(bad);
+      const auto refused = r.start(spec("/bin/true"), {}, "alice", rec.callbacks(), {}, bad);
+      REQUIRE_FALSE(refused.has_value());
+      CHECK(refused.error() == start_error::invalid_argument);
+    }
+    CHECK(r.running_count() == 0);
+  }
+
   TEST_CASE("capture returns stdout, keeps the most recent max_bytes, and fails on timeout, exit and bad programs") {
     command_runner r;
     auto hello = r.capture({"/usr/bin/printf", "hello"}, 10s, 100);

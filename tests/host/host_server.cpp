@@ -16,10 +16,12 @@
 #include "support/server_fixture.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
+#include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 
@@ -31,10 +33,12 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -67,7 +71,7 @@ unsigned mode_of(const std::string& path) {
 // ---- the catalogue on a server, as main.cpp builds it --------------------------------------------
 
 /// A host server over a temporary data directory: the real tag store, command runner and shipped
-/// allow-list; approvals in memory.
+/// allow-list; approvals in memory; with `tasks`, MCP tasks in memory.
 struct host_fixture {
   temp_dir dir;
   std::optional<tag_store> tags;
@@ -76,10 +80,12 @@ struct host_fixture {
   mcpcore::memory_approval_store store;
   mcpcore::approval_service approvals{store};
   mcpcore::memory_audit_sink audit;
+  mcpcore::memory_task_store task_store;
   host_context ctx;
   std::optional<mcpcore::server> srv;
 
-  explicit host_fixture(runner_options options = {}) : runner{options} {
+  explicit host_fixture(runner_options options = {}, std::optional<mcpcore::task_options> tasks = std::nullopt)
+      : runner{options} {
     auto t = tag_store::open(dir.file("tags.db"));
     REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error()));
     tags.emplace(std::move(*t));
@@ -96,8 +102,13 @@ struct host_fixture {
     mcpcore::server_builder b{{.name = "mcpcore-host", .version = "test"}};
     declare_host_catalogue(b, ctx);
     b.policy(mcpcore::yuzu_tier_policy{}).authorizer(host_authorizer{}).audit(audit).approvals(approvals).approval_tools();
+    if (tasks) b.tasks(task_store, *tasks);
     srv.emplace(build(b));
   }
+  host_fixture(const host_fixture&) = delete;
+  host_fixture& operator=(const host_fixture&) = delete;
+  /// Running commands end (and report to the server) before the server goes.
+  ~host_fixture() { runner.shutdown(); }
 
   answer call(const mcpcore::principal& who, std::string_view tool, std::string_view args = "{}") {
     return handle(*srv, call_tool(1, tool, args), {.caller = who});
@@ -196,6 +207,7 @@ TEST_SUITE("host_server") {
     CHECK(p.approvals_db == "/srv/h/approvals.db");
     CHECK(p.audit_db == "/srv/h/audit.db");
     CHECK(p.tags_db == "/srv/h/tags.db");
+    CHECK(p.tasks_db == "/srv/h/tasks.db");
     CHECK(p.allowlist == "/srv/h/allowlist.json");
     ::setenv("MCPCORE_HOST_DATA_DIR", "/tmp/somewhere", 1);  // NOLINT(concurrency-mt-unsafe): one thread
     CHECK(default_data_dir() == "/tmp/somewhere");
@@ -525,7 +537,8 @@ TEST_SUITE("host_server") {
     CHECK(str(parse(lines.front()).root["method"]) == "notifications/progress");
     // A command that fails (ls of a path that does not exist exits 2), without a progress token.
     io.send(call_tool(3, "execute_instruction", R"({"command":"list_directory","args":["/nonexistent-mcpcore-test"]})"));
-    const auto failed = parse(io.until_response(3).back()).root["result"];
+    const auto failed_doc = parse(io.until_response(3).back());  // kept alive while its values are read
+    const auto failed = failed_doc.root["result"];
     CHECK(failed["isError"].as_bool());
     CHECK(str(failed["structuredContent"]["status"]) == "failed");
     CHECK(failed["structuredContent"]["exit_code"].to_int64() == 2);
@@ -533,6 +546,91 @@ TEST_SUITE("host_server") {
     // get_execution_status still answers for clients that poll.
     CHECK(str(f.call(op, "get_execution_status", R"({"execution_id":")" + id + R"("})").result()["structuredContent"]["status"]) ==
           "succeeded");
+  }
+
+  TEST_CASE("host-server.md#commands-as-tasks: execute_instruction as a task: its final completes it, tasks/cancel stops the command") {
+    host_fixture f{{}, mcpcore::task_options{}};
+    const auto channel = std::make_shared<recording_sink>();
+    const auto send = [&](const std::string& text) {
+      return handle(*f.srv, text, {.caller = op, .session_sink = channel});
+    };
+    const auto task_call = [](int id, std::string_view args, std::string_view token) {
+      return request(id, "tools/call",
+                     R"({"name":"execute_instruction","arguments":)" + std::string{args} +
+                         R"(,"task":{"ttl":60000},"_meta":{"progressToken":")" + std::string{token} + R"("}})");
+    };
+    const auto task_req = [](int id, std::string_view method, const std::string& task_id) {
+      return request(id, method, R"({"taskId":")" + task_id + R"("})");
+    };
+    // tools/list declares it.
+    bool declared = false;
+    const auto listed = f.rpc(op, "tools/list");  // alive while its tools are read
+    for (const auto t : listed.result()["tools"].elements()) {
+      if (str(t["name"]) == "execute_instruction") declared = str(t["execution"]["taskSupport"]) == "optional";
+    }
+    CHECK(declared);
+    // A quick command: CreateTaskResult, then tasks/result waits for the final.
+    const auto created = send(task_call(1, R"({"command":"list_directory","args":["/"]})", "t1"));
+    CAPTURE(created.text);
+    const std::string id = str(created.result()["task"]["taskId"]);
+    REQUIRE(id.size() == 32);
+    const auto res = send(task_req(2, "tasks/result", id));
+    CAPTURE(res.text);
+    const auto fin = res.result();
+    CHECK(str(fin["structuredContent"]["status"]) == "succeeded");
+    CHECK(fin["structuredContent"]["exit_code"].to_int64() == 0);
+    CHECK(str(at(fin["content"], 0)["text"]).starts_with("succeeded (exit 0)\n"));
+    CHECK(str(fin["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]) == id);
+    const std::string exec = str(fin["structuredContent"]["execution_id"]);
+    CHECK(str(fin["_meta"]["mcpcore/executionId"]) == exec);
+    const auto progress = channel->with_method("notifications/progress");
+    REQUIRE_FALSE(progress.empty());
+    const auto start = parse(progress.front());
+    CHECK(str(start.root["params"]["message"]) == "started list_directory");
+    CHECK(str(start.root["params"]["_meta"]["mcpcore/executionId"]) == exec);
+    // A long command: tasks/cancel stops it, and the runner reports it cancelled.
+    const auto long_task = send(task_call(3, R"({"command":"sleep","args":["30"]})", "t2"));
+    const std::string id2 = str(long_task.result()["task"]["taskId"]);
+    REQUIRE(id2.size() == 32);
+    CHECK(f.runner.running_count() == 1);
+    std::string exec2;
+    for (const auto& m : channel->with_method("notifications/progress")) {
+      const auto n = parse(m);
+      if (str(n.root["params"]["progressToken"]) == "t2") exec2 = str(n.root["params"]["_meta"]["mcpcore/executionId"]);
+    }
+    REQUIRE(exec2.size() == 32);
+    const auto cancelled = send(task_req(4, "tasks/cancel", id2));
+    CAPTURE(cancelled.text);
+    CHECK(str(cancelled.result()["status"]) == "cancelled");
+    const auto status = wait_terminal(f, op, exec2);  // alive while its content is read
+    const auto s = status.result()["structuredContent"];
+    CHECK(str(s["status"]) == "cancelled");
+    CHECK(s["signal"].to_int64() == SIGTERM);
+    CHECK(f.runner.running_count() == 0);
+    CHECK(str(send(task_req(5, "tasks/get", id2)).result()["status"]) == "cancelled");
+    // A plain call is unchanged: the provisional result, and no task.
+    const auto plain = f.call(op, "execute_instruction", R"({"command":"kernel_info"})");
+    CHECK(str(plain.result()["structuredContent"]["status"]) == "running");
+    CHECK_FALSE(plain.result()["task"].exists());
+  }
+
+  TEST_CASE("host-server.md#commands-as-tasks: a task refused at its creation (the cap) starts no command") {
+    mcpcore::task_options o;
+    o.max_per_principal = 1;
+    host_fixture f{{}, o};
+    const std::string call = request(1, "tools/call",
+                                     R"({"name":"execute_instruction","arguments":{"command":"sleep","args":["30"]},"task":{}})");
+    const auto first = handle(*f.srv, call, {.caller = op});
+    const std::string id = str(first.result()["task"]["taskId"]);
+    REQUIRE(id.size() == 32);
+    CHECK(f.runner.running_count() == 1);
+    const auto refused = handle(*f.srv, call, {.caller = op});
+    CAPTURE(refused.text);
+    CHECK(refused.code() == -32603);
+    CHECK(refused.message() == "Too many tasks for this caller");
+    CHECK(f.runner.running_count() == 1);  // the refused call started nothing
+    CHECK(str(handle(*f.srv, request(2, "tasks/cancel", R"({"taskId":")" + id + R"("})"), {.caller = op})
+                  .result()["status"]) == "cancelled");
   }
 
   TEST_CASE("security.md/principals-and-tiers: a principal without an MCP tier is refused every tool (no ungated path)") {

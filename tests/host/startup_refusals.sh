@@ -3,8 +3,9 @@
 # mcpcore-host refuses to start, with a clear message and exit status 1, on each bad input of its
 # issue: a token file with bad permissions or syntax, an allow-list entry that does not exist (and
 # an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
-# directory, a port already in use, half a TLS configuration. Loopback only. Also: --help states
-# the defaults truly.
+# directory, a port already in use, half a TLS configuration, task flags that cannot work together
+# (docs/host-server.md#flags). Loopback only. Also: --help states the defaults truly and lists the
+# task flags.
 #
 # Usage: startup_refusals.sh <mcpcore-host>
 set -uo pipefail
@@ -102,6 +103,28 @@ else
   echo "ok - a data directory on a read-only filesystem # SKIP no user namespaces on this machine"
 fi
 
+# Task flags (docs/host-server.md#flags): a zero cap is refused by the option's own range check
+# (CLI11's usage error, a non-zero status naming the flag); ttls that cannot work together are
+# refused by the host (status 1).
+d=$(fresh_dir taskflags)
+for flag in --max-tasks-per-principal --max-tasks; do
+  err="$work/flag-stderr"
+  code=0
+  timeout 20 "$host" --port 0 --no-journal --data-dir "$d" "$flag" 0 >/dev/null 2>"$err" </dev/null || code=$?
+  if [[ $code -ne 0 ]] && grep -qF -- "$flag" "$err"; then
+    echo "ok - $flag 0 is refused"
+    passed=$((passed + 1))
+  else
+    echo "not ok - $flag 0 is refused: exit status $code, message: $(head -c 400 "$err")"
+    failed=$((failed + 1))
+  fi
+done
+expect_refusal "--task-ttl-ms above --max-task-ttl-ms" \
+  "--task-ttl-ms (7200000) must lie between 1000 and --max-task-ttl-ms (3600000)" \
+  --data-dir "$d" --task-ttl-ms 7200000 --max-task-ttl-ms 3600000
+expect_refusal "--max-task-ttl-ms below the shortest ttl" "--max-task-ttl-ms (500) must be at least 1000" \
+  --data-dir "$d" --max-task-ttl-ms 500 --task-ttl-ms 500
+
 # The help states each default as it is: the journal is offered unless --no-journal is given.
 help="$("$host" --help 2>&1)"
 if grep -q -- '--journal .*(default: on)' <<<"$help" && ! grep -q -- 'journal{false}' <<<"$help"; then
@@ -109,6 +132,16 @@ if grep -q -- '--journal .*(default: on)' <<<"$help" && ! grep -q -- 'journal{fa
   passed=$((passed + 1))
 else
   echo "not ok - --help shows the journal on by default: $(grep -i -- '--.*journal' <<<"$help" | head -3)"
+  failed=$((failed + 1))
+fi
+
+# ... and lists the task flags with their defaults.
+if grep -qE -- '--max-tasks-per-principal.*32' <<<"$help" && grep -qE -- '--max-tasks .*1024' <<<"$help" &&
+  grep -qE -- '--task-ttl-ms.*3600000' <<<"$help" && grep -qE -- '--max-task-ttl-ms.*86400000' <<<"$help"; then
+  echo "ok - --help lists the task flags with their defaults"
+  passed=$((passed + 1))
+else
+  echo "not ok - --help lists the task flags with their defaults: $(grep -i -- 'task' <<<"$help" | head -5)"
   failed=$((failed + 1))
 fi
 

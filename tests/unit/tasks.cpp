@@ -1085,6 +1085,105 @@ TEST_CASE("tasks.md/detached-work: a creation refused at detach answers its refu
   CHECK(refused.message() == "Too many tasks for this caller");
 }
 
+TEST_CASE("tasks.md/detached-work: tasks/cancel requests the detached work's stop token in both eras, its late final is dropped") {
+  task_server t;
+  client_2025 c{nullptr};
+  const auto take_kept = [&t] {
+    std::lock_guard lock{t.kept_mu};
+    REQUIRE(t.kept.has_value());
+    operation_handle op = *t.kept;
+    t.kept.reset();
+    return op;
+  };
+  // 2025-11-25: the task's operation carries the task's stop token; tasks/cancel requests it.
+  const std::string id = task_id_2025(c.send(t.srv, call_2025(1, "keep")));
+  operation_handle op = take_kept();
+  const std::stop_token st = op.stop_token();
+  CHECK(st.stop_possible());
+  CHECK_FALSE(st.stop_requested());
+  int stops = 0;
+  const std::stop_callback on_stop{st, [&stops] { ++stops; }};
+  const auto cancelled = c.send(t.srv, task_req(2, "tasks/cancel", id));
+  CAPTURE(cancelled.text);
+  CHECK(fx::str(cancelled.result()["status"]) == "cancelled");
+  CHECK(st.stop_requested());
+  CHECK(stops == 1);
+  CHECK_FALSE(op.finish(tool_result::text("finished after the cancel")));
+  CHECK(fx::str(c.send(t.srv, task_req(3, "tasks/get", id)).result()["status"]) == "cancelled");
+  // 2026-07-28: the same through the extension's tasks/cancel.
+  const std::string id2 = task_id_2026(send_2026(t.srv, call_2026(4, "keep"), nullptr));
+  operation_handle op2 = take_kept();
+  CHECK_FALSE(op2.stop_token().stop_requested());
+  (void)send_2026(t.srv, task_req_2026(5, "tasks/cancel", id2), nullptr);
+  CHECK(op2.stop_token().stop_requested());
+  CHECK(fx::str(send_2026(t.srv, task_req_2026(6, "tasks/get", id2), nullptr).result()["status"]) == "cancelled");
+  // A task that ended is not stopped by anything later.
+  const std::string id3 = task_id_2025(c.send(t.srv, call_2025(7, "keep")));
+  operation_handle op3 = take_kept();
+  CHECK(op3.finish(tool_result::text("done")));
+  CHECK(c.send(t.srv, task_req(8, "tasks/cancel", id3)).code() == -32602);
+  t.srv.cancel_tasks();
+  CHECK_FALSE(op3.stop_token().stop_requested());
+}
+
+TEST_CASE("operation_source.md/stopping-the-work: a detached plain call's stop token is never requested") {
+  task_server t;
+  client_2025 c{nullptr};
+  const auto plain = c.send(t.srv, call_2025(1, "keep", ""));  // no params.task: a plain call
+  CAPTURE(plain.text);
+  CHECK(fx::str(fx::at(plain.result()["content"], 0)["text"]) == "provisional");
+  operation_handle op;
+  {
+    std::lock_guard lock{t.kept_mu};
+    REQUIRE(t.kept.has_value());
+    op = *t.kept;
+  }
+  CHECK_FALSE(op.stop_token().stop_possible());
+  t.srv.cancel_tasks();
+  CHECK_FALSE(op.stop_token().stop_requested());
+  CHECK_FALSE(operation_handle{}.stop_token().stop_possible());
+}
+
+TEST_CASE("tasks.md/notifications: a detached task's progress carries the execution id in _meta") {
+  task_server t;
+  client_2025 c{nullptr};
+  (void)task_id_2025(c.send(t.srv, call_2025(1, "keep", "{}", "{}", R"({"progressToken":"tok"})")));
+  operation_handle op;
+  {
+    std::lock_guard lock{t.kept_mu};
+    REQUIRE(t.kept.has_value());
+    op = *t.kept;
+  }
+  CHECK(op.progress(0, std::nullopt, "started"));
+  const auto progress = c.channel->with_method("notifications/progress");
+  REQUIRE(progress.size() == 1);
+  const auto n = fx::parse(progress[0]);
+  CHECK(fx::str(n.root["params"]["progressToken"]) == "tok");
+  CHECK(fx::str(n.root["params"]["_meta"]["mcpcore/executionId"]) == "kept");
+  CHECK(op.finish(tool_result::text("kept result")));
+}
+
+TEST_CASE("tasks.md/detached-work: a creation refused at detach hands the work an operation already asked to stop") {
+  task_options o;
+  o.max_per_principal = 1;
+  task_server t{o};
+  client_2025 c{nullptr};
+  (void)task_id_2025(c.send(t.srv, call_2025(1, "keep")));
+  const auto refused = c.send(t.srv, call_2025(2, "keep"));
+  CAPTURE(refused.text);
+  CHECK(refused.message() == "Too many tasks for this caller");
+  operation_handle op;
+  {
+    std::lock_guard lock{t.kept_mu};
+    REQUIRE(t.kept.has_value());
+    op = *t.kept;
+  }
+  // Nobody will read this work's outcome: it should not start, or stop at once.
+  CHECK(op.stop_token().stop_requested());
+  CHECK_FALSE(op.progress(1, 2, "nowhere"));
+  CHECK_FALSE(op.finish(tool_result::text("nowhere")));
+}
+
 // ---- shutdown, restart, audit ------------------------------------------------------------------------
 
 TEST_CASE("tasks.md/shutdown: cancel_tasks stops the running work, the task fails and its waits end") {
@@ -1109,6 +1208,30 @@ TEST_CASE("tasks.md/shutdown: cancel_tasks stops the running work, the task fail
   const auto g = c.send(t.srv, task_req(3, "tasks/get", id));
   CHECK(fx::str(g.result()["status"]) == "failed");
   CHECK(fx::str(g.result()["statusMessage"]) == "the server stopped before the task finished");
+  CHECK(t.srv.running_tasks() == 0);
+}
+
+TEST_CASE("tasks.md/shutdown: cancel_tasks requests a detached task's stop token, its final then fails the task as stopped") {
+  task_server t;
+  client_2025 c{nullptr};
+  const std::string id = task_id_2025(c.send(t.srv, call_2025(1, "keep")));
+  operation_handle op;
+  {
+    std::lock_guard lock{t.kept_mu};
+    REQUIRE(t.kept.has_value());
+    op = *t.kept;
+    t.kept.reset();
+  }
+  CHECK(t.srv.running_tasks() == 1);
+  t.srv.cancel_tasks();
+  CHECK(op.stop_token().stop_requested());
+  // The work reports what it had when it stopped: the task fails as one the server stopped.
+  CHECK(op.finish(tool_result::text("partial work")));
+  const auto g = c.send(t.srv, task_req(2, "tasks/get", id));
+  CAPTURE(g.text);
+  CHECK(fx::str(g.result()["status"]) == "failed");
+  CHECK(fx::str(g.result()["statusMessage"]) == "the server stopped before the task finished");
+  CHECK(c.send(t.srv, task_req(3, "tasks/result", id)).code() == -32603);
   CHECK(t.srv.running_tasks() == 0);
 }
 

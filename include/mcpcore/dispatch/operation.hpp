@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,13 +43,19 @@ struct operation_final {
 /// Semantic requirements: (1) every member is thread-safe; (2) `progress` and `finish` keep the
 /// rules of `operation_handle::progress` and `operation_handle::finish` and never throw for a
 /// refused report (they return false); (3) `finish` delivers `final` as the call's one response:
-/// its result (or error) replaces the result the handler returned.
+/// its result (or error) replaces the result the handler returned; (4) `stop_token` returns the
+/// same stop state every time, requested when nobody waits for the work's outcome any more
+/// (docs/concepts/operation_source.md#stopping-the-work).
 class MCPCORE_API operation_link {
  public:
   /// A progress snapshot; whether a frame was committed by this call.
   virtual bool progress(double progress, std::optional<double> total, std::string_view message) = 0;
   /// The terminal; true for the one accepted terminal.
   virtual bool finish(operation_final final) = 0;
+  /// The work's stop token. The default has no stop state (`stop_possible()` is false): a
+  /// detached plain call's work is never asked to stop, since its outcome stays fetchable by
+  /// execution id. A task's record returns the task's token.
+  [[nodiscard]] virtual std::stop_token stop_token() const noexcept { return {}; }
 
  protected:
   operation_link() = default;
@@ -135,9 +142,19 @@ class operation_handle {
                    std::shared_ptr<const detail::final_builder> builder = {}) noexcept
       : link_(std::move(link)), execution_id_(std::move(execution_id)), builder_(std::move(builder)) {}
 
-  /// Whether reports reach a client stream.
+  /// Whether the operation has a record its reports go to (a client stream, or a task; a task
+  /// refused at `detach` has one that takes none, its stop token requested).
   [[nodiscard]] bool bound() const noexcept { return link_ != nullptr; }
   [[nodiscard]] const std::string& execution_id() const noexcept { return execution_id_; }
+  /// Whether the work should stop (docs/concepts/operation_source.md#stopping-the-work): requested
+  /// when the task the operation finishes is cancelled (`tasks/cancel`) or the server stops its
+  /// tasks (`server::cancel_tasks`), and already at `detach` when the task could not be created
+  /// there (the call answers the refusal). The work stops as soon as it can and still reports its
+  /// terminal (a cancelled task drops it, a stopped one fails). A detached plain call's token, and
+  /// an unbound operation's, is never requested (`stop_possible()` is false): cancelling the call
+  /// detaches the response, not the work. Copies share one stop state; the token stays valid
+  /// after the handles are gone.
+  [[nodiscard]] std::stop_token stop_token() const noexcept { return link_ ? link_->stop_token() : std::stop_token{}; }
   /// A progress snapshot (rules in docs/concepts/operation_source.md); false when nothing was
   /// committed.
   bool progress(double progress, std::optional<double> total = {}, std::string_view message = {}) {

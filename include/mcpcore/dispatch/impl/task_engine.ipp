@@ -91,6 +91,8 @@ struct live_task {
   bool detached = false;  // an operation's `finish` ends it, not the handler's return
   /// The record its detached work reports to (one per task, shared by every `detach`).
   std::weak_ptr<operation_link> operation;
+  /// The execution id of its detached work (the first `detach`'s), carried in its progress `_meta`.
+  std::string execution_id;
   bool sent_progress = false;
   double last_progress = 0;
   // 2026-07-28 input (docs/tasks.md#input): the requests still open (key, request object JSON),
@@ -112,6 +114,17 @@ struct task_engine {
     std::random_device rd;
     cursor_salt = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
   }
+  /// A task waiting for input keeps its `resume`, which holds the task itself (and its tool): a
+  /// server destroyed with such tasks drops those, so that they are freed with it.
+  ~task_engine() {
+    for (const auto& entry : live) {
+      const std::lock_guard<std::mutex> lock(entry.second->mu);
+      entry.second->resume = nullptr;
+      entry.second->waiters.clear();
+    }
+  }
+  task_engine(const task_engine&) = delete;
+  task_engine& operator=(const task_engine&) = delete;
 
   std::unique_ptr<task_store_base> store;
   task_options options;

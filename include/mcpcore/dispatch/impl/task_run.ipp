@@ -115,7 +115,8 @@ struct task_job {
 };
 
 /// The progress of a 2025-11-25 task (docs/tasks.md#notifications): with the original token, on the
-/// creating session's channel, increasing, until the task is terminal.
+/// creating session's channel, increasing, until the task is terminal; once detached work reports
+/// it, with its execution id in `_meta` as every detached call's progress.
 inline bool task_progress(live_task& t, double p, std::optional<double> total, std::string_view message) {
   if (t.per_request || !t.channel || !t.progress_token || !std::isfinite(p)) return false;
   std::string out;
@@ -127,6 +128,9 @@ inline bool task_progress(live_task& t, double p, std::optional<double> total, s
     w.member("progress", p);
     if (total && std::isfinite(*total)) w.member("total", *total);
     if (!message.empty()) w.member("message", message);
+    if (!t.execution_id.empty()) {
+      w.key("_meta").begin_object().member(execution_id_meta_key, t.execution_id).end_object();
+    }
     w.end_object();
   });
   t.sent_progress = true;
@@ -161,8 +165,9 @@ inline bool task_final(server::impl& s, const std::shared_ptr<live_task>& t, con
 inline constexpr std::string_view task_abandoned_message = "the detached work ended without a result";
 
 /// The record detached work reports to when it finishes a task (docs/tasks.md#detached-work):
-/// progress goes where the task's progress goes, `finish` completes the task. One per task, shared
-/// by every `operation_handle` of it; the last one gone without a terminal fails the task.
+/// progress goes where the task's progress goes, `finish` completes the task, the stop token is the
+/// task's (`tasks/cancel` and `server::cancel_tasks` request it). One per task, shared by every
+/// `operation_handle` of it; the last one gone without a terminal fails the task.
 class task_operation final : public operation_link {
  public:
   task_operation(server::impl& s, std::shared_ptr<live_task> t) noexcept : s_(s), t_(std::move(t)) {}
@@ -180,10 +185,12 @@ class task_operation final : public operation_link {
   task_operation(const task_operation&) = delete;
   task_operation& operator=(const task_operation&) = delete;
 
-  /// The task's record: the one already made, or a new one.
-  static std::shared_ptr<operation_link> of(server::impl& s, const std::shared_ptr<live_task>& t) {
+  /// The task's record: the one already made, or a new one; the first `execution_id` names the work.
+  static std::shared_ptr<operation_link> of(server::impl& s, const std::shared_ptr<live_task>& t,
+                                            std::string execution_id) {
     const std::lock_guard lock{t->mu};
     t->detached = true;
+    if (t->execution_id.empty()) t->execution_id = std::move(execution_id);
     if (auto op = t->operation.lock()) return op;
     auto op = std::make_shared<task_operation>(s, t);
     t->operation = op;
@@ -196,25 +203,63 @@ class task_operation final : public operation_link {
       return false;
     }
   }
+  /// The terminal. After the server stopped the task (`server::cancel_tasks`) whatever the work
+  /// reports fails it as stopped, as an `immediate` task's run does (docs/tasks.md#outcomes).
   bool finish(operation_final final) override {
     try {
+      bool stopped_by_server = false;
+      {
+        const std::lock_guard lock{t_->mu};
+        stopped_by_server = t_->cause == live_task::stop_cause::shutdown;
+      }
+      if (stopped_by_server) {
+        return finish_task(s_, t_, task_status::failed, task_payload::error,
+                           internal_error_json(s_, task_shutdown_message, "Call the tool again."),
+                           task_shutdown_message);
+      }
       return task_final(s_, t_, final);
     } catch (...) {
       return false;
     }
   }
+  std::stop_token stop_token() const noexcept override { return t_->stop.get_token(); }
 
  private:
   server::impl& s_;
   std::shared_ptr<live_task> t_;
 };
 
+/// The record handed to detached work whose task was refused at `detach` (a cap, the store): the
+/// call answers the refusal and nobody will read the work's outcome, so its stop token is
+/// requested already (the work should not start, or stop at once) and its reports go nowhere.
+class refused_task_operation final : public operation_link {
+ public:
+  refused_task_operation() { stop_.request_stop(); }
+  bool progress(double /*progress*/, std::optional<double> /*total*/, std::string_view /*message*/) override {
+    return false;
+  }
+  bool finish(operation_final /*final*/) override { return false; }
+  std::stop_token stop_token() const noexcept override { return stop_.get_token(); }
+
+  /// A new one, or null when there is no memory for it (the work then gets an unbound operation).
+  static std::shared_ptr<operation_link> make() noexcept {
+    try {
+      return std::make_shared<refused_task_operation>();
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+ private:
+  std::stop_source stop_;
+};
+
 /// The `call_link` of a task's own handler run: a `detach` hands the task over to the detached work.
 class task_run_link final : public call_link {
  public:
   task_run_link(server::impl& s, std::shared_ptr<live_task> t) noexcept : s_(s), t_(std::move(t)) {}
-  std::shared_ptr<operation_link> detach(std::string /*execution_id*/) override {
-    return task_operation::of(s_, t_);
+  std::shared_ptr<operation_link> detach(std::string execution_id) override {
+    return task_operation::of(s_, t_, std::move(execution_id));
   }
 
  private:
@@ -493,18 +538,18 @@ struct task_offer {
 class task_offer_link final : public call_link {
  public:
   explicit task_offer_link(std::shared_ptr<task_offer> offer) noexcept : o_(std::move(offer)) {}
-  std::shared_ptr<operation_link> detach(std::string /*execution_id*/) override {
+  std::shared_ptr<operation_link> detach(std::string execution_id) override {
     task_offer& o = *o_;
     std::shared_ptr<live_task> t;
     {
       const std::lock_guard lock{o.mu};
-      if (o.refused) return nullptr;
+      if (o.refused) return refused_task_operation::make();
       if (!o.task) {
         try {
           t = make_live_task(o.s.tasks->options, o.tool, o.owner, o.per_request, o.ttl, o.channel, o.progress_token);
         } catch (...) {
           o.refused = task_refusal::store;
-          return nullptr;
+          return refused_task_operation::make();
         }
         t->detached = true;
         const std::lock_guard tlock{t->mu};
@@ -512,14 +557,14 @@ class task_offer_link final : public call_link {
         if (!made) {
           o.refused = made.error();
           t->terminal = true;
-          return nullptr;
+          return refused_task_operation::make();
         }
         o.created = std::move(*made);
         o.task = t;
       }
       t = o.task;
     }
-    return task_operation::of(o.s, t);
+    return task_operation::of(o.s, t, std::move(execution_id));
   }
 
  private:
