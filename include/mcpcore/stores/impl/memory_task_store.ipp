@@ -6,6 +6,8 @@
 
 #include <mcpcore/stores/memory_task_store.hpp>
 
+#include <mcpcore/stores/impl/store_call.ipp>
+
 #include <mcpcore/governance/approval.hpp>
 
 #include <algorithm>
@@ -259,18 +261,11 @@ struct memory_task_store::impl {
 
 namespace detail {
 
-// Runs `f` under the store's lock; exceptions become error codes (out of memory is transient:
-// nothing changed and a retry may succeed).
+// Runs `f` under the store's lock (detail::guarded_store_call).
 template <class Impl, class F>
 auto memory_task_store_call(Impl& impl, F&& f) noexcept -> decltype(f()) {
-  try {
-    const std::lock_guard lock{impl.mutex};
-    return f();
-  } catch (const std::bad_alloc&) {
-    return fail(std::make_error_code(std::errc::not_enough_memory));
-  } catch (const std::exception&) {
-    return fail(make_error_code(approval_store_errc::internal));
-  }
+  return guarded_store_call(impl.mutex, std::forward<F>(f),
+                            [] { return fail(make_error_code(approval_store_errc::internal)); });
 }
 
 }  // namespace detail

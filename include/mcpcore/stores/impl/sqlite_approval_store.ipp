@@ -360,64 +360,24 @@ struct sqlite_approval_store::impl : detail::sqlite::connection<detail::sqlite_s
 };
 
 namespace detail::sqlite_store {
-// Runs `f(impl)` under the store's mutex; a moved-from store is `closed`, and nothing escapes
-// as an exception (out of memory is reported as the transient `std::errc::not_enough_memory`).
+// Runs `f(impl)` under the store's mutex (sqlite::locked_call).
 template <class R, class Impl, class F>
 R locked_call(Impl* p, F&& f) noexcept {
-  if (p == nullptr) return fail(approval_store_errc::closed);
-  try {
-    std::lock_guard<std::mutex> lock(p->mutex_);
-    return std::forward<F>(f)(*p);
-  } catch (const std::bad_alloc&) {
-    return fail(std::make_error_code(std::errc::not_enough_memory));
-  } catch (...) {
-    return fail(approval_store_errc::internal);
-  }
+  return sqlite::locked_call<R, approval_store_errc>(p, std::forward<F>(f),
+                                                     [](approval_store_errc e) noexcept -> R { return fail(e); });
 }
 }  // namespace detail::sqlite_store
 
 MCPCORE_DECL result<sqlite_approval_store> sqlite_approval_store::open(const std::string& path,
                                                                       sqlite_approval_store_options options) {
   using namespace detail::sqlite_store;
-  const auto attempt = [&]() -> result<sqlite_approval_store> {
-    sqlite_approval_store store(new impl);  // closes the connection on every early return
-    impl* p = store.impl_;
-    if (const int rc = detail::sqlite::open(*p, path, options.read_only, options.create, options.busy_timeout);
-        rc != SQLITE_OK) {
-      return fail(sqlite_error(rc));
-    }
-    // Reading the header first also turns a file that is not a database into `corrupt` here.
-    std::int64_t version = 0;
-    if (const int rc = read_version(p->db_, version); rc != SQLITE_OK) return fail(sqlite_error(rc));
-    if (version > schema_version) return fail(approval_store_errc::schema_too_new);
-    p->read_only_ = options.read_only || sqlite3_db_readonly(p->db_, "main") == 1;
-    if (p->read_only_) {
-      // Nothing may be written, so the schema must already be there.
-      if (version < schema_version) return fail(approval_store_errc::read_only);
-    } else {
-      bool wal = false;  // either journal is safe with synchronous = FULL
-      if (const int rc = detail::sqlite::use_wal(p->db_, wal); rc != SQLITE_OK) return fail(sqlite_error(rc));
-      bool too_new = false;
-      if (const int rc = detail::sqlite::migrate(p->db_, migrations, schema_version, read_version, too_new);
-          rc != SQLITE_OK) {
-        return fail(too_new ? make_error_code(approval_store_errc::schema_too_new) : sqlite_error(rc));
-      }
-    }
-    // FULL: a commit is on disk when it returns, in WAL mode too, so a power loss cannot bring
-    // back a consumed ticket as redeemable.
-    if (const int rc = detail::sqlite::exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) {
-      return fail(sqlite_error(rc));
-    }
-    if (const int rc = p->prepare(stmt_sql); rc != SQLITE_OK) return fail(sqlite_error(rc));
-    return store;
-  };
-  auto opened = detail::sqlite::retry_open(options.busy_timeout, make_error_code(approval_store_errc::busy), attempt);
-  if (!opened) {
-    // docs/errors.md#one-error-shape: the message names the file.
-    const std::error_code ec = opened.error().code();
-    return fail(error(ec, "cannot open the approval store " + path + ": " + ec.message()));
-  }
-  return opened;
+  // FULL synchronous (sqlite::open_store): a power loss cannot bring back a consumed ticket as
+  // redeemable.
+  const detail::sqlite::store_schema schema{schema_version, migrations, &read_version, stmt_sql};
+  return detail::sqlite::open_store<approval_store_errc, sqlite_approval_store>(
+      path, options, "approval store", [] { return sqlite_approval_store(new impl); },
+      [](sqlite_approval_store& s) { return s.impl_; }, schema,
+      [](approval_store_errc e) -> result<sqlite_approval_store> { return fail(e); });
 }
 
 MCPCORE_DECL sqlite_approval_store::sqlite_approval_store(sqlite_approval_store&& other) noexcept

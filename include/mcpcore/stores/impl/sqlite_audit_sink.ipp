@@ -109,19 +109,11 @@ inline constexpr std::array<sqlite::migration_step, 1> migrations{{
 static_assert(migrations.back().version == sqlite_audit_sink::schema_version,
               "the last migration step must produce schema_version");
 
-// The audit schema version of the file: 0 when it has no audit schema yet.
+// The audit schema version of the file: 0 when it has no audit schema yet (sqlite::read_table_version).
 inline int read_version(sqlite3* db, std::int64_t& version) noexcept {
-  std::int64_t tables = 0;
-  // Reading the schema also turns a file that is not a database into SQLITE_NOTADB here.
-  const int rc = sqlite::query_int(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_audit_schema'", tables);
-  if (rc != SQLITE_OK) return rc;
-  if (tables == 0) {
-    version = 0;
-    return SQLITE_OK;
-  }
-  // The table without its row is not a state the library leaves: corrupt.
-  return sqlite::query_int(db, "SELECT version FROM mcpcore_audit_schema WHERE id = 1", version, SQLITE_CORRUPT);
+  return sqlite::read_table_version(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_audit_schema'",
+      "SELECT version FROM mcpcore_audit_schema WHERE id = 1", version);
 }
 
 // --- cached statements ------------------------------------------------------------------------

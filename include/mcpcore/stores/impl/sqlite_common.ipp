@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the SQLite approval store and the SQLite audit sink share: the connection and its open
+// What the SQLite stores (approvals, tasks) and the SQLite audit sink share: the connection and its open
 // (flags, busy timeout, WAL, the retried open), cached statements and transactions, schema
 // migration, reading columns, and the mapping of SQLite result codes to their error enums.
 #ifndef MCPCORE_IMPL_SQLITE_COMMON_IPP
@@ -7,6 +7,7 @@
 
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
+#include <mcpcore/stores/impl/store_call.ipp>
 
 #include <sqlite3.h>
 
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
@@ -311,6 +313,88 @@ int migrate(sqlite3* db, const std::array<migration_step, N>& steps, std::int64_
   if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
   if (rc != SQLITE_OK && sqlite3_get_autocommit(db) == 0) exec(db, "ROLLBACK");
   return rc;
+}
+
+// The schema version a store keeps in a table of its own (one row, id 1; the audit sink's and the
+// task store's, which share files whose user_version the approval store owns): 0 when the file has
+// no such table yet. `count_sql` counts the table in sqlite_master, `version_sql` reads the row.
+// Reading the schema also turns a file that is not a database into SQLITE_NOTADB here; the table
+// without its row is not a state the library leaves: SQLITE_CORRUPT.
+inline int read_table_version(sqlite3* db, const char* count_sql, const char* version_sql,
+                              std::int64_t& version) noexcept {
+  std::int64_t tables = 0;
+  if (const int rc = query_int(db, count_sql, tables); rc != SQLITE_OK) return rc;
+  if (tables == 0) {
+    version = 0;
+    return SQLITE_OK;
+  }
+  return query_int(db, version_sql, version, SQLITE_CORRUPT);
+}
+
+// --- a store's calls and its open ------------------------------------------------------------
+
+// Runs `f(*p)` holding `p->mutex_` (detail::guarded_store_call); `refuse(e)` makes the error of the
+// store's own code `e`: a moved-from store (`p` null) is `Errc::closed`, an exception other than
+// out of memory `Errc::internal`.
+template <class R, class Errc, class Impl, class F, class Refuse>
+R locked_call(Impl* p, F&& f, Refuse&& refuse) noexcept {
+  if (p == nullptr) return refuse(Errc::closed);
+  return guarded_store_call(
+      p->mutex_, [&]() -> R { return std::forward<F>(f)(*p); }, [&]() -> R { return refuse(Errc::internal); });
+}
+
+// What `open_store` needs to know of one store's schema.
+template <std::size_t M, std::size_t S, class ReadVersion>
+struct store_schema {
+  std::int64_t version;                          // the version this library writes
+  const std::array<migration_step, M>& steps;    // sqlite::migrate's steps up to `version`
+  ReadVersion read_version;                      // where a file is (0: no schema yet)
+  const std::array<const char*, S>& statements;  // the store's cached statements
+};
+
+// Opens a store's connection (`impl_of(store)` of the store `make()` returns; it closes the
+// connection on every early return): the file with the flags and busy timeout of `o`; the
+// schema version read first (which also turns a file that is not a database into `corrupt`); a
+// newer one refused `schema_too_new`; read-only (asked for, or the file is) needs the schema
+// already there, else `read_only`; otherwise WAL and the migration; then `synchronous = FULL`
+// (a commit is on disk when it returns, in WAL mode too) and the statements. The whole open is
+// retried while it is refused `busy` (retry_open), and a failure's message names the file:
+// "cannot open the <what> <path>: <message>" (docs/errors.md#one-error-shape).
+template <class Errc, class Store, class Options, class Make, class ImplOf, class Schema, class Refuse>
+result<Store> open_store(const std::string& path, const Options& o, std::string_view what, Make&& make,
+                         ImplOf&& impl_of, const Schema& schema, Refuse&& refuse) {
+  const auto sqlite_failure = [&](int rc) { return refuse(map_error<Errc>(rc)); };
+  const auto attempt = [&]() -> result<Store> {
+    Store store = make();
+    auto* p = impl_of(store);
+    if (const int rc = open(*p, path, o.read_only, o.create, o.busy_timeout); rc != SQLITE_OK) {
+      return sqlite_failure(rc);
+    }
+    std::int64_t version = 0;
+    if (const int rc = schema.read_version(p->db_, version); rc != SQLITE_OK) return sqlite_failure(rc);
+    if (version > schema.version) return refuse(Errc::schema_too_new);
+    p->read_only_ = o.read_only || sqlite3_db_readonly(p->db_, "main") == 1;
+    if (p->read_only_) {
+      if (version < schema.version) return refuse(Errc::read_only);  // nothing may be written
+    } else {
+      bool wal = false;  // either journal is safe with synchronous = FULL
+      if (const int rc = use_wal(p->db_, wal); rc != SQLITE_OK) return sqlite_failure(rc);
+      bool too_new = false;
+      if (const int rc = migrate(p->db_, schema.steps, schema.version, schema.read_version, too_new); rc != SQLITE_OK) {
+        return too_new ? refuse(Errc::schema_too_new) : sqlite_failure(rc);
+      }
+    }
+    if (const int rc = exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) return sqlite_failure(rc);
+    if (const int rc = p->prepare(schema.statements); rc != SQLITE_OK) return sqlite_failure(rc);
+    return store;
+  };
+  auto opened = retry_open(o.busy_timeout, make_error_code(Errc::busy), attempt);
+  if (!opened) {
+    const std::error_code ec = opened.error().code();
+    const std::string why = opened.error().message();
+    return fail(error(ec, "cannot open the " + std::string{what} + " " + path + ": " + why));
+  }
+  return opened;
 }
 
 // --- the public classes' moves ----------------------------------------------------------------

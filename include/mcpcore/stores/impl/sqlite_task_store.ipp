@@ -106,19 +106,11 @@ inline constexpr std::array<migration_step, 1> migrations{{
 static_assert(migrations.back().version == sqlite_task_store::schema_version,
               "the last migration step must produce schema_version");
 
-// The task schema version of the file: 0 when it has no task schema yet.
+// The task schema version of the file: 0 when it has no task schema yet (sqlite::read_table_version).
 inline int read_version(sqlite3* db, std::int64_t& version) noexcept {
-  std::int64_t tables = 0;
-  // Reading the schema also turns a file that is not a database into SQLITE_NOTADB here.
-  const int rc = sqlite::query_int(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_task_schema'", tables);
-  if (rc != SQLITE_OK) return rc;
-  if (tables == 0) {
-    version = 0;
-    return SQLITE_OK;
-  }
-  // The table without its row is not a state the library leaves: corrupt.
-  return sqlite::query_int(db, "SELECT version FROM mcpcore_task_schema WHERE id = 1", version, SQLITE_CORRUPT);
+  return sqlite::read_table_version(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_task_schema'",
+      "SELECT version FROM mcpcore_task_schema WHERE id = 1", version);
 }
 
 // --- cached statements ------------------------------------------------------------------------
@@ -334,65 +326,24 @@ struct sqlite_task_store::impl : detail::sqlite::connection<detail::sqlite_task:
 };
 
 namespace detail::sqlite_task {
-// Runs `f(impl)` under the store's mutex; a moved-from store is `closed`, and nothing escapes
-// as an exception (out of memory is reported as the transient `std::errc::not_enough_memory`).
+// Runs `f(impl)` under the store's mutex (sqlite::locked_call).
 template <class R, class Impl, class F>
 R locked_call(Impl* p, F&& f) noexcept {
-  if (p == nullptr) return failure(approval_store_errc::closed);
-  try {
-    const std::lock_guard<std::mutex> lock(p->mutex_);
-    return std::forward<F>(f)(*p);
-  } catch (const std::bad_alloc&) {
-    return fail(std::make_error_code(std::errc::not_enough_memory));
-  } catch (...) {
-    return failure(approval_store_errc::internal);
-  }
+  return sqlite::locked_call<R, approval_store_errc>(p, std::forward<F>(f),
+                                                     [](approval_store_errc e) noexcept -> R { return failure(e); });
 }
 }  // namespace detail::sqlite_task
 
 MCPCORE_DECL result<sqlite_task_store> sqlite_task_store::open(const std::string& path,
                                                               sqlite_task_store_options options) {
   using namespace detail::sqlite_task;
-  const auto attempt = [&]() -> result<sqlite_task_store> {
-    sqlite_task_store store(new impl);  // closes the connection on every early return
-    impl* p = store.impl_;
-    if (const int rc = detail::sqlite::open(*p, path, options.read_only, options.create, options.busy_timeout);
-        rc != SQLITE_OK) {
-      return sqlite_failure(rc);
-    }
-    // Reading the schema first also turns a file that is not a database into `corrupt` here.
-    std::int64_t version = 0;
-    if (const int rc = read_version(p->db_, version); rc != SQLITE_OK) return sqlite_failure(rc);
-    if (version > schema_version) return failure(approval_store_errc::schema_too_new);
-    p->read_only_ = options.read_only || sqlite3_db_readonly(p->db_, "main") == 1;
-    if (p->read_only_) {
-      // Nothing may be written, so the schema must already be there.
-      if (version < schema_version) return failure(approval_store_errc::read_only);
-    } else {
-      bool wal = false;  // either journal is safe with synchronous = FULL
-      if (const int rc = detail::sqlite::use_wal(p->db_, wal); rc != SQLITE_OK) return sqlite_failure(rc);
-      bool too_new = false;
-      if (const int rc = detail::sqlite::migrate(p->db_, migrations, schema_version, read_version, too_new);
-          rc != SQLITE_OK) {
-        return too_new ? failure(approval_store_errc::schema_too_new) : sqlite_failure(rc);
-      }
-    }
-    // FULL: a commit is on disk when it returns, in WAL mode too, so a power loss cannot bring
-    // back a finished task as live (nor lose its result).
-    if (const int rc = detail::sqlite::exec(p->db_, "PRAGMA synchronous = FULL"); rc != SQLITE_OK) {
-      return sqlite_failure(rc);
-    }
-    if (const int rc = p->prepare(stmt_sql); rc != SQLITE_OK) return sqlite_failure(rc);
-    return store;
-  };
-  auto opened = detail::sqlite::retry_open(options.busy_timeout, make_error_code(approval_store_errc::busy), attempt);
-  if (!opened) {
-    // docs/errors.md#one-error-shape: the message names the file.
-    const std::error_code ec = opened.error().code();
-    const std::string what = opened.error().message();
-    return fail(error(ec, "cannot open the task store " + path + ": " + what));
-  }
-  return opened;
+  // FULL synchronous (sqlite::open_store): a power loss cannot bring back a finished task as live,
+  // nor lose its result.
+  const detail::sqlite::store_schema schema{schema_version, migrations, &read_version, stmt_sql};
+  return detail::sqlite::open_store<approval_store_errc, sqlite_task_store>(
+      path, options, "task store", [] { return sqlite_task_store(new impl); },
+      [](sqlite_task_store& s) { return s.impl_; }, schema,
+      [](approval_store_errc e) -> result<sqlite_task_store> { return failure(e); });
 }
 
 MCPCORE_DECL sqlite_task_store::sqlite_task_store(sqlite_task_store&& other) noexcept
