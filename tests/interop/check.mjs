@@ -394,6 +394,36 @@ export async function messagesOf(response) {
 }
 
 
+// ---- waiting ------------------------------------------------------------------------------------------
+
+/** Waits up to `ms` for `predicate()` to hold; returns whether it does. */
+export async function waitFor(predicate, ms) {
+  const deadline = performance.now() + ms;
+  while (!predicate() && performance.now() < deadline) await sleep(20);
+  return predicate();
+}
+
+/** The statuses a task never leaves (docs/tasks.md#status). */
+export const TASK_TERMINAL = ['completed', 'failed', 'cancelled'];
+
+/**
+ * Polls tasks/get (the 1.x client's task API) until `done(task)`; returns every task read, the last
+ * one last. Fails when the task ends otherwise, or after `pollForMs`; pauses the task's
+ * `pollInterval`, at most `maxPauseMs`, between polls. `requestOptions` go with every tasks/get.
+ */
+export async function pollTask(client, taskId, done, what, { pollForMs, maxPauseMs, requestOptions }) {
+  const seen = [];
+  const deadline = performance.now() + pollForMs;
+  for (;;) {
+    const task = await client.experimental.tasks.getTask(taskId, requestOptions);
+    seen.push(task);
+    if (done(task)) return seen;
+    if (TASK_TERMINAL.includes(task.status)) fail(`${what}: the task ended ${task.status}: ${fmt(task)}`);
+    if (performance.now() > deadline) fail(`${what}: not reached within ${pollForMs} ms; last: ${fmt(task)}`);
+    await sleep(Math.min(task.pollInterval ?? maxPauseMs, maxPauseMs));
+  }
+}
+
 // ---- server processes -----------------------------------------------------------------------------------
 
 /**

@@ -39,7 +39,7 @@ import {
 
 import {
   createChecks, expect, expectEqual, fail, fmt, printedOperatorToken, scratchRun, serverMessage, startGlobalTimer,
-  startHost, stopServerProcess, TapTransport, textOf, withTimeout,
+  startHost, stopServerProcess, TapTransport, textOf, withTimeout, pollTask, TASK_TERMINAL, waitFor,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ const EXECUTION_META = 'mcpcore/executionId';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
-const TERMINAL = ['completed', 'failed', 'cancelled'];
+const TERMINAL = TASK_TERMINAL;
 const RESTART_MESSAGE = 'the server restarted before the task finished';
 const LIST_ROOT = { command: 'list_directory', args: ['/'] };
 const LIST_MISSING = { command: 'list_directory', args: ['/nonexistent-mcpcore-host-tasks'] };
@@ -155,16 +155,11 @@ async function createTask(peer, args, { onprogress } = {}) {
   return { task: created.task, requestId: sent?.id };
 }
 
-/** tasks/get until `done(task)`; returns the last answer. */
+/** tasks/get until `done(task)` (check.mjs pollTask); returns the last task read. */
 async function pollUntil(peer, taskId, done, what) {
-  const deadline = performance.now() + POLL_FOR_MS;
-  for (;;) {
-    const task = await peer.client.experimental.tasks.getTask(taskId, opts());
-    if (done(task)) return task;
-    if (TERMINAL.includes(task.status)) fail(`${what}: the task ended ${task.status}: ${fmt(task)}`);
-    if (performance.now() > deadline) fail(`${what}: not reached within ${POLL_FOR_MS} ms; last: ${fmt(task)}`);
-    await sleep(Math.min(task.pollInterval ?? MAX_POLL_PAUSE_MS, MAX_POLL_PAUSE_MS));
-  }
+  const seen = await pollTask(peer.client, taskId, done, what,
+    { pollForMs: POLL_FOR_MS, maxPauseMs: MAX_POLL_PAUSE_MS, requestOptions: opts() });
+  return seen.at(-1);
 }
 const untilTerminal = (peer, taskId) => pollUntil(peer, taskId, (t) => TERMINAL.includes(t.status), 'a terminal status');
 
@@ -190,13 +185,6 @@ async function executionIdOf(peer, requestId) {
     if (performance.now() > deadline) fail(`no progress notification carried the execution id for ${fmt(requestId)}`);
     await sleep(20);
   }
-}
-
-/** Waits up to `ms` for `predicate()` to hold. */
-async function waitFor(predicate, ms) {
-  const deadline = performance.now() + ms;
-  while (!predicate() && performance.now() < deadline) await sleep(20);
-  return predicate();
 }
 
 /** The final of an execute_instruction task, as tasks/result gives it, checked for `status` and `exit`. */

@@ -35,7 +35,7 @@ import {
 
 import {
   CheckFailure, createChecks, expect, expectEqual, fail, fmt, scratchRun, serverMessage, startGlobalTimer,
-  startServerProcess, stopServerProcess, TapTransport, textOf, withTimeout,
+  startServerProcess, stopServerProcess, TapTransport, textOf, withTimeout, pollTask, TASK_TERMINAL, waitFor,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_PARAMS = -32602;
 /** Creating tasks for the pagination check stops here if no second page appeared. */
 const PAGINATION_MAX_TASKS = 250;
-const TERMINAL = ['completed', 'failed', 'cancelled'];
+const TERMINAL = TASK_TERMINAL;
 /** slow_compute's answer after `seconds` of work on `label` (examples/conformance_server/task_fixtures.hpp). */
 const computed = (label, seconds) => `${label}: computed for ${seconds * 1000} ms`;
 const FAILING_JOB_TEXT = 'the job failed, as it always does';
@@ -223,28 +223,13 @@ async function createTask(peer, tool, args, { ttl = TTL_MS, onprogress } = {}) {
   return { task: created.task, created, requestId: sent?.id };
 }
 
-/** tasks/get every pollInterval (at most MAX_POLL_PAUSE_MS) until `done(task)`; returns every answer. */
+/** tasks/get until `done(task)` (check.mjs pollTask); returns every task read. */
 async function pollUntil(peer, taskId, done, what) {
-  const seen = [];
-  const deadline = performance.now() + POLL_FOR_MS;
-  for (;;) {
-    const task = await peer.client.experimental.tasks.getTask(taskId, opts());
-    seen.push(task);
-    if (done(task)) return seen;
-    if (TERMINAL.includes(task.status)) fail(`${what}: the task ended ${task.status}: ${fmt(task)}`);
-    if (performance.now() > deadline) fail(`${what}: not reached within ${POLL_FOR_MS} ms; last: ${fmt(task)}`);
-    await sleep(Math.min(task.pollInterval ?? MAX_POLL_PAUSE_MS, MAX_POLL_PAUSE_MS));
-  }
+  const seen = await pollTask(peer.client, taskId, done, what,
+    { pollForMs: POLL_FOR_MS, maxPauseMs: MAX_POLL_PAUSE_MS, requestOptions: opts() });
+  return seen;
 }
-
 const untilTerminal = (peer, taskId) => pollUntil(peer, taskId, (t) => TERMINAL.includes(t.status), 'a terminal status');
-
-/** Waits up to `ms` for `predicate()` to hold. */
-async function waitFor(predicate, ms) {
-  const deadline = performance.now() + ms;
-  while (!predicate() && performance.now() < deadline) await sleep(20);
-  return predicate();
-}
 
 /** The fields every Task of the 2025-11-25 wire has; `what` names it in failures. */
 function expectTaskShape(task, what) {
