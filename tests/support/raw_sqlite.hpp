@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace test_sqlite {
@@ -51,6 +52,26 @@ class raw_db {
  private:
   sqlite3* db_ = nullptr;
 };
+
+/// Overwrites the root page of `table` in the closed database file at `path` with garbage; page 1
+/// (the header and the schema) stays intact, so the file still opens and the damage shows when
+/// the table is read.
+inline void damage_table_root_page(const std::string& path, const std::string& table) {
+  std::int64_t page_size = 0;
+  std::int64_t root = 0;
+  {
+    raw_db raw(path);
+    page_size = raw.integer("PRAGMA page_size");
+    root = raw.integer(("SELECT rootpage FROM sqlite_master WHERE name = '" + table + "'").c_str());
+  }
+  REQUIRE(page_size > 0);
+  REQUIRE(root > 1);
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fseek(f, static_cast<long>((root - 1) * page_size), SEEK_SET) == 0);
+  for (std::int64_t i = 0; i < page_size; ++i) std::fputc(0xA5, f);
+  std::fclose(f);
+}
 
 }  // namespace test_sqlite
 

@@ -48,6 +48,7 @@ namespace {
 constexpr milliseconds lifetime = std::chrono::days{7};
 const approval_time t0{milliseconds{1'700'000'000'000}};
 
+using test_sqlite::damage_table_root_page;
 using test_sqlite::raw_db;
 
 // Ticket id number `n`: 32 lowercase hex characters.
@@ -489,22 +490,7 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged table page is rep
   }
   // The last connection checkpointed the WAL into the file and removed it.
   REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));
-  std::int64_t page_size = 0;
-  std::int64_t root = 0;
-  {
-    raw_db raw(path);
-    page_size = raw.integer("PRAGMA page_size");
-    root = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'mcpcore_approvals'");
-  }
-  REQUIRE(page_size > 0);
-  REQUIRE(root > 1);  // page 1 (header and schema) stays intact: the file still opens
-  {
-    std::FILE* f = std::fopen(path.c_str(), "r+b");
-    REQUIRE(f != nullptr);
-    REQUIRE(std::fseek(f, static_cast<long>((root - 1) * page_size), SEEK_SET) == 0);
-    for (std::int64_t i = 0; i < page_size; ++i) std::fputc(0xA5, f);
-    std::fclose(f);
-  }
+  damage_table_root_page(path, "mcpcore_approvals");  // page 1 stays intact: the file still opens
   auto s = open_store(path);
   const auto t = s.get(id);
   REQUIRE_FALSE(t);

@@ -35,6 +35,7 @@
 using namespace mcpcore;
 using namespace test_process;
 using std::chrono::milliseconds;
+using test_sqlite::damage_table_root_page;
 using test_sqlite::raw_db;
 namespace suite = mcpcore_test::task_store_suite_detail;
 
@@ -421,22 +422,7 @@ TEST_CASE("concepts/task_store.md/errors: a damaged table page is reported as co
     suite::create_ok(s, a);
   }
   REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));  // checkpointed into the file
-  std::int64_t page_size = 0;
-  std::int64_t root = 0;
-  {
-    raw_db raw(path);
-    page_size = raw.integer("PRAGMA page_size");
-    root = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'mcpcore_tasks'");
-  }
-  REQUIRE(page_size > 0);
-  REQUIRE(root > 1);  // page 1 (header and schema) stays intact: the file still opens
-  {
-    std::FILE* f = std::fopen(path.c_str(), "r+b");
-    REQUIRE(f != nullptr);
-    REQUIRE(std::fseek(f, static_cast<long>((root - 1) * page_size), SEEK_SET) == 0);
-    for (std::int64_t i = 0; i < page_size; ++i) std::fputc(0xA5, f);
-    std::fclose(f);
-  }
+  damage_table_root_page(path, "mcpcore_tasks");  // page 1 stays intact: the file still opens
   auto s = open_store(path);
   const auto g = s.get(a.record.id, suite::t0);
   REQUIRE_FALSE(g);
