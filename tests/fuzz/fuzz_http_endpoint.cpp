@@ -666,6 +666,7 @@ class driver {
     const int head_status = refused ? refused->status : 0;
     if (refused) MCPCORE_FUZZ_CHECK(head_status == 200 || (head_status >= 400 && head_status < 500));
     ep_->handle(view, [this, slot, info, head_status](http_reply r) {
+      if (trace && head_status != 0) std::fprintf(stderr, "head %d handle %d\n", head_status, r.head.status);
       if (head_status != 0) MCPCORE_FUZZ_CHECK(r.head.status == head_status);
       on_reply(slot, info, std::move(r));
     });

@@ -1327,6 +1327,23 @@ TEST_CASE("http.md/head-checks: check_head refuses on the head alone what handle
   f.srv->switches().set_disabled(false);
 }
 
+TEST_CASE("http.md/processing-order-on-the-mcp-path: a GET or DELETE with a body over the cap is 413 from check_head and handle alike") {
+  // Found by fuzz_http_endpoint: handle answered the GET's missing session (400) while check_head,
+  // from the declared length, answered 413.
+  fixture f{[](http_endpoint_options& o) { o.max_body_bytes = 64; }};
+  for (request r : {get(""), del("")}) {
+    r.drop("Mcp-Session-Id");
+    r.body = std::string(65, 'x');
+    CHECK(head_verdict(f, r, r.body.size()).head.status == 413);
+    const auto answered = f.send(r);
+    CHECK(answered.head.status == 413);
+    CHECK(code_of(answered) == -32600);
+    r.body = std::string(64, 'x');  // at the cap: the method's own steps (no session: 400)
+    CHECK(head_verdict(f, r, r.body.size()).head.status == 0);
+    CHECK(f.send(r).head.status == 400);
+  }
+}
+
 TEST_CASE("http.md/head-checks: check_head on the approval routes checks Host and refuses the unauthenticated") {
   memory_approval_store store;
   approval_service service{store};

@@ -715,6 +715,12 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, std::o
     detail::http_deliver(done, detail::http_unauthenticated(cid.view(), options.resource_metadata_url));
     return;
   }
+  // The body against the cap, on every method and at the point check_head checks the declared
+  // length, so that both answer the same (a GET or DELETE with a large body is 413 too).
+  if (req.body.size() > options.max_body_bytes) {
+    detail::http_deliver(done, detail::http_error(detail::refusal::body_too_large, std::nullopt, cid.view()));
+    return;
+  }
   const principal& caller = *who;
   if (req.method == "POST") {
     handle_post(req, caller, cid, done);

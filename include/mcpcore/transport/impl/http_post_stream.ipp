@@ -480,14 +480,10 @@ inline void http_post_resumer::finish(bool answered, std::string out) noexcept {
 
 // ---- the request path ----------------------------------------------------------------------------
 
-/// Body limits and media types, before parsing; false when answered. `accept` gets the joined
-/// `Accept` fields.
-inline bool http_post_preflight(http_endpoint::impl& ep, const http_request_view& req, std::string_view cid,
-                                http_completion& done, std::optional<std::string>& accept) {
-  if (req.body.size() > ep.options.max_body_bytes) {
-    http_deliver(done, http_error(refusal::body_too_large, std::nullopt, cid));
-    return false;
-  }
+/// Media types, before parsing (handle_mcp has checked the body's size); false when answered.
+/// `accept` gets the joined `Accept` fields.
+inline bool http_post_preflight(const http_request_view& req, std::string_view cid, http_completion& done,
+                                std::optional<std::string>& accept) {
   const auto content_type = req.header("Content-Type");
   if (!content_type || !http_content_type_is_json(*content_type)) {
     http_deliver(done, http_error(refusal::content_type, std::nullopt, cid));
@@ -733,7 +729,7 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
 inline void http_endpoint::impl::handle_post(const http_request_view& req, const principal& who,
                                              const correlation_id& cid, http_completion& done) {
   std::optional<std::string> accept;
-  if (!detail::http_post_preflight(*this, req, cid.view(), done, accept)) return;
+  if (!detail::http_post_preflight(req, cid.view(), done, accept)) return;
 
   auto ex = std::make_shared<detail::http_post_exchange>(*this);
   ex->who = who;
