@@ -73,7 +73,9 @@ struct peer::impl {
   // under `mu` (the waiters' callbacks only schedule work).
   void close_input(bool stop_calls) noexcept {
     std::vector<std::stop_source> stops;
-    std::vector<std::shared_ptr<waiter>> failed;
+    // Taken whole (a swap allocates nothing), so that the waiters are always finished outside the
+    // lock: a waiter's handler may call back into this peer (a task withdrawing its requests).
+    decltype(pending) failed;
     {
       std::lock_guard lock{mu};
       input_closed = true;
@@ -83,20 +85,14 @@ struct peer::impl {
           stops.reserve(in_flight.size());
           for (auto& [id, src] : in_flight) stops.push_back(src);
         }
-        failed.reserve(pending.size());
-        for (auto& [id, w] : pending) failed.push_back(w);
       } catch (...) {
-        if (stop_calls) {
-          for (auto& [id, src] : in_flight) src.request_stop();
-        }
-        for (auto& [id, w] : pending) finish(*w, client_request_errc::closed, nullptr);
+        for (auto& [id, src] : in_flight) src.request_stop();
         stops.clear();
-        failed.clear();
       }
-      pending.clear();
+      failed.swap(pending);
     }
     for (auto& src : stops) src.request_stop();
-    for (auto& w : failed) finish(*w, client_request_errc::closed, nullptr);
+    for (auto& [id, w] : failed) finish(*w, client_request_errc::closed, nullptr);
   }
 };
 
