@@ -2,7 +2,8 @@
 // Interop checks of MCP tasks in the handshake era (2025-11-25, docs/tasks.md): the official TypeScript
 // SDK 1.x client's task API (`client.experimental.tasks`, @modelcontextprotocol/sdk 1.32.2) against the
 // mcpcore conformance fixture's task tools (examples/conformance_server: slow_compute, failing_job,
-// protocol_error_job, greet), over Streamable HTTP or over stdio.
+// protocol_error_job, confirm_delete (an elicitation inside the task), greet), over Streamable HTTP or
+// over stdio.
 //
 // Usage: node tasks_client.mjs <path-to-mcpcore-conformance-server> [--transport http|stdio]
 //
@@ -30,7 +31,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema,
+  CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
 import {
@@ -195,11 +196,18 @@ async function connect(name, principal) {
     inner = new StdioClientTransport({ command: serverBinary, args: ['--stdio'] });
   }
   const tap = new Tap(inner);
-  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  // Declares elicitation: a task that asks for input inside it sends its request to this client.
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: {} } });
   client.onerror = () => { /* stream ends are reported here; the checks look at what arrived */ };
   const statuses = [];
   // The SDK registers no handler for notifications/tasks/status: without this one it drops them.
   client.setNotificationHandler(TaskStatusNotificationSchema, (n) => { statuses.push(n.params); });
+  // The elicitations the server sends (their params); each is accepted, confirming.
+  const elicitations = [];
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    elicitations.push(request.params);
+    return { action: 'accept', content: { confirm: true, name: 'interop' } };
+  });
   await client.connect(tap, opts());
   if (!overHttp) {
     const child = inner._process;
@@ -207,7 +215,7 @@ async function connect(name, principal) {
     child.once('exit', (code, signal) => { child.exitInfo = { code, signal, at: performance.now() }; });
     server = child;
   }
-  return { client, tap, statuses, methods };
+  return { client, tap, statuses, methods, elicitations };
 }
 
 /**
@@ -551,6 +559,28 @@ await check('callToolStream(slow_compute) yields taskCreated, taskStatus..., the
   expectRelatedTask(result, taskId, 'the streamed result');
   const sentGets = alice.tap.sent.filter((s) => s.message.method === 'tasks/get' && s.message.params?.taskId === taskId);
   expect(sentGets.some((s) => s.message.params.task !== undefined), 'the SDK sent no task params on tasks/get (nothing tolerated)');
+});
+
+await check('callToolStream(confirm_delete): the 2025 task elicits with related-task _meta, the answer completes it', async () => {
+  const before = alice.elicitations.length;
+  const messages = [];
+  for await (const message of alice.client.experimental.tasks.callToolStream(
+    { name: 'confirm_delete', arguments: { filename: 'interop.txt' } }, CallToolResultSchema,
+    opts({ task: { ttl: TTL_MS } }))) {
+    messages.push(message);
+  }
+  const types = messages.map((m) => m.type);
+  expect(types[0] === 'taskCreated' && types.at(-1) === 'result',
+    `the message types: ${fmt(types)} (${fmt(messages.find((m) => m.type === 'error')?.error?.message)})`);
+  const { taskId } = messages[0].task;
+  // The request went to the client as a server-to-client elicitation/create naming the task.
+  const asked = alice.elicitations.slice(before);
+  expectEqual(asked.length, 1, 'the elicitations received');
+  expectEqual(asked[0]._meta?.[RELATED_TASK], { taskId }, 'the elicitation\'s related-task _meta');
+  const { result } = messages.at(-1);
+  expect(result.isError !== true, `isError: ${fmt(result)}`);
+  expectEqual(textOf(result, 'confirm_delete'), 'deleted interop.txt', 'the text (it used the answer)');
+  expectRelatedTask(result, taskId, 'the streamed result');
 });
 
 // ---- HTTP only: another principal, and a disconnect in the middle ---------------------------------------

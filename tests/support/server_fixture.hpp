@@ -5,6 +5,7 @@
 #define MCPCORE_TESTS_SUPPORT_SERVER_FIXTURE_HPP
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
@@ -144,6 +145,18 @@ inline std::string str(mcpcore::json::value v) {
   if (!v.exists()) return "<absent>";
   if (!v.is_string()) return "<not a string>";
   return std::string{v.as_string()};
+}
+
+/// One round of the handler most input tests declare (docs/eras.md#the-handler-contract): it greets
+/// the name the client gave for `key` (an elicitation answer `{"content":{"name":...}}`), or asks
+/// for it with `prompt` and a form of one `name` string.
+inline mcpcore::tool_result greet_or_ask(mcpcore::call_context& ctx, std::string_view key, std::string_view prompt) {
+  const auto answer = ctx.input(key);
+  if (answer.exists()) return mcpcore::tool_result::text("hello " + str(answer["content"]["name"]));
+  mcpcore::input_required ir;
+  ir.ask(std::string{key},
+         mcpcore::input_request::elicit(prompt, R"({"type":"object","properties":{"name":{"type":"string"}}})"));
+  return mcpcore::tool_result::need_input(std::move(ir));
 }
 
 /// What `server::handle` did with one message.

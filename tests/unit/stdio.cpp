@@ -9,12 +9,16 @@
 
 #include <mcpcore/dispatch/operation.hpp>
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/task.hpp>
+#include <mcpcore/stores/memory_task_store.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -1556,6 +1560,98 @@ TEST_CASE("eras.md/subscriptions: stdio listens opened and cancelled while anoth
   // The two listens still open (28 and 29) get their results.
   CHECK(h.remaining_lines() == std::vector<std::string>{listen_result_line("28"), listen_result_line("29")});
   (void)ss.srv.set_tool_enabled("slow", true);
+}
+
+TEST_CASE("tasks.md/notifications: stdio a listen naming a 2026 task gets its status notification") {
+  memory_task_store store;
+  gate hold;
+  server_builder b{{.name = "stdio-test", .version = "1"}};
+  b.tasks(store);
+  b.tool("work")
+      .description("Waits for the gate, then answers.")
+      .security("Echo", operation::read)
+      .effect(tool_effect::read_only, true)
+      .task_support(task_support::optional)
+      .handler([&hold](call_context& ctx, const arguments&) {
+        hold.arrive();
+        if (!hold.block(ctx.stop_token())) return tool_result::text("stopped");
+        return tool_result::text("worked");
+      });
+  server srv = build(b);
+  harness h{srv};
+  const std::string caps = R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+  h.send(pr_call("1", "work", "{}", envelope({}, caps)));
+  const auto created = h.next();
+  CAPTURE(to_json(created.root));
+  const std::string id = str(created.root["result"]["taskId"]);
+  REQUIRE(is_task_id(id));
+  REQUIRE(hold.wait_arrived());
+  h.send(pr_request(R"("T")", "subscriptions/listen", R"("notifications":{"tasksStatus":[")" + id + R"("]},)",
+                    envelope({}, caps)));
+  CHECK(h.line() == ack_line(R"("T")", R"({"tasksStatus":[")" + id + R"("]})"));
+  hold.open();
+  const auto status = h.next();
+  CAPTURE(to_json(status.root));
+  CHECK(str(status.root["method"]) == "notifications/tasks/status");
+  CHECK(str(status.root["params"]["taskId"]) == id);
+  CHECK(str(status.root["params"]["status"]) == "completed");
+  CHECK(str(at(status.root["params"]["result"]["content"], 0)["text"]) == "worked");
+  CHECK(status.root["params"]["_meta"].exists());
+  if (status.root["params"]["_meta"].exists()) {
+    CHECK(to_json(status.root["params"]["_meta"]) == R"({"io.modelcontextprotocol/subscriptionId":"T"})");
+  }
+  // Without the extension a listen asking for it is -32021.
+  h.send(pr_request("2", "subscriptions/listen", R"("notifications":{"tasksStatus":["x"]},)"));
+  const auto refused = h.next();
+  check_error(refused, -32021, "2");
+  const auto required = refused.root["error"]["data"]["requiredCapabilities"];
+  REQUIRE(required.exists());
+  CHECK(to_json(required) == R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})");
+  h.close_input();
+  CHECK(h.join() == 0);
+}
+
+TEST_CASE("tasks.md/input: stdio a 2025 task's input request arrives on the output and the client's answer resumes it") {
+  memory_task_store store;
+  server_builder b{{.name = "stdio-test", .version = "1"}};
+  b.tasks(store);
+  b.tool("ask")
+      .description("Asks the client for a name, then greets it.")
+      .security("Echo", operation::read)
+      .effect(tool_effect::read_only, true)
+      .task_support(task_support::optional)
+      .handler([](call_context& ctx, const arguments&) { return server_fixture::greet_or_ask(ctx, "who", "Who?"); });
+  server srv = build(b);
+  harness h{srv};
+  h.send(initialize(0, "2025-11-25", R"({"elicitation":{}})"));
+  REQUIRE(h.next().root["result"]["protocolVersion"].is_string());
+  h.send(notification("notifications/initialized"));
+  h.send(request(1, "tools/call", R"({"name":"ask","task":{}})"));
+  // The CreateTaskResult and the input request (with the input_required status notification) come
+  // on the output, in no fixed order: the task's run may start before the call's answer is written.
+  std::string id;
+  std::string related;
+  std::int64_t rid = 0;
+  for (int i = 0; i < 6 && (id.empty() || rid == 0); ++i) {
+    const auto m = h.next();
+    if (m.root["result"].exists() && m.root["id"].to_int64() == 1) id = str(m.root["result"]["task"]["taskId"]);
+    if (str(m.root["method"]) != "elicitation/create") continue;
+    related = str(m.root["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]);
+    rid = m.root["id"].to_int64().value_or(0);
+  }
+  REQUIRE(is_task_id(id));
+  CHECK(related == id);
+  REQUIRE(rid != 0);
+  h.send(request(2, "tasks/result", R"({"taskId":")" + id + R"("})"));
+  h.send(client_result(rid, R"({"action":"accept","content":{"name":"Ada"}})"));
+  std::string text;
+  for (int i = 0; i < 6 && text.empty(); ++i) {
+    const auto m = h.next();
+    if (m.root["result"].exists() && m.root["id"].to_int64() == 2) text = str(at(m.root["result"]["content"], 0)["text"]);
+  }
+  CHECK(text == "hello Ada");
+  h.close_input();
+  CHECK(h.join() == 0);
 }
 
 }  // TEST_SUITE

@@ -263,6 +263,7 @@ struct event_counter {
           last_uri = e.uri;
           break;
         }
+        case server_event_kind::task_status: break;
       }
     };
   }

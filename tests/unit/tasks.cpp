@@ -2,8 +2,9 @@
 // Tasks through server::handle, in both eras (docs/tasks.md): the negotiation, the creation and its
 // wire shape, the handler's run on the background executor, the outcomes, tasks/get, tasks/result
 // (waiting for the terminal), tasks/list, tasks/cancel, tasks/update with the 2026-07-28 input
-// rounds, tools that become tasks when they detach, visibility to the owner only, expiry, the caps,
-// the restart, the audit rows and the metrics.
+// rounds, the 2025-11-25 input requests to the client on the session, tools that become tasks when
+// they detach, visibility to the owner only, expiry, the caps, the restart, the audit rows and the
+// metrics.
 #include <mcpcore/dispatch/tasks.hpp>
 
 #include <doctest/doctest.h>
@@ -24,6 +25,7 @@
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -252,7 +254,8 @@ struct task_server {
 /// A 2025-11-25 client: its peer, its in-call sink, its session channel, an executor.
 struct client_2025 {
   principal caller;
-  peer client;
+  std::shared_ptr<peer> session = std::make_shared<peer>();  // the session's peer, as a transport holds it
+  peer& client = *session;
   fx::recording_sink sink;
   std::shared_ptr<fx::recording_sink> channel = std::make_shared<fx::recording_sink>();
   background_executor* exec = nullptr;
@@ -260,9 +263,14 @@ struct client_2025 {
 
   explicit client_2025(background_executor* e, std::string who = "alice") : caller{.id = std::move(who)}, exec(e) {}
   [[nodiscard]] dispatch_context ctx() {
-    return {caller, &client, &sink, {}, nullptr, nullptr, nullptr, resumer, exec, channel};
+    return {caller, &client, &sink, {}, nullptr, nullptr, nullptr, resumer, exec, channel, session};
   }
   fx::answer send(server& s, std::string_view text) { return fx::handle(s, text, ctx()); }
+  /// `initialize` declaring `caps`, then `notifications/initialized`.
+  void initialize(server& s, std::string_view caps) {
+    REQUIRE(send(s, fx::initialize(100, "2025-11-25", caps)).result()["protocolVersion"].is_string());
+    (void)send(s, fx::notification("notifications/initialized"));
+  }
 };
 
 /// Sends a 2026-07-28 message as `who` (its envelope read from the message).
@@ -553,16 +561,209 @@ TEST_CASE("tasks.md/notifications: 2025 progress with the original token and sta
   CHECK(c.sink.size() == 0);  // nothing on the call's own sink: the call answered long ago
 }
 
-TEST_CASE("tasks.md/input: a 2025 task whose handler asks for input fails, naming the revision input needs") {
+// ---- 2025-11-25 input inside a task (docs/tasks.md#input) -------------------------------------------
+
+/// The elicitation requests a 2025 task sent on the session, by their message ("A?", "B?").
+struct asked_2025 {
+  std::int64_t a = 0;
+  std::int64_t b = 0;
+};
+asked_2025 elicitations(const client_2025& c, std::string_view task_id) {
+  asked_2025 out;
+  const auto requests = c.channel->with_method("elicitation/create");
+  REQUIRE(requests.size() == 2);
+  for (const auto& text : requests) {
+    const auto m = fx::parse(text);
+    CAPTURE(text);
+    CHECK(fx::str(m.root["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]) == task_id);
+    CHECK(m.root["params"]["requestedSchema"].is_object());
+    REQUIRE(m.root["id"].is_integer());
+    const std::int64_t rid = *m.root["id"].to_int64();
+    (fx::str(m.root["params"]["message"]) == "A?" ? out.a : out.b) = rid;
+  }
+  REQUIRE(out.a != 0);
+  REQUIRE(out.b != 0);
+  return out;
+}
+
+/// The statuses of the task's status notifications on the session, in order.
+std::vector<std::string> statuses_sent(const client_2025& c) {
+  std::vector<std::string> out;
+  for (const auto& text : c.channel->with_method("notifications/tasks/status")) {
+    out.push_back(fx::str(fx::parse(text).root["params"]["status"]));
+  }
+  return out;
+}
+
+/// A 2025 session declaring `caps` whose task of the `ask` tool ran once (its handler asked for input).
+struct asking_2025 {
   task_server t;
   manual_executor exec;
   client_2025 c{&exec};
-  const std::string id = task_id_2025(c.send(t.srv, call_2025(1, "ask")));
-  exec.run_all();
+  std::string id;
+  int first_runs = 0;
+  explicit asking_2025(std::string_view caps = R"({"elicitation":{}})") {
+    c.initialize(t.srv, caps);
+    id = task_id_2025(c.send(t.srv, call_2025(1, "ask")));
+    first_runs = exec.run_all();
+  }
+};
+
+std::string client_error(std::int64_t id, int code, std::string_view message) {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"error":{"code":)" + std::to_string(code) +
+         R"(,"message":")" + std::string{message} + R"("}})";
+}
+
+TEST_CASE("tasks.md/input: a 2025 task asking for input is input_required, its requests carry related-task _meta, the answers resume it") {
+  asking_2025 f;
+  auto& [t, exec, c, id, first_runs] = f;
+  CHECK(first_runs == 1);
+  const auto g = c.send(t.srv, task_req(2, "tasks/get", id));
+  CAPTURE(g.text);
+  CHECK(fx::str(g.result()["status"]) == "input_required");
+  CHECK(fx::str(g.result()["statusMessage"]) == "waiting for input");
+  CHECK_FALSE(g.result()["inputRequests"].exists());  // a 2026-07-28 member
+  CHECK(statuses_sent(c) == std::vector<std::string>{"input_required"});
+  const asked_2025 r = elicitations(c, id);
+  CHECK(c.sink.size() == 0);  // the session's channel, not the creating call's
+  // One answer: still waiting, nothing runs. The TypeScript client's answer carries no _meta.
+  (void)c.send(t.srv, fx::client_result(r.a, R"({"action":"accept","content":{"name":"one"}})"));
+  CHECK(fx::str(c.send(t.srv, task_req(3, "tasks/get", id)).result()["status"]) == "input_required");
+  CHECK(exec.queued() == 0);
+  (void)c.send(t.srv, fx::client_result(r.b, R"({"action":"accept","content":{"name":"two"}})"));
+  CHECK(fx::str(c.send(t.srv, task_req(4, "tasks/get", id)).result()["status"]) == "working");
+  CHECK(exec.run_all() == 1);
+  const auto res = c.send(t.srv, task_req(5, "tasks/result", id));
+  CAPTURE(res.text);
+  CHECK(fx::str(fx::at(res.result()["content"], 0)["text"]) == "a=one b=two state=st");
+  CHECK(statuses_sent(c) == std::vector<std::string>{"input_required", "working", "completed"});
+  CHECK(t.runs == 2);
+  CHECK(t.srv.running_tasks() == 0);
+}
+
+TEST_CASE("tasks.md/input: a 2025 task whose client answers an input request with an error fails, naming the key") {
+  asking_2025 f;
+  auto& [t, exec, c, id, first_runs] = f;
+  const asked_2025 r = elicitations(c, id);
+  (void)c.send(t.srv, client_error(r.b, -1, "User declined"));
   const auto res = c.send(t.srv, task_req(2, "tasks/result", id));
   CAPTURE(res.text);
   CHECK(res.code() == -32603);
-  CHECK(res.message().find("needs protocol revision 2026-07-28") != std::string::npos);
+  CHECK(res.message().find("'b'") != std::string::npos);
+  CHECK(fx::str(c.send(t.srv, task_req(3, "tasks/get", id)).result()["status"]) == "failed");
+  // The other request is withdrawn; its late answer is dropped.
+  const auto withdrawn = c.channel->with_method("notifications/cancelled");
+  REQUIRE(withdrawn.size() == 1);
+  CHECK(fx::parse(withdrawn[0]).root["params"]["requestId"].to_int64() == r.a);
+  (void)c.send(t.srv, fx::client_result(r.a, R"({"action":"accept","content":{"name":"one"}})"));
+  CHECK(exec.run_all() == 0);
+  CHECK(t.runs == 1);
+}
+
+TEST_CASE("tasks.md/input: tasks/cancel of a 2025 task waiting for input cancels it, withdraws its requests, drops late answers") {
+  asking_2025 f;
+  auto& [t, exec, c, id, first_runs] = f;
+  const asked_2025 r = elicitations(c, id);
+  const auto cancelled = c.send(t.srv, task_req(2, "tasks/cancel", id));
+  CAPTURE(cancelled.text);
+  CHECK(fx::str(cancelled.result()["status"]) == "cancelled");
+  CHECK(c.channel->with_method("notifications/cancelled").size() == 2);
+  (void)c.send(t.srv, fx::client_result(r.a, R"({"action":"accept","content":{"name":"one"}})"));
+  (void)c.send(t.srv, fx::client_result(r.b, R"({"action":"accept","content":{"name":"two"}})"));
+  CHECK(exec.run_all() == 0);
+  CHECK(fx::str(c.send(t.srv, task_req(3, "tasks/get", id)).result()["status"]) == "cancelled");
+  CHECK(t.runs == 1);
+}
+
+TEST_CASE("tasks.md/input: the end of the session's channel fails a 2025 task waiting for input") {
+  asking_2025 f;
+  auto& [t, exec, c, id, first_runs] = f;
+  (void)elicitations(c, id);
+  c.client.input_closed();  // no answer can arrive any more
+  const auto res = c.send(t.srv, task_req(2, "tasks/result", id));
+  CAPTURE(res.text);
+  CHECK(res.code() == -32603);
+  CHECK(res.message().find("could not answer") != std::string::npos);
+  CHECK(t.srv.running_tasks() == 0);
+}
+
+TEST_CASE("tasks.md/input: a 2025 task whose session is gone when it asks for input fails at once") {
+  task_server t;
+  manual_executor exec;
+  auto c = std::make_unique<client_2025>(&exec);
+  c->initialize(t.srv, R"({"elicitation":{}})");
+  const std::string id = task_id_2025(c->send(t.srv, call_2025(1, "ask")));
+  client_2025 other{&exec};
+  other.caller = c->caller;
+  c.reset();  // the session (its peer and channel) is gone before the handler runs
+  exec.run_all();
+  const auto res = other.send(t.srv, task_req(2, "tasks/result", id));
+  CAPTURE(res.text);
+  CHECK(res.code() == -32603);
+  CHECK(res.message().find("could not answer") != std::string::npos);
+}
+
+TEST_CASE("tasks.md/input: a 2025 task's input requests time out after max_client_request_timeout, the task fails") {
+  asking_2025 f;
+  auto& [t, exec, c, id, first_runs] = f;
+  (void)elicitations(c, id);
+  t.clk.advance(30s);
+  t.srv.expire_waiting();
+  CHECK(fx::str(c.send(t.srv, task_req(2, "tasks/get", id)).result()["status"]) == "input_required");
+  t.clk.advance(31s);  // past server_options::max_client_request_timeout (60 s)
+  t.srv.expire_waiting();
+  const auto res = c.send(t.srv, task_req(3, "tasks/result", id));
+  CAPTURE(res.text);
+  CHECK(res.code() == -32603);
+  CHECK(res.message().find("could not answer 'a'") != std::string::npos);
+  const auto withdrawn = c.channel->with_method("notifications/cancelled");
+  REQUIRE(withdrawn.size() == 2);
+  CHECK(fx::str(fx::parse(withdrawn[0]).root["params"]["reason"]) == "timed out");
+}
+
+TEST_CASE("tasks.md/input: a 2025 task asking for input its client did not declare fails -32021 with requiredCapabilities") {
+  asking_2025 f{"{}"};
+  auto& [t, exec, c, id, first_runs] = f;
+  const auto res = c.send(t.srv, task_req(2, "tasks/result", id));
+  CAPTURE(res.text);
+  CHECK(res.code() == -32021);
+  CHECK(res.data()["requiredCapabilities"]["elicitation"].is_object());
+  CHECK(c.channel->with_method("elicitation/create").empty());
+}
+
+TEST_CASE("tasks.md/input: answers racing tasks/cancel of a 2025 task waiting for input end it once") {
+  task_options o;
+  o.max_per_principal = 64;
+  task_server t{o};
+  manual_executor exec;
+  client_2025 c{&exec};
+  c.initialize(t.srv, R"({"elicitation":{}})");
+  for (int i = 0; i < 40; ++i) {
+    CAPTURE(i);
+    c.channel->clear();
+    const std::string id = task_id_2025(c.send(t.srv, call_2025(1000 + i, "ask")));
+    exec.run_all();
+    const asked_2025 r = elicitations(c, id);
+    std::thread answering{[&] {
+      (void)c.send(t.srv, fx::client_result(r.a, R"({"action":"accept","content":{"name":"one"}})"));
+      (void)c.send(t.srv, fx::client_result(r.b, R"({"action":"accept","content":{"name":"two"}})"));
+    }};
+    const auto cancelled = c.send(t.srv, task_req(2000 + i, "tasks/cancel", id));
+    answering.join();
+    exec.run_all();
+    const std::string status = fx::str(c.send(t.srv, task_req(3000 + i, "tasks/get", id)).result()["status"]);
+    if (cancelled.code() == 0) {
+      CHECK(status == "cancelled");
+    } else {
+      CHECK(cancelled.code() == -32602);  // it had completed first
+      CHECK(status == "completed");
+    }
+    const auto ends = statuses_sent(c);
+    CHECK(std::count_if(ends.begin(), ends.end(), [](const std::string& s) {
+            return s == "completed" || s == "cancelled" || s == "failed";
+          }) == 1);
+  }
+  CHECK(t.srv.running_tasks() == 0);
 }
 
 // ---- visibility (bad input) --------------------------------------------------------------------------

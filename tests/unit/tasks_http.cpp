@@ -15,9 +15,13 @@
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/stores/memory_task_store.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 using namespace mcpcore;
 using namespace std::chrono_literals;
@@ -46,6 +50,12 @@ struct fixture : hx::endpoint_harness {
           if (!gate.block(ctx.stop_token())) return tool_result::text("stopped");
           return tool_result::text("worked");
         });
+    b.tool("ask")
+        .description("Asks the client for a name (elicitation), then greets it.")
+        .security("Thing", operation::read)
+        .effect(tool_effect::read_only, true)
+        .task_support(task_support::optional)
+        .handler([](call_context& ctx, const arguments&) { return fx::greet_or_ask(ctx, "who", "Who?"); });
     serve(b, {}, with_executor);
   }
   ~fixture() {
@@ -55,8 +65,8 @@ struct fixture : hx::endpoint_harness {
   fixture(const fixture&) = delete;
   fixture& operator=(const fixture&) = delete;
 
-  std::string open_session() {
-    const auto r = send(hx::post(fx::initialize(1, "2025-11-25")));
+  std::string open_session(std::string_view caps = "{}") {
+    const auto r = send(hx::post(fx::initialize(1, "2025-11-25", caps)));
     REQUIRE(r.head.status == 200);
     const auto sid = r.head.header("Mcp-Session-Id");
     REQUIRE(sid.has_value());
@@ -118,6 +128,41 @@ TEST_CASE("tasks.md/notifications: over HTTP a 2025 task's progress and status n
     if (hx::is_progress(e)) saw_token = e.data.find(R"("progressToken":"p-1")") != std::string::npos;
   }
   CHECK(saw_token);
+}
+
+TEST_CASE("tasks.md/input: over HTTP a 2025 task's input request arrives on the GET stream and the POSTed answer resumes it") {
+  fixture f;
+  const std::string sid = f.open_session(R"({"elicitation":{}})");
+  auto get = f.send(hx::get(sid));
+  REQUIRE(get.head.status == 200);
+  auto stream = f.read(get);
+  hx::request call = f.on(fx::request(2, "tools/call", R"({"name":"ask","task":{}})"), sid);
+  call.set("Accept", "application/json");
+  const std::string id = task_of(f.send(call));
+  // The client holds tasks/result while it answers (MCP); it waits without a thread.
+  auto waiting = f.start(f.on(fx::request(3, "tasks/result", R"({"taskId":")" + id + R"("})"), sid));
+  const auto is_elicitation = [](const auto& e) { return hx::has_method(e, "elicitation/create"); };
+  REQUIRE(stream.drive_until([&](const auto& ev) {
+    return std::any_of(ev.begin(), ev.end(), is_elicitation);
+  }));
+  std::int64_t rid = 0;
+  for (const auto& e : hx::messages_of(stream.events())) {
+    if (!is_elicitation(e)) continue;
+    const auto m = fx::parse(e.data);
+    CHECK(fx::str(m.root["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]) == id);
+    rid = m.root["id"].to_int64().value_or(0);
+  }
+  REQUIRE(rid != 0);
+  const auto status = f.send(f.on(fx::request(4, "tasks/get", R"({"taskId":")" + id + R"("})"), sid));
+  CHECK(fx::str(hx::body_of(status).root["result"]["status"]) == "input_required");
+  CHECK_FALSE(waiting->wait(20ms));
+  const auto answered = f.send(f.on(fx::client_result(rid, R"({"action":"accept","content":{"name":"Ada"}})"), sid));
+  CHECK(answered.head.status == 202);
+  REQUIRE(waiting->wait());
+  std::lock_guard lock{waiting->mu};
+  const auto b = hx::body_of(*waiting->reply);
+  CAPTURE(waiting->reply->head.body);
+  CHECK(fx::str(fx::at(b.root["result"]["content"], 0)["text"]) == "hello Ada");
 }
 
 TEST_CASE("tasks.md/headers: 2026 tasks/get, tasks/update and tasks/cancel need Mcp-Name equal to the task id") {

@@ -332,6 +332,11 @@ struct dispatch_context {
   /// over HTTP, the output over stdio. A task created by this request sends its progress and status
   /// notifications there while it lives. Null: none (they are dropped).
   std::shared_ptr<message_sink> session_sink{};
+  /// The client's session beyond this call (docs/tasks.md#input): the peer (the same as `client`)
+  /// whose answers a 2025-11-25 task created by this request waits for when it asks for input, its
+  /// requests going out on `session_sink`. The task holds it weakly: once it is gone (the session
+  /// ended) such a task fails. Null: none (a 2025-11-25 task asking for input fails).
+  std::shared_ptr<peer> session_peer{};
 };
 
 /// A tool argument the client mirrors in an `Mcp-Param-<name>` header: a property of the input
@@ -743,6 +748,9 @@ enum class server_event_kind : std::uint8_t {
   prompts_list_changed,
   resources_list_changed,
   resource_updated,  ///< the resource `uri` changed
+  /// A 2026-07-28 task changed status (docs/tasks.md#notifications): only the listens of its
+  /// owner that name it get it; it has no handshake-era notification.
+  task_status,
 };
 
 /// One change, as `server::publish` hands it to subscribers (views valid during the call).
@@ -750,11 +758,16 @@ struct server_event {
   server_event_kind kind = server_event_kind::tools_list_changed;
   /// The resource, for `resource_updated`.
   std::string_view uri{};
+  /// For `task_status`: the task's id, its owner (the principal id) and the task as `tasks/get`
+  /// describes it (a JSON object, without `resultType`).
+  std::string_view task_id{};
+  std::string_view owner{};
+  std::string_view task_json{};
 };
 
 /// The handshake era's notification for `e` (`notifications/tools/list_changed`, ...,
 /// `notifications/resources/updated` with `params.uri`), for a transport that delivers events
-/// itself (docs/server.md#notifications).
+/// itself (docs/server.md#notifications); empty for `task_status`, which has none.
 [[nodiscard]] MCPCORE_DECL std::string event_notification(const server_event& e);
 
 namespace detail {
@@ -834,7 +847,8 @@ class server {
   [[nodiscard]] MCPCORE_DECL event_subscription subscribe(std::function<void(const server_event&)> f);
   /// Hands `e` to every subscriber (the host calls it when its resources change).
   MCPCORE_DECL void publish(const server_event& e) noexcept;
-  /// Whether the server advertises events of kind `k` (it has tools, prompts, or resources).
+  /// Whether the server advertises events of kind `k` (it has tools, prompts, or resources;
+  /// `task_status`: tasks are on).
   [[nodiscard]] MCPCORE_DECL bool publishes(server_event_kind k) const noexcept;
   /// Hides (`enabled` false) or shows again a registered tool: a hidden tool is not listed and is
   /// an unknown tool to `tools/call`. Publishes `tools_list_changed` when the visibility changed;

@@ -32,6 +32,18 @@ MCPCORE_BEGIN_NAMESPACE
 
 namespace detail {
 
+/// Whether a 2025-11-25 client declared `c` at `initialize` (`caps`, its peer's).
+[[nodiscard]] inline bool peer_declares(const client_capabilities& caps, client_capability c) noexcept {
+  switch (c) {
+    case client_capability::sampling:
+    case client_capability::sampling_tools: return caps.sampling;
+    case client_capability::elicitation_form:
+    case client_capability::elicitation_url: return caps.elicitation;
+    case client_capability::roots: return caps.roots;
+  }
+  return false;
+}
+
 /// What a call's round brings from the previous one (docs/eras.md#the-handler-contract): the
 /// client's answers and the handler's verified state.
 struct input_round {
@@ -111,15 +123,7 @@ class call_state_impl final : public call_state {
   bool client_declares(client_capability c) const noexcept override {
     if (ctx_.envelope != nullptr) return declares(ctx_.envelope->client_capabilities, c);
     if (ctx_.client == nullptr) return false;
-    const client_capabilities caps = ctx_.client->capabilities();
-    switch (c) {
-      case client_capability::sampling:
-      case client_capability::sampling_tools: return caps.sampling;
-      case client_capability::elicitation_form:
-      case client_capability::elicitation_url: return caps.elicitation;
-      case client_capability::roots: return caps.roots;
-    }
-    return false;
+    return peer_declares(ctx_.client->capabilities(), c);
   }
   std::shared_ptr<const final_builder> finals() const override {
     return finals_from != nullptr ? finals_from->make() : nullptr;

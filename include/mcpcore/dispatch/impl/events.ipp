@@ -36,6 +36,25 @@ struct event_hub {
   std::recursive_mutex calling;      // held while callbacks run; cancel takes it to wait them out
 };
 
+/// Hands `e` to every subscriber of `hub` (`server::publish`; the task engine's status changes,
+/// docs/tasks.md#notifications).
+inline void publish_event(event_hub& hub, const server_event& e) noexcept {
+  const std::lock_guard<std::recursive_mutex> calling(hub.calling);
+  std::vector<event_hub::entry> now;
+  try {
+    const std::lock_guard<std::mutex> lock(hub.mutex);
+    now = hub.entries;
+  } catch (...) {
+    return;  // no memory for the copy: this event is lost (the listeners' lists may be stale)
+  }
+  for (const auto& entry : now) {
+    try {
+      (*entry.fn)(e);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): one subscriber's failure is not the others'
+    }
+  }
+}
+
 }  // namespace detail
 
 MCPCORE_DECL event_subscription& event_subscription::operator=(event_subscription&& other) noexcept {
@@ -70,23 +89,7 @@ MCPCORE_DECL event_subscription server::subscribe(std::function<void(const serve
   return event_subscription{impl_->events, key};
 }
 
-MCPCORE_DECL void server::publish(const server_event& e) noexcept {
-  detail::event_hub& hub = *impl_->events;
-  const std::lock_guard<std::recursive_mutex> calling(hub.calling);
-  std::vector<detail::event_hub::entry> now;
-  try {
-    const std::lock_guard<std::mutex> lock(hub.mutex);
-    now = hub.entries;
-  } catch (...) {
-    return;  // no memory for the copy: this event is lost (the listeners' lists may be stale)
-  }
-  for (const auto& entry : now) {
-    try {
-      (*entry.fn)(e);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): one subscriber's failure is not the others'
-    }
-  }
-}
+MCPCORE_DECL void server::publish(const server_event& e) noexcept { detail::publish_event(*impl_->events, e); }
 
 MCPCORE_DECL std::string event_notification(const server_event& e) {
   std::string out;
@@ -100,11 +103,13 @@ MCPCORE_DECL std::string event_notification(const server_event& e) {
       write_notification(out, "notifications/resources/updated",
                          [&](json::writer& w) { w.begin_object().member("uri", e.uri).end_object(); });
       break;
+    case server_event_kind::task_status: break;  // a listen's only (docs/tasks.md#notifications)
   }
   return out;
 }
 
 MCPCORE_DECL bool server::publishes(server_event_kind k) const noexcept {
+  if (k == server_event_kind::task_status) return impl_->tasks != nullptr;
   if (impl_->options.list_changed) return true;  // every family may fill at run time
   const auto t = impl_->tables();
   switch (k) {
@@ -112,6 +117,7 @@ MCPCORE_DECL bool server::publishes(server_event_kind k) const noexcept {
     case server_event_kind::prompts_list_changed: return !t->prompts.empty();
     case server_event_kind::resources_list_changed:
     case server_event_kind::resource_updated: return !t->resources.empty() || !t->templates.empty();
+    case server_event_kind::task_status: break;
   }
   return false;
 }

@@ -66,11 +66,25 @@ struct peer::impl {
     if (w.on_done) w.on_done();
   }
 
+  // Gives each of `batch` (items with `rid` and the waiter `w`) a request id and publishes its
+  // waiter, all or none (docs/eras.md#waiting-for-the-client): refused `closed` once no answer can
+  // arrive, `too_many_pending` past `cap` requests waiting on this peer.
+  template <class Batch>
+  std::error_code enlist(Batch& batch, std::size_t cap) {
+    std::lock_guard lock{mu};
+    if (input_closed) return make_error_code(client_request_errc::closed);
+    if (pending.size() + batch.size() > cap) return make_error_code(client_request_errc::too_many_pending);
+    for (auto& a : batch) {
+      a.rid = next_request_id++;
+      pending.emplace(a.rid, a.w);
+    }
+    return {};
+  }
+
   // Closes input (and, with `stop_calls`, the peer) under `mu`, then, after unlocking, stops the
   // calls in flight and fails every outstanding client request: their wake-ups run no callback
   // under `mu` (a resumed call takes it). A call woken here finds `input_closed` already set, so it
-  // reports the closed connection, not a cancellation. Without memory for the lists, the same
-  // under `mu` (the waiters' callbacks only schedule work).
+  // reports the closed connection, not a cancellation.
   void close_input(bool stop_calls) noexcept {
     std::vector<std::stop_source> stops;
     // Taken whole (a swap allocates nothing), so that the waiters are always finished outside the

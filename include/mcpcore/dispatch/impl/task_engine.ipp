@@ -10,6 +10,8 @@
 
 #include <mcpcore/detail/random.hpp>
 #include <mcpcore/dispatch/impl/call_state.ipp>
+#include <mcpcore/dispatch/impl/peer.ipp>
+#include <mcpcore/dispatch/impl/events.ipp>
 #include <mcpcore/dispatch/impl/server_state.ipp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/task.hpp>
@@ -82,6 +84,9 @@ struct live_task {
   /// 2025-11-25: the creating session's channel and the original progress token.
   std::shared_ptr<message_sink> channel;
   std::optional<request_id> progress_token;
+  /// 2026-07-28: the server's event hub, where its status changes go (docs/tasks.md#notifications);
+  /// set when it is stored.
+  std::shared_ptr<event_hub> events;
 
   enum class stop_cause : std::uint8_t { none, cancelled, shutdown };
 
@@ -106,7 +111,58 @@ struct live_task {
   /// could not be posted.
   std::function<bool(background_executor*)> resume;
   std::vector<std::shared_ptr<task_waiter>> waiters;
+  // 2025-11-25 input (docs/tasks.md#input): the creating session's peer (weakly: a gone session
+  // fails the task), the round's requests out to the client, their deadline and the round's
+  // number (a wake-up of an ended round is ignored).
+  struct asked_input {
+    std::string key;
+    std::int64_t rid = 0;  // the JSON-RPC id of the request
+    std::shared_ptr<peer::impl::waiter> w;
+  };
+  std::weak_ptr<peer> client;
+  std::vector<asked_input> asked;
+  std::chrono::steady_clock::time_point input_deadline{};
+  std::uint64_t input_round = 0;
 };
+
+/// Withdraws the requests of a 2025-11-25 input round still open (docs/tasks.md#input): they leave
+/// the peer's table, so a late answer is dropped, and the client is told with
+/// `notifications/cancelled` (MCP: the sender of an abandoned request says so), unless no answer
+/// could come any more. Called under no lock.
+inline void withdraw_task_input(const live_task& t, const std::vector<live_task::asked_input>& asked,
+                                std::string_view reason) noexcept {
+  if (asked.empty()) return;
+  const std::shared_ptr<peer> p = t.client.lock();
+  if (!p) return;
+  auto& st = p->state();
+  bool closed = false;
+  std::vector<std::int64_t> withdrawn;
+  try {
+    withdrawn.reserve(asked.size());
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the requests are still withdrawn, untold
+  }
+  {
+    const std::lock_guard lock{st.mu};
+    closed = st.input_closed;
+    for (const auto& a : asked) {
+      const auto it = st.pending.find(a.rid);
+      if (it == st.pending.end() || it->second != a.w) continue;  // answered (or failed) already
+      st.pending.erase(it);
+      if (withdrawn.size() < withdrawn.capacity()) withdrawn.push_back(a.rid);
+    }
+  }
+  if (closed || !t.channel) return;
+  for (const std::int64_t rid : withdrawn) {
+    try {
+      std::string cancel;
+      write_notification(cancel, "notifications/cancelled", [&](json::writer& w) {
+        w.begin_object().member("requestId", rid).member("reason", reason).end_object();
+      });
+      (void)t.channel->send(cancel);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, as for a waiting call's
+    }
+  }
+}
 
 /// The engine of one server (`server::impl::tasks`; null when tasks are off).
 struct task_engine {
@@ -118,9 +174,14 @@ struct task_engine {
   /// server destroyed with such tasks drops those, so that they are freed with it.
   ~task_engine() {
     for (const auto& entry : live) {
-      const std::lock_guard<std::mutex> lock(entry.second->mu);
-      entry.second->resume = nullptr;
-      entry.second->waiters.clear();
+      std::vector<live_task::asked_input> asked;
+      {
+        const std::lock_guard<std::mutex> lock(entry.second->mu);
+        entry.second->resume = nullptr;
+        entry.second->waiters.clear();
+        asked.swap(entry.second->asked);
+      }
+      withdraw_task_input(*entry.second, asked, "the server stopped");
     }
   }
   task_engine(const task_engine&) = delete;
@@ -208,10 +269,42 @@ inline void write_task_members(json::writer& w, const task_record& r, bool per_r
   return r;
 }
 
-/// `notifications/tasks/status` (a full task) to the creating session of a 2025-11-25 task
-/// (docs/tasks.md#notifications); 2026-07-28 tasks send none.
+/// The members of a 2026-07-28 task as `tasks/get` answers it (MCP `DetailedTask`, without
+/// `resultType`): the task and, by status, its `inputRequests`, `result` or `error`
+/// (docs/tasks.md#tasksget).
+inline void write_detailed_task_members(json::writer& w, const task_record& r) {
+  write_task_members(w, r, true);
+  if (r.payload.empty()) return;
+  switch (r.payload_kind) {
+    case task_payload::input_requests:
+      if (r.status == task_status::input_required) w.raw_member("inputRequests", r.payload);
+      break;
+    case task_payload::result: w.raw_member("result", r.payload); break;
+    case task_payload::error: w.raw_member("error", r.payload); break;
+    case task_payload::none: break;
+  }
+}
+
+/// A status change of task `t`, now `r` (docs/tasks.md#notifications): a 2025-11-25 task sends
+/// `notifications/tasks/status` (a full task) to its creating session; a 2026-07-28 one publishes
+/// `server_event_kind::task_status` with the task as `tasks/get` describes it, which the listens of
+/// its owner naming it deliver. Called outside the task's lock.
 inline void send_task_status(const live_task& t, const task_record& r) noexcept {
-  if (t.per_request || !t.channel) return;
+  if (t.per_request) {
+    if (!t.events || r.id.empty()) return;
+    try {
+      std::string task;
+      json::writer w{task};
+      w.begin_object();
+      write_detailed_task_members(w, r);
+      w.end_object();
+      publish_event(*t.events,
+                    server_event{.kind = server_event_kind::task_status, .task_id = r.id, .owner = t.owner.id, .task_json = task});
+    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort (no memory for the task's text)
+    }
+    return;
+  }
+  if (!t.channel) return;
   try {
     std::string out;
     write_notification(out, "notifications/tasks/status", [&](json::writer& w) {
@@ -242,6 +335,38 @@ inline void send_task_status(const live_task& t, const task_record& r) noexcept 
   d.correlation_id = cid.view();
   d.remediation = remediation;
   return error_object_json(make_error(errc::internal_error, message, d));
+}
+
+/// `v`'s members (an object; anything else reads as `{}`) with
+/// `_meta["io.modelcontextprotocol/related-task"] = {"taskId": <task_id>}` merged into its `_meta`
+/// (MCP: a message associated with a task says so; any related-task member of its own is replaced).
+inline void write_with_related_task(json::writer& w, json::value v, std::string_view task_id) {
+  const auto related = [&] { w.key(related_task_meta_key).begin_object().member("taskId", task_id).end_object(); };
+  w.begin_object();
+  bool meta = false;
+  if (v.is_object()) {
+    for (const json::member m : v.members()) {
+      if (m.key != "_meta") {
+        w.key(m.key).value(m.value());
+        continue;
+      }
+      meta = true;
+      w.key("_meta").begin_object();
+      if (m.value().is_object()) {
+        for (const json::member mm : m.value().members()) {
+          if (mm.key != related_task_meta_key) w.key(mm.key).value(mm.value());
+        }
+      }
+      related();
+      w.end_object();
+    }
+  }
+  if (!meta) {
+    w.key("_meta").begin_object();
+    related();
+    w.end_object();
+  }
+  w.end_object();
 }
 
 // ---- audit and metrics ----------------------------------------------------------------------------
@@ -388,26 +513,9 @@ inline void write_task_result_answer(const server::impl& s, std::string& out, re
   json::document doc;
   const auto root = doc.parse(r.payload);
   json::writer w{out};
-  begin_message(w, id).key("result").begin_object();
-  bool meta = false;
-  if (root && root->is_object()) {
-    for (const json::member m : root->members()) {
-      if (m.key != "_meta") {
-        w.key(m.key).value(m.value());
-        continue;
-      }
-      meta = true;
-      w.key("_meta").begin_object();
-      if (m.value().is_object()) {
-        for (const json::member mm : m.value().members()) {
-          if (mm.key != related_task_meta_key) w.key(mm.key).value(mm.value());
-        }
-      }
-      w.key(related_task_meta_key).begin_object().member("taskId", r.id).end_object().end_object();
-    }
-  }
-  if (!meta) w.key("_meta").begin_object().key(related_task_meta_key).begin_object().member("taskId", r.id).end_object().end_object();
-  w.end_object().end_object();
+  begin_message(w, id).key("result");
+  write_with_related_task(w, root ? *root : json::value{}, r.id);
+  w.end_object();
 }
 
 // ---- the steps of a task --------------------------------------------------------------------------
@@ -441,6 +549,7 @@ inline std::expected<task_record, task_refusal> store_task(server::impl& s, cons
   }
   t.id = r.id;
   t.created_at = r.created_at;
+  if (t.per_request) t.events = s.events;
   try {
     const std::lock_guard lock{g.mu};
     g.live.emplace(t.id, tp);
@@ -465,6 +574,7 @@ inline bool finish_task(server::impl& s, const std::shared_ptr<live_task>& tp, t
   task_engine& g = *s.tasks;
   live_task& t = *tp;
   std::vector<std::shared_ptr<task_waiter>> waiters;
+  std::vector<live_task::asked_input> asked;
   bool ended = false;
   task_record r;
   try {
@@ -476,6 +586,7 @@ inline bool finish_task(server::impl& s, const std::shared_ptr<live_task>& tp, t
     t.pending.clear();
     t.resume = nullptr;
     waiters.swap(t.waiters);
+    asked.swap(t.asked);
     ended = moved && *moved == task_transition_status::updated;
     if (ended) {
       r = live_record(t, status, message, now);
@@ -493,7 +604,9 @@ inline bool finish_task(server::impl& s, const std::shared_ptr<live_task>& tp, t
     const std::lock_guard lock{t.mu};
     t.terminal = true;
     waiters.swap(t.waiters);
+    asked.swap(t.asked);
   }
+  withdraw_task_input(t, asked, "the task ended");
   g.forget_live(t.id);
   if (ended) {
     count_task_finished(g, status);
@@ -533,6 +646,7 @@ inline task_transition_status cancel_task(server::impl& s, std::string_view id, 
   const std::shared_ptr<live_task> tp = g.find_live(id);
   const task_time now = task_now(s);
   std::vector<std::shared_ptr<task_waiter>> waiters;
+  std::vector<live_task::asked_input> asked;
   constexpr std::string_view message = "cancelled by the client";
   task_transition_status moved = task_transition_status::not_found;
   {
@@ -550,9 +664,11 @@ inline task_transition_status cancel_task(server::impl& s, std::string_view id, 
       tp->pending.clear();
       tp->resume = nullptr;
       waiters.swap(tp->waiters);
+      asked.swap(tp->asked);
     }
   }
   if (moved != task_transition_status::updated) return moved;
+  if (tp) withdraw_task_input(*tp, asked, "the task was cancelled");
   auto stored = g.store->get(id, now);
   if (stored) {
     std::optional<task_record>& found = *stored;
@@ -601,9 +717,77 @@ inline void stop_all_tasks(task_engine& g) noexcept {
   }
 }
 
-/// The store's expiry sweep, at most once per `sweep_interval` (the maintenance tick).
+/// The input of a 2025-11-25 task the client could not give: the task fails with -32603 naming
+/// the input (docs/tasks.md#input); a task the server stopped fails as stopped.
+inline void fail_task_input(server::impl& s, const std::shared_ptr<live_task>& t, std::string_view why) noexcept {
+  try {
+    bool stopped = false;
+    {
+      const std::lock_guard lock{t->mu};
+      stopped = t->cause == live_task::stop_cause::shutdown;
+    }
+    if (stopped) {
+      (void)finish_task(s, t, task_status::failed, task_payload::error,
+                        internal_error_json(s, task_shutdown_message, "Call the tool again."), task_shutdown_message);
+      return;
+    }
+    (void)finish_task(s, t, task_status::failed, task_payload::error,
+                      internal_error_json(s, "The tool could not get its input: " + std::string{why},
+                                          "Call the tool again, and answer the server's requests while its task runs."),
+                      "the tool could not get its input");
+  } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for the message; the ttl ends the task
+  }
+}
+
+/// Why the client could not answer the input `key` (docs/eras.md#waiting-for-the-client).
+[[nodiscard]] inline std::string task_input_failure(std::string_view key, std::string_view what) {
+  return "the client could not answer '" + echo_name(key) + "': " + std::string{what};
+}
+
+/// The maintenance tick's look at the 2025-11-25 input rounds (docs/tasks.md#input): a round whose
+/// requests are still open `server_options::max_client_request_timeout` after they went out ends
+/// the task (failed, naming the first open input); the open requests are withdrawn.
+inline void expire_task_input(server::impl& s) noexcept {
+  task_engine& g = *s.tasks;
+  std::vector<std::shared_ptr<live_task>> all;
+  {
+    const std::lock_guard lock{g.mu};
+    try {
+      all.reserve(g.live.size());
+      for (const auto& [id, t] : g.live) all.push_back(t);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the next tick looks again
+    }
+  }
+  const auto now = s.clock->steady_now();
+  for (const auto& t : all) {
+    try {
+      std::string why;
+      std::vector<live_task::asked_input> asked;
+      {
+        const std::lock_guard lock{t->mu};
+        if (t->terminal || t->asked.empty() || now < t->input_deadline) continue;
+        for (const auto& a : t->asked) {
+          const std::lock_guard wlock{a.w->mu};
+          if (!a.w->done) {
+            why = task_input_failure(a.key, make_error_code(client_request_errc::timed_out).message());
+            break;
+          }
+        }
+        if (why.empty()) continue;  // every answer is in: the answer's own wake-up resumes it
+        asked.swap(t->asked);
+      }
+      withdraw_task_input(*t, asked, "timed out");
+      fail_task_input(s, t, why);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): no memory; the next tick looks again
+    }
+  }
+}
+
+/// The store's expiry sweep, at most once per `sweep_interval` (the maintenance tick); the
+/// deadlines of the 2025-11-25 input rounds on every tick.
 inline void sweep_tasks(server::impl& s) noexcept {
   task_engine& g = *s.tasks;
+  expire_task_input(s);
   const auto now = s.clock->steady_now();
   {
     const std::lock_guard lock{g.mu};

@@ -28,6 +28,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -37,9 +38,6 @@ namespace detail {
 /// `error.data.requiredCapabilities` of a 2026-07-28 request that lacks the tasks extension.
 inline constexpr std::string_view tasks_required_capabilities =
     R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})";
-/// `error.message` of a task that asked for input in the 2025-11-25 revision.
-inline constexpr std::string_view task_input_needs_2026 =
-    "The tool asked for input while running as a task; input inside a task needs protocol revision 2026-07-28";
 
 /// Whether the 2026-07-28 request of `ctx` declares the tasks extension (per request, in its
 /// client capabilities).
@@ -103,6 +101,9 @@ struct task_job {
   owned_json args;
   owned_json caps;                // 2026-07-28: the request's client capabilities
   client_capabilities peer_caps;  // 2025-11-25: what the client declared at initialize
+  /// The creating transport's executor (2025-11-25: the handler's next run after the client's
+  /// answers, which arrive through that transport while it lives).
+  background_executor* exec = nullptr;
   std::shared_ptr<live_task> task;
 
   /// The tool, shared with the tables that hold it (the final builder keeps it).
@@ -267,6 +268,7 @@ class task_run_link final : public call_link {
   std::shared_ptr<live_task> t_;
 };
 
+
 /// The call context of a task's handler run (docs/tasks.md#the-handler-in-a-task): its own copy of
 /// the caller, the task's stop token, progress to the creating session (2025-11-25), the input
 /// answers so far (2026-07-28); log messages and requests to the client have no channel.
@@ -296,14 +298,7 @@ class task_call_state final : public call_state {
   std::string_view round_state() const noexcept override { return round_.state; }
   bool client_declares(client_capability c) const noexcept override {
     if (j_.task->per_request) return declares(j_.caps.root, c);
-    switch (c) {
-      case client_capability::sampling:
-      case client_capability::sampling_tools: return j_.peer_caps.sampling;
-      case client_capability::elicitation_form:
-      case client_capability::elicitation_url: return j_.peer_caps.elicitation;
-      case client_capability::roots: return j_.peer_caps.roots;
-    }
-    return false;
+    return peer_declares(j_.peer_caps, c);
   }
 
  private:
@@ -322,14 +317,15 @@ class task_call_state final : public call_state {
   return out;
 }
 
-/// The capabilities `ir` needs that the 2026-07-28 client did not declare, as a mask.
-[[nodiscard]] inline unsigned missing_input_capabilities(json::value caps, const input_required& ir) noexcept {
+/// The capabilities `ir` needs that the client did not declare, as a mask: the 2026-07-28
+/// request's (`caps`), or what the 2025-11-25 client declared at `initialize` (`peer_caps`).
+[[nodiscard]] inline unsigned missing_input_capabilities(const task_job& j, const input_required& ir) noexcept {
   unsigned missing = 0;
   for (const auto& [key, r] : ir.requests()) {
     for (unsigned bit = 1; bit != 0 && bit <= r.required_capabilities(); bit <<= 1U) {
-      if ((r.required_capabilities() & bit) != 0 && !declares(caps, static_cast<client_capability>(bit))) {
-        missing |= bit;
-      }
+      const auto c = static_cast<client_capability>(bit);
+      const bool declared = j.task->per_request ? declares(j.caps.root, c) : peer_declares(j.peer_caps, c);
+      if ((r.required_capabilities() & bit) != 0 && !declared) missing |= bit;
     }
   }
   return missing;
@@ -337,19 +333,215 @@ class task_call_state final : public call_state {
 
 inline bool post_task_job(const std::shared_ptr<task_job>& job, background_executor* exec);
 
-/// A task's handler asked for input (docs/tasks.md#input): in 2026-07-28 the task becomes
-/// `input_required` with the requests; in 2025-11-25 it fails (input inside a task is not served).
+// ---- 2025-11-25 input: requests to the client on the session (docs/tasks.md#input) -----------------
+
+/// Input request `r` as a task shows it in `inputRequests` (docs/tasks.md#input):
+/// `{"method":...,"params":...}`.
+[[nodiscard]] inline std::string input_request_json(const input_request& r) {
+  std::string out;
+  json::writer w{out};
+  w.begin_object().member("method", r.method());
+  if (!r.params_json().empty()) w.raw_member("params", r.params_json());
+  w.end_object();
+  return out;
+}
+
+/// The JSON-RPC request for input `r` of task `task_id`: its method and params, with
+/// `params._meta["io.modelcontextprotocol/related-task"] = {"taskId": <id>}` (MCP: a request
+/// associated with a task says so).
+[[nodiscard]] inline std::string task_input_request(std::int64_t rid, std::string_view task_id,
+                                                    const input_request& r) {
+  json::document doc;
+  json::value root;
+  if (!r.params_json().empty()) {
+    if (auto parsed = doc.parse(r.params_json())) root = *parsed;
+  }
+  std::string params;
+  json::writer w{params};
+  write_with_related_task(w, root, task_id);
+  std::string out;
+  write_request(out, request_id_view{rid}, r.method(), params);
+  return out;
+}
+
+/// Something happened to the 2025-11-25 input round `round` of the job's task (an answer, an
+/// error, the channel's end; any thread, under no lock of the peer's): once every request is
+/// answered, the answers are kept, the task is `working` again and the handler runs again on the
+/// creating transport's executor; an error answer or a failed request fails the task, naming the
+/// input, and withdraws the others.
+inline void task_input_event(const std::weak_ptr<task_job>& weak, std::uint64_t round) noexcept {
+  const std::shared_ptr<task_job> self = weak.lock();
+  if (!self) return;  // the task ended (its job is dropped with its `resume`)
+  task_job& j = *self;
+  server::impl& s = j.s;
+  const std::shared_ptr<live_task>& t = j.task;
+  try {
+    std::string why;
+    std::vector<live_task::asked_input> withdrawn;
+    std::function<bool(background_executor*)> resume;
+    task_record working;
+    {
+      const std::lock_guard lock{t->mu};
+      if (t->terminal || t->input_round != round || t->asked.empty()) return;
+      bool open = false;
+      for (const auto& a : t->asked) {
+        const std::lock_guard wlock{a.w->mu};
+        if (!a.w->done) {
+          open = true;
+        } else if (a.w->ec) {
+          why = task_input_failure(a.key, a.w->ec.message());
+        } else {
+          const std::optional<client_reply>& reply = a.w->reply;
+          if (!reply) {
+            why = task_input_failure(a.key, "it sent no answer");
+          } else if (reply->is_error()) {
+            const json::value m = reply->value()["message"];
+            why = task_input_failure(a.key, "it answered with an error" +
+                                                (m.is_string() ? ": " + echo_name(m.as_string()) : std::string{}));
+          }
+        }
+        if (!why.empty()) break;
+      }
+      if (why.empty() && open) return;  // the others are still out
+      if (why.empty()) {
+        std::vector<std::pair<std::string, std::string>> taken;
+        std::size_t bytes = t->answers_bytes;
+        for (const auto& a : t->asked) {
+          const std::lock_guard wlock{a.w->mu};
+          const std::optional<client_reply>& reply = a.w->reply;
+          if (!reply) continue;  // not reached: an answer without an error code has its reply
+          std::string value;
+          json::writer{value}.value(reply->value());
+          bytes += a.key.size() + value.size();
+          taken.emplace_back(a.key, std::move(value));
+        }
+        if (bytes > s.tasks->options.max_input_responses_bytes) {
+          why = "the client's answers are larger than the server keeps (max_input_responses_bytes)";
+        } else {
+          const task_time now = task_now(s);
+          const auto moved =
+              s.tasks->store->transition({t->id, task_status::working, "working", task_payload::none, {}, now});
+          if (!moved || *moved != task_transition_status::updated) return;  // cancelled or expired meanwhile
+          for (auto& a : taken) t->answers.push_back(std::move(a));
+          t->answers_bytes = bytes;
+          t->pending.clear();
+          t->asked.clear();
+          resume = std::move(t->resume);
+          t->resume = nullptr;
+          working = live_record(*t, task_status::working, "working", now);
+        }
+      }
+      if (!why.empty()) withdrawn.swap(t->asked);
+    }
+    if (!why.empty()) {
+      withdraw_task_input(*t, withdrawn, "the task failed");
+      fail_task_input(s, t, why);
+      return;
+    }
+    send_task_status(*t, working);
+    if (resume && !resume(j.exec)) {
+      (void)finish_task(s, t, task_status::failed, task_payload::error,
+                        internal_error_json(s, "The task could not be resumed: no handler thread is free here",
+                                            "Call the tool again."),
+                        "the task could not be resumed");
+    }
+  } catch (...) {
+    fail_task_input(s, t, "the server failed while the task waited for the client");
+  }
+}
+
+/// The 2025-11-25 way to ask for input inside a task (docs/tasks.md#input): each request goes to
+/// the client as a JSON-RPC request with related-task `_meta` on the creating session's channel,
+/// the task is `input_required` meanwhile, and the client's responses (through the session's
+/// peer) resume it (`task_input_event`). A gone session, a full peer or a channel that cannot send
+/// fails the task at once.
+inline void task_ask_client(const std::shared_ptr<task_job>& self, const input_required& ir, std::size_t rounds) {
+  task_job& j = *self;
+  server::impl& s = j.s;
+  const std::shared_ptr<live_task>& t = j.task;
+  const std::string& first = ir.requests().front().first;
+  const std::shared_ptr<peer> p = t->client.lock();
+  if (!p || !t->channel) {
+    fail_task_input(s, t, task_input_failure(first, make_error_code(client_request_errc::no_channel).message()));
+    return;
+  }
+  std::uint64_t round = 0;
+  {
+    const std::lock_guard lock{t->mu};
+    if (t->terminal) return;
+    round = ++t->input_round;
+  }
+  const std::weak_ptr<task_job> weak = self;
+  std::vector<live_task::asked_input> batch;
+  std::vector<std::pair<std::string, std::string>> pending;
+  batch.reserve(ir.requests().size());
+  for (const auto& [key, r] : ir.requests()) {
+    auto w = std::make_shared<peer::impl::waiter>();
+    w->on_done = [weak, round] { task_input_event(weak, round); };
+    batch.push_back({key, 0, std::move(w)});
+    pending.emplace_back(key, input_request_json(r));
+  }
+  const std::error_code refused = p->state().enlist(batch, s.options.max_pending_client_requests);
+  if (refused) {
+    fail_task_input(s, t, task_input_failure(first, refused.message()));
+    return;
+  }
+  std::vector<std::string> requests;
+  requests.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    requests.push_back(task_input_request(batch[i].rid, t->id, ir.requests()[i].second));
+  }
+  task_record waiting;
+  {
+    std::unique_lock lock{t->mu};
+    const task_time now = task_now(s);
+    bool moved = false;
+    bool fault = false;
+    if (!t->terminal) {
+      const auto done = s.tasks->store->transition(
+          {t->id, task_status::input_required, "waiting for input", task_payload::input_requests, keyed_json(pending), now});
+      moved = done && *done == task_transition_status::updated;
+      fault = !done;
+    }
+    if (!moved) {
+      lock.unlock();  // cancelled or expired meanwhile, or the store failed
+      withdraw_task_input(*t, batch, "the task ended");
+      if (fault) fail_task_input(s, t, "the task store failed while the task asked for input");
+      return;
+    }
+    t->pending = std::move(pending);
+    t->round_state = ir.round_state();
+    t->rounds = rounds;
+    t->asked = std::move(batch);
+    t->input_deadline = s.clock->steady_now() + s.options.max_client_request_timeout;
+    // The task keeps its job while it waits (the terminal drops it: no cycle outlives the task).
+    t->resume = [self](background_executor* exec) { return post_task_job(self, exec); };
+    waiting = live_record(*t, task_status::input_required, "waiting for input", now);
+  }
+  send_task_status(*t, waiting);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (!t->channel->send(requests[i])) {
+      std::vector<live_task::asked_input> asked;
+      {
+        const std::lock_guard lock{t->mu};
+        if (t->input_round == round) asked.swap(t->asked);
+      }
+      withdraw_task_input(*t, asked, "the request could not be sent");
+      fail_task_input(s, t,
+                      task_input_failure(ir.requests()[i].first, make_error_code(client_request_errc::closed).message()));
+      return;
+    }
+  }
+  task_input_event(weak, round);  // an answer (or the channel's end) may have come before the round was published
+}
+
+/// A task's handler asked for input (docs/tasks.md#input): the task becomes `input_required`; in
+/// 2026-07-28 with the requests as its `inputRequests`, in 2025-11-25 with the requests sent to
+/// the client on the creating session (`task_ask_client`).
 inline void task_needs_input(const std::shared_ptr<task_job>& self, const input_required& ir) {
   task_job& j = *self;
   server::impl& s = j.s;
   const std::shared_ptr<live_task>& t = j.task;
-  if (!t->per_request) {
-    (void)finish_task(s, t, task_status::failed, task_payload::error,
-                      internal_error_json(s, task_input_needs_2026,
-                                          "Call the tool without a task, or use protocol revision 2026-07-28."),
-                      "the tool asked for input");
-    return;
-  }
   std::size_t rounds = 0;
   {
     const std::lock_guard lock{t->mu};
@@ -362,7 +554,7 @@ inline void task_needs_input(const std::shared_ptr<task_job>& self, const input_
                       "the tool could not get its input");
     return;
   }
-  if (const unsigned missing = missing_input_capabilities(j.caps.root, ir)) {
+  if (const unsigned missing = missing_input_capabilities(j, ir)) {
     std::string required;
     write_client_capabilities(required, missing);
     const std::array members{error_data_member{"requiredCapabilities", required}};
@@ -373,32 +565,40 @@ inline void task_needs_input(const std::shared_ptr<task_job>& self, const input_
     d.members = members;
     (void)finish_task(s, t, task_status::failed, task_payload::error,
                       error_object_json(make_error(errc::missing_client_capability,
-                                                   "The tool asked for input the request's client capabilities do "
-                                                   "not cover",
+                                                   t->per_request ? "The tool asked for input the request's client "
+                                                                    "capabilities do not cover"
+                                                                  : "The tool asked for input the client's "
+                                                                    "capabilities (declared at initialize) do not "
+                                                                    "cover",
                                                    d)),
                       "the client cannot give the input");
     return;
   }
-  std::vector<std::pair<std::string, std::string>> pending;
-  for (const auto& [key, r] : ir.requests()) {
-    std::string request;
-    json::writer w{request};
-    w.begin_object().member("method", r.method());
-    if (!r.params_json().empty()) w.raw_member("params", r.params_json());
-    w.end_object();
-    pending.emplace_back(key, std::move(request));
+  if (!t->per_request) {
+    task_ask_client(self, ir, rounds);
+    return;
   }
+  std::vector<std::pair<std::string, std::string>> pending;
+  for (const auto& [key, r] : ir.requests()) pending.emplace_back(key, input_request_json(r));
   const std::string payload = keyed_json(pending);
-  const std::lock_guard lock{t->mu};
-  if (t->terminal) return;
-  const auto moved = s.tasks->store->transition(
-      {t->id, task_status::input_required, "waiting for input", task_payload::input_requests, payload, task_now(s)});
-  if (!moved || *moved != task_transition_status::updated) return;  // cancelled or expired meanwhile
-  t->pending = std::move(pending);
-  t->round_state = ir.round_state();
-  t->rounds = rounds;
-  // The task keeps its job while it waits (the terminal drops it: no cycle outlives the task).
-  t->resume = [self](background_executor* exec) { return post_task_job(self, exec); };
+  task_record waiting;
+  {
+    const std::lock_guard lock{t->mu};
+    if (t->terminal) return;
+    const task_time now = task_now(s);
+    const auto moved = s.tasks->store->transition(
+        {t->id, task_status::input_required, "waiting for input", task_payload::input_requests, payload, now});
+    if (!moved || *moved != task_transition_status::updated) return;  // cancelled or expired meanwhile
+    t->pending = std::move(pending);
+    t->round_state = ir.round_state();
+    t->rounds = rounds;
+    // The task keeps its job while it waits (the terminal drops it: no cycle outlives the task).
+    t->resume = [self](background_executor* exec) { return post_task_job(self, exec); };
+    waiting = live_record(*t, task_status::input_required, "waiting for input", now);
+    waiting.payload_kind = task_payload::input_requests;
+    waiting.payload = payload;
+  }
+  send_task_status(*t, waiting);  // docs/tasks.md#notifications: the requests ride in it
 }
 
 /// One run of a task's handler (docs/tasks.md#the-handler-in-a-task).
@@ -732,9 +932,11 @@ inline gate_result task_start_gate(tool_call& c) {
     job->args.assign(c.args);
     if (e.ctx.envelope != nullptr) {
       job->caps.assign(e.ctx.envelope->client_capabilities);
-    } else if (e.ctx.client != nullptr) {
-      job->peer_caps = e.ctx.client->capabilities();
+    } else {
+      if (e.ctx.client != nullptr) job->peer_caps = e.ctx.client->capabilities();
+      t->client = e.ctx.session_peer;  // docs/tasks.md#input: the session whose answers it may wait for
     }
+    job->exec = e.ctx.background;
     job->task = t;
   } catch (...) {
     return task_refused(e, c.t, task_refusal::store);
@@ -810,16 +1012,10 @@ inline bool handle_tasks_get(request_env& e) {
   const bool per_request = e.ctx.envelope != nullptr;
   write_result_response(e.out, e.id, [&](json::writer& w) {
     w.begin_object();
-    write_task_members(w, r, per_request);
-    if (per_request && !r.payload.empty()) {
-      switch (r.payload_kind) {
-        case task_payload::input_requests:
-          if (r.status == task_status::input_required) w.raw_member("inputRequests", r.payload);
-          break;
-        case task_payload::result: w.raw_member("result", r.payload); break;
-        case task_payload::error: w.raw_member("error", r.payload); break;
-        case task_payload::none: break;
-      }
+    if (per_request) {
+      write_detailed_task_members(w, r);
+    } else {
+      write_task_members(w, r, false);
     }
     w.end_object();
   });
@@ -952,6 +1148,7 @@ inline bool handle_tasks_update(request_env& e) {
   task_engine& g = *e.s.tasks;
   const std::shared_ptr<live_task> t = g.find_live(*id);
   std::function<bool(background_executor*)> resume;
+  std::optional<task_record> changed;  // the status the answers moved it to, notified outside the lock
   if (t && responses.is_object()) {
     const std::lock_guard lock{t->mu};
     if (!t->terminal && !t->pending.empty()) {
@@ -981,10 +1178,11 @@ inline bool handle_tasks_update(request_env& e) {
         }
         const bool all = left.empty();
         const std::string payload = all ? std::string{} : keyed_json(left);
-        const auto moved = g.store->transition({t->id, all ? task_status::working : task_status::input_required,
-                                                all ? "working" : "waiting for input",
-                                                all ? task_payload::none : task_payload::input_requests, payload,
-                                                task_now(e.s)});
+        const task_status next = all ? task_status::working : task_status::input_required;
+        const std::string_view message = all ? "working" : "waiting for input";
+        const task_time now = task_now(e.s);
+        const auto moved = g.store->transition(
+            {t->id, next, message, all ? task_payload::none : task_payload::input_requests, payload, now});
         if (moved && *moved == task_transition_status::updated) {
           for (auto& a : taken) t->answers.push_back(std::move(a));
           t->answers_bytes = bytes;
@@ -993,10 +1191,16 @@ inline bool handle_tasks_update(request_env& e) {
             resume = std::move(t->resume);
             t->resume = nullptr;
           }
+          changed = live_record(*t, next, message, now);
+          if (!all) {
+            changed->payload_kind = task_payload::input_requests;
+            changed->payload = payload;
+          }
         }
       }
     }
   }
+  if (changed) send_task_status(*t, *changed);  // docs/tasks.md#notifications
   if (resume && !resume(e.ctx.background)) {
     (void)finish_task(e.s, t, task_status::failed, task_payload::error,
                       internal_error_json(e.s, "The task could not be resumed: no handler thread is free here",

@@ -355,21 +355,7 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
         };
         batch.push_back(asked{key, 0, std::move(w)});
       }
-      auto& p = ctx_.client->state();
-      std::error_code refused;
-      {
-        std::lock_guard lock{p.mu};
-        if (p.input_closed) {
-          refused = make_error_code(client_request_errc::closed);
-        } else if (p.pending.size() + batch.size() > s_.options.max_pending_client_requests) {
-          refused = make_error_code(client_request_errc::too_many_pending);
-        } else {
-          for (auto& a : batch) {
-            a.rid = p.next_request_id++;
-            p.pending.emplace(a.rid, a.w);
-          }
-        }
-      }
+      const std::error_code refused = ctx_.client->state().enlist(batch, s_.options.max_pending_client_requests);
       if (refused) {
         give_up(could_not_answer(batch.front().key, refused));
         return;

@@ -27,6 +27,7 @@ namespace detail {
 /// for a resume (bounded by the ring; a session without a GET stream gets it on a resume only).
 inline void http_deliver_event(http_endpoint::impl& ep, const server_event& ev) noexcept {
   try {
+    if (ev.kind == server_event_kind::task_status) return;  // a listen's only (docs/tasks.md#notifications)
     const bool updated = ev.kind == server_event_kind::resource_updated;
     if (!updated && !ep.srv.options().list_changed) return;
     const std::string line = event_notification(ev);

@@ -624,7 +624,10 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
   // docs/eras.md#subscriptions: the filter, then what this server can honour of it.
   auto granted = read_listen_filter(msg, srv, options.per_request.max_listen_uris);
   if (!granted) {
-    refuse(200, errc::invalid_params, granted.error());
+    std::string body;
+    write_listen_refusal(body, echo, granted.error(), cid,
+                         "See docs/eras.md#subscriptions for what subscriptions/listen accepts.");
+    http_deliver(done, http_json_body(per_request_status(granted.error().code), std::move(body)));
     return;
   }
   const listen_filter& f = *granted;
@@ -650,10 +653,10 @@ inline void http_endpoint::impl::handle_listen(const std::shared_ptr<detail::htt
     (void)channel->push(channel->final_on_shutdown, true);  // nothing to listen to: end at once
   } else {
     std::weak_ptr<per_request_channel> weak = channel;
-    *subscription = srv.subscribe([weak, f, id_json](const server_event& e) {
+    *subscription = srv.subscribe([weak, f, id_json, who = ex->who.id](const server_event& e) {
       auto ch = weak.lock();
       if (!ch) return;
-      if (auto frame = listen_event(f, id_json, e)) (void)ch->push(*frame, false);
+      if (auto frame = listen_event(f, id_json, who, e)) (void)ch->push(*frame, false);
     });
   }
   std::uint64_t key = 0;

@@ -450,7 +450,10 @@ inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& s
                                nullptr,
                                &resumer,
                                ep.background_for_tasks(),
-                               attached != nullptr ? attached->tasks : nullptr};
+                               attached != nullptr ? attached->tasks : nullptr,
+                               // docs/tasks.md#input: the session's peer, owned with its state
+                               attached != nullptr ? std::shared_ptr<peer>(sess->attachment(), &attached->client)
+                                                   : nullptr};
     returned = ep.srv.handle(msg, ctx, out);
   } catch (...) {
     threw = true;

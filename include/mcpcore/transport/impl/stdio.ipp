@@ -436,7 +436,10 @@ struct stdio_transport::impl {
   server& srv;
   principal caller;
   stdio_options options;
-  peer client;
+  /// The connection's peer, shared so that a 2025-11-25 task waiting for its answers holds it
+  /// weakly (`dispatch_context::session_peer`, docs/tasks.md#input).
+  std::shared_ptr<peer> shared_client = std::make_shared<peer>();
+  peer& client = *shared_client;
   std::unique_ptr<detail::fd_line_sink> sink;
   /// Where a task's work runs (docs/tasks.md#executors): the workers, like a waiting call's
   /// continuations.
@@ -555,7 +558,7 @@ struct stdio_transport::impl {
       std::optional<detail::stdio_call_link> link;
       emplace_link(link, j);
       const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link ? &*link : nullptr,
-                                 nullptr, nullptr, nullptr,    &tasks_background, task_channel};
+                                 nullptr, nullptr, nullptr,    &tasks_background, task_channel, shared_client};
       const bool answered = dispatch(j, ctx, out);
       settle_initialize(j.msg);
       if (link && !link->settle(answered)) return;
@@ -567,7 +570,7 @@ struct stdio_transport::impl {
     detail::stdio_call_link* const link = held.has_value() ? &*held : nullptr;
     std::string out;
     const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link,
-                               nullptr, nullptr, r.get(),    &tasks_background, task_channel};
+                               nullptr, nullptr, r.get(),    &tasks_background, task_channel, shared_client};
     const bool answered = dispatch(r->request, ctx, out);
     settle_initialize(r->request.msg);
     if (r->suspended) return;
@@ -817,7 +820,12 @@ struct stdio_transport::impl {
     if (!msg.id) return;  // a request always has one
     try {
       auto filter = detail::read_listen_filter(msg, srv, options.max_listen_uris);
-      if (!filter) return answer_error(msg.id, errc::invalid_params, filter.error(), see);
+      if (!filter) {
+        std::string out;
+        const auto cid = next_correlation_id();
+        detail::write_listen_refusal(out, msg.id, filter.error(), cid.view(), see);
+        return answer_now(out);
+      }
       if (options.max_listens != 0 && listens.size() >= options.max_listens) {
         return answer_error(msg.id, errc::stream_cap, "Subscription limit reached",
                             "Cancel a listen (notifications/cancelled naming its id) before opening another.");
@@ -835,9 +843,10 @@ struct stdio_transport::impl {
       // has read the acknowledgement is never missed, and none is written before it (one published
       // in between is dropped: the client could not have caused it).
       const std::uint64_t key = ++listen_keys;
-      auto subscription = srv.subscribe([q = &events, f = std::move(*filter), id_json, key](const server_event& e) {
-        if (auto line = detail::listen_event(f, id_json, e)) (void)q->push(key, std::move(*line));
-      });
+      auto subscription =
+          srv.subscribe([q = &events, f = std::move(*filter), id_json, key, who = caller.id](const server_event& e) {
+            if (auto line = detail::listen_event(f, id_json, who, e)) (void)q->push(key, std::move(*line));
+          });
       events.open(key, std::move(ack));
       listens.push_back({key, std::move(id), std::move(id_json), std::move(subscription)});
     } catch (...) {
@@ -853,6 +862,7 @@ struct stdio_transport::impl {
   // `listChanged`. Queued for the event writer: the publishing thread never waits for the output.
   void handshake_event(const server_event& e) noexcept {
     try {
+      if (e.kind == server_event_kind::task_status) return;  // a listen's only (docs/tasks.md#notifications)
       const bool updated = e.kind == server_event_kind::resource_updated;
       if (updated ? !client.subscribed(e.uri) : !(srv.options().list_changed && client.initialized())) return;
       (void)events.push(detail::stdio_handshake_key, event_notification(e));
