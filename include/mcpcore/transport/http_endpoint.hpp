@@ -47,7 +47,7 @@ inline constexpr std::chrono::milliseconds default_per_request_keepalive{15000};
 inline constexpr std::size_t default_per_request_streams_per_principal = 32;
 /// `subscriptions/listen` streams one principal may hold open at once.
 inline constexpr std::size_t default_listens_per_principal = 8;
-/// Resource URIs one `subscriptions/listen` may name.
+/// Resource URIs (and, apart, task ids) one `subscriptions/listen` may name.
 inline constexpr std::size_t default_max_listen_uris = 1024;
 
 /// The streams of the per-request era (docs/eras.md#streams).
@@ -60,7 +60,8 @@ struct per_request_stream_options {
   /// `subscriptions/listen` streams one principal may hold open (0: unlimited); one more is
   /// refused 429 -32012. They count against the stream budget too (surface `listen`).
   std::size_t listens_per_principal = default_listens_per_principal;
-  /// Resource URIs one listen may subscribe to; more is -32602.
+  /// Resource URIs one listen may subscribe to, and task ids it may watch (`tasksStatus`,
+  /// docs/tasks.md#notifications), each; more is -32602.
   std::size_t max_listen_uris = default_max_listen_uris;
 };
 

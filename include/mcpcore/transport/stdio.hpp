@@ -31,7 +31,7 @@ inline constexpr std::chrono::milliseconds default_stdio_drain_timeout{5000};
 /// Default cap on the `subscriptions/listen` one connection holds open at once
 /// (docs/eras.md#stdio); one more is -32012 "Subscription limit reached".
 inline constexpr std::size_t default_stdio_max_listens = 8;
-/// Default cap on the resource URIs one `subscriptions/listen` may name (as on HTTP).
+/// Default cap on the resource URIs (and, apart, task ids) one `subscriptions/listen` may name (as on HTTP).
 inline constexpr std::size_t default_stdio_max_listen_uris = 1024;
 /// Default interval at which an idle worker ends the waits for the client that passed their
 /// deadline (`server::expire_waiting`, docs/eras.md#waiting-for-the-client).
@@ -55,7 +55,8 @@ struct stdio_options {
   /// `subscriptions/listen` the connection may hold open at once (0: unlimited); one more is
   /// answered -32012 (docs/eras.md#stdio).
   std::size_t max_listens = default_stdio_max_listens;
-  /// Resource URIs one listen may subscribe to; more is -32602.
+  /// Resource URIs one listen may subscribe to, and task ids it may watch (`tasksStatus`,
+  /// docs/tasks.md#notifications), each; more is -32602.
   std::size_t max_listen_uris = default_stdio_max_listen_uris;
   /// How often an idle worker expires the calls waiting for the client past their deadline.
   std::chrono::milliseconds expiry_tick = default_stdio_expiry_tick;
