@@ -144,27 +144,16 @@ std::vector<fx::parsed> statuses(const hx::sse_reader& r) {
   return out;
 }
 
-}  // namespace tasks_listen_test
-
-using namespace tasks_listen_test;
-
-TEST_SUITE("tasks_listen") {
-
-TEST_CASE("tasks.md/notifications: a 2026 listen naming its own task gets its completion with the full task, another principal's nothing") {
-  fixture f;
-  auto [id, reader, other] = watch(f, "work");
-  f.gate.open();
-  REQUIRE(reader.drive_until([](const auto& ev) { return has_status(ev, R"("completed")"); }));
-  const auto s = statuses(reader);
-  REQUIRE(s.size() == 1);  // created is not a change
-  const auto done = s[0].root["params"];
+/// A `notifications/tasks/status` of task `id` on listen "L", completed with the text `text`: the
+/// task exactly as tasks/get describes it, member for member (its `_meta` and `resultType` aside).
+void check_completed(fixture& f, const std::string& id, json::value done, std::string_view text) {
   CAPTURE(text_of(done));
   CHECK(fx::str(done["taskId"]) == id);
   CHECK(fx::str(done["status"]) == "completed");
-  CHECK(fx::str(fx::at(done["result"]["content"], 0)["text"]) == "worked");
+  CHECK(fx::str(fx::at(done["result"]["content"], 0)["text"]) == text);
   CHECK_FALSE(done["resultType"].exists());
+  CHECK_FALSE(done["inputRequests"].exists());
   CHECK(text_of(done["_meta"]) == R"({"io.modelcontextprotocol/subscriptionId":"L"})");
-  // The task as tasks/get describes it, member for member (its _meta and resultType aside).
   const auto got = f.send(hx::pr_post(hx::pr_body("3", "tasks/get", R"("taskId":")" + id + '"', hx::envelope({}, ext_caps)),
                                       "tasks/get", std::string_view{id}));
   const auto g = hx::body_of(got);
@@ -180,9 +169,30 @@ TEST_CASE("tasks.md/notifications: a 2026 listen naming its own task gets its co
     if (m.key != "_meta" && m.key != "resultType") ++expected;
   }
   CHECK(members == expected);
-  // Bob's listen got nothing but its acknowledgement.
+}
+
+/// Another principal's listen got nothing but its acknowledgement.
+void check_silent(hx::sse_reader& other) {
   (void)other.drive_until([](const auto&) { return false; }, 50ms);
   CHECK(other.messages().size() == 1);
+  CHECK(statuses(other).empty());
+}
+
+}  // namespace tasks_listen_test
+
+using namespace tasks_listen_test;
+
+TEST_SUITE("tasks_listen") {
+
+TEST_CASE("tasks.md/notifications: a 2026 listen naming its own task gets its completion with the full task, another principal's nothing") {
+  fixture f;
+  auto [id, reader, other] = watch(f, "work");
+  f.gate.open();
+  REQUIRE(reader.drive_until([](const auto& ev) { return has_status(ev, R"("completed")"); }));
+  const auto s = statuses(reader);
+  REQUIRE(s.size() == 1);  // created is not a change
+  check_completed(f, id, s[0].root["params"], "worked");
+  check_silent(other);
 }
 
 TEST_CASE("tasks.md/notifications: a 2026 listen gets the cancellation of its task, once") {
@@ -286,26 +296,8 @@ TEST_CASE("tasks.md/notifications: a 2026 listen naming its own task gets input_
   }));
   const auto s = statuses(reader);
   REQUIRE(!s.empty());
-  const auto done = s.back().root["params"];
-  CAPTURE(text_of(done));
-  CHECK(fx::str(done["taskId"]) == id);
-  CHECK(fx::str(done["status"]) == "completed");
-  CHECK(fx::str(fx::at(done["result"]["content"], 0)["text"]) == "hello ada");
-  CHECK_FALSE(done["inputRequests"].exists());
-  CHECK(text_of(done["_meta"]) == R"({"io.modelcontextprotocol/subscriptionId":"L"})");
-  // The same task as tasks/get describes it, member for member (its _meta and resultType aside).
-  const auto got = f.send(hx::pr_post(hx::pr_body("3", "tasks/get", R"("taskId":")" + id + '"', hx::envelope({}, ext_caps)),
-                                      "tasks/get", std::string_view{id}));
-  const auto g = hx::body_of(got);
-  for (const std::string_view key : {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "result"}) {
-    CAPTURE(key);
-    CHECK(text_of(done[key]) == text_of(g.root["result"][key]));
-  }
-  // Bob's listen got nothing but its acknowledgement.
-  (void)other.drive_until([](const auto&) { return false; }, 50ms);
-  CHECK(other.messages().size() == 1);
-  CHECK(statuses(other).empty());
+  check_completed(f, id, s.back().root["params"], "hello ada");
+  check_silent(other);
 }
-
 
 }  // TEST_SUITE
