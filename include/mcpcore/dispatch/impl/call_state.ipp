@@ -32,6 +32,15 @@ MCPCORE_BEGIN_NAMESPACE
 
 namespace detail {
 
+/// Why the client could not answer the input `key` of a handler waiting for it
+/// (docs/eras.md#waiting-for-the-client, docs/tasks.md#input).
+inline std::string could_not_answer(std::string_view key, std::string_view what) {
+  return "the client could not answer '" + echo_name(key) + "': " + std::string{what};
+}
+inline std::string could_not_answer(std::string_view key, const std::error_code& ec) {
+  return could_not_answer(key, ec.message());
+}
+
 /// Whether a 2025-11-25 client declared `c` at `initialize` (`caps`, its peer's).
 [[nodiscard]] inline bool peer_declares(const client_capabilities& caps, client_capability c) noexcept {
   switch (c) {

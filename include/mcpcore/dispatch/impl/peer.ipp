@@ -6,6 +6,8 @@
 #define MCPCORE_IMPL_PEER_IPP
 
 #include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/wire/json_writer.hpp>
+#include <mcpcore/wire/jsonrpc.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -37,6 +39,13 @@ struct peer::impl {
     /// before the waiter is published, never changed after.
     std::function<void()> on_done;
   };
+  /// One server-to-client request a handler waits for (a waiting call's or a task's input round):
+  /// the input's key, the request's JSON-RPC id, its waiter.
+  struct asked {
+    std::string key;
+    std::int64_t rid = 0;
+    std::shared_ptr<waiter> w;
+  };
 
   // Guards every member but the two atomics, which are read on each request without it.
   mutable std::mutex mu;
@@ -66,11 +75,9 @@ struct peer::impl {
     if (w.on_done) w.on_done();
   }
 
-  // Gives each of `batch` (items with `rid` and the waiter `w`) a request id and publishes its
-  // waiter, all or none (docs/eras.md#waiting-for-the-client): refused `closed` once no answer can
+  // Gives each of `batch` a request id and publishes its waiter, all or none (docs/eras.md#waiting-for-the-client): refused `closed` once no answer can
   // arrive, `too_many_pending` past `cap` requests waiting on this peer.
-  template <class Batch>
-  std::error_code enlist(Batch& batch, std::size_t cap) {
+  std::error_code enlist(std::vector<asked>& batch, std::size_t cap) {
     std::lock_guard lock{mu};
     if (input_closed) return make_error_code(client_request_errc::closed);
     if (pending.size() + batch.size() > cap) return make_error_code(client_request_errc::too_many_pending);
@@ -79,6 +86,30 @@ struct peer::impl {
       pending.emplace(a.rid, a.w);
     }
     return {};
+  }
+
+  // The requests of `batch` still waiting, taken out of
+  // the table so that a late answer is dropped (docs/eras.md#waiting-for-the-client): their ids,
+  // and whether an answer could still have come (`tell_withdrawn` says so to the client).
+  struct withdrawn {
+    std::vector<std::int64_t> ids;
+    bool input_closed = false;
+  };
+  withdrawn withdraw(const std::vector<asked>& batch) noexcept {
+    withdrawn out;
+    try {
+      out.ids.reserve(batch.size());
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the requests are still withdrawn, untold
+    }
+    std::lock_guard lock{mu};
+    out.input_closed = input_closed;
+    for (const auto& a : batch) {
+      const auto it = pending.find(a.rid);
+      if (it == pending.end() || it->second != a.w) continue;  // answered (or failed) already
+      pending.erase(it);
+      if (out.ids.size() < out.ids.capacity()) out.ids.push_back(a.rid);
+    }
+    return out;
   }
 
   // Closes input (and, with `stop_calls`, the peer) under `mu`, then, after unlocking, stops the
@@ -109,6 +140,26 @@ struct peer::impl {
     for (auto& [id, w] : failed) finish(*w, client_request_errc::closed, nullptr);
   }
 };
+
+namespace detail {
+
+/// Tells the client of each request `w` took back, with `notifications/cancelled` on `sink` (MCP:
+/// the sender of an abandoned request says so), unless no answer could have come any more.
+inline void tell_withdrawn(const peer::impl::withdrawn& w, std::string_view reason, message_sink* sink) noexcept {
+  if (w.input_closed || sink == nullptr) return;
+  for (const std::int64_t rid : w.ids) {
+    try {
+      std::string cancel;
+      write_notification(cancel, "notifications/cancelled", [&](json::writer& jw) {
+        jw.begin_object().member("requestId", rid).member("reason", reason).end_object();
+      });
+      (void)sink->send(cancel);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, as for a blocked request
+    }
+  }
+}
+
+}  // namespace detail
 
 MCPCORE_DECL peer::peer() : impl_(new impl) {}
 MCPCORE_DECL peer::~peer() {

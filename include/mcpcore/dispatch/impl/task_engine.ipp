@@ -114,13 +114,8 @@ struct live_task {
   // 2025-11-25 input (docs/tasks.md#input): the creating session's peer (weakly: a gone session
   // fails the task), the round's requests out to the client, their deadline and the round's
   // number (a wake-up of an ended round is ignored).
-  struct asked_input {
-    std::string key;
-    std::int64_t rid = 0;  // the JSON-RPC id of the request
-    std::shared_ptr<peer::impl::waiter> w;
-  };
   std::weak_ptr<peer> client;
-  std::vector<asked_input> asked;
+  std::vector<peer::impl::asked> asked;
   std::chrono::steady_clock::time_point input_deadline{};
   std::uint64_t input_round = 0;
 };
@@ -129,39 +124,12 @@ struct live_task {
 /// the peer's table, so a late answer is dropped, and the client is told with
 /// `notifications/cancelled` (MCP: the sender of an abandoned request says so), unless no answer
 /// could come any more. Called under no lock.
-inline void withdraw_task_input(const live_task& t, const std::vector<live_task::asked_input>& asked,
+inline void withdraw_task_input(const live_task& t, const std::vector<peer::impl::asked>& asked,
                                 std::string_view reason) noexcept {
   if (asked.empty()) return;
   const std::shared_ptr<peer> p = t.client.lock();
   if (!p) return;
-  auto& st = p->state();
-  bool closed = false;
-  std::vector<std::int64_t> withdrawn;
-  try {
-    withdrawn.reserve(asked.size());
-  } catch (...) {  // NOLINT(bugprone-empty-catch): the requests are still withdrawn, untold
-  }
-  {
-    const std::lock_guard lock{st.mu};
-    closed = st.input_closed;
-    for (const auto& a : asked) {
-      const auto it = st.pending.find(a.rid);
-      if (it == st.pending.end() || it->second != a.w) continue;  // answered (or failed) already
-      st.pending.erase(it);
-      if (withdrawn.size() < withdrawn.capacity()) withdrawn.push_back(a.rid);
-    }
-  }
-  if (closed || !t.channel) return;
-  for (const std::int64_t rid : withdrawn) {
-    try {
-      std::string cancel;
-      write_notification(cancel, "notifications/cancelled", [&](json::writer& w) {
-        w.begin_object().member("requestId", rid).member("reason", reason).end_object();
-      });
-      (void)t.channel->send(cancel);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, as for a waiting call's
-    }
-  }
+  tell_withdrawn(p->state().withdraw(asked), reason, t.channel.get());
 }
 
 /// The engine of one server (`server::impl::tasks`; null when tasks are off).
@@ -174,7 +142,7 @@ struct task_engine {
   /// server destroyed with such tasks drops those, so that they are freed with it.
   ~task_engine() {
     for (const auto& entry : live) {
-      std::vector<live_task::asked_input> asked;
+      std::vector<peer::impl::asked> asked;
       {
         const std::lock_guard<std::mutex> lock(entry.second->mu);
         entry.second->resume = nullptr;
@@ -574,7 +542,7 @@ inline bool finish_task(server::impl& s, const std::shared_ptr<live_task>& tp, t
   task_engine& g = *s.tasks;
   live_task& t = *tp;
   std::vector<std::shared_ptr<task_waiter>> waiters;
-  std::vector<live_task::asked_input> asked;
+  std::vector<peer::impl::asked> asked;
   bool ended = false;
   task_record r;
   try {
@@ -646,7 +614,7 @@ inline task_transition_status cancel_task(server::impl& s, std::string_view id, 
   const std::shared_ptr<live_task> tp = g.find_live(id);
   const task_time now = task_now(s);
   std::vector<std::shared_ptr<task_waiter>> waiters;
-  std::vector<live_task::asked_input> asked;
+  std::vector<peer::impl::asked> asked;
   constexpr std::string_view message = "cancelled by the client";
   task_transition_status moved = task_transition_status::not_found;
   {
@@ -739,11 +707,6 @@ inline void fail_task_input(server::impl& s, const std::shared_ptr<live_task>& t
   }
 }
 
-/// Why the client could not answer the input `key` (docs/eras.md#waiting-for-the-client).
-[[nodiscard]] inline std::string task_input_failure(std::string_view key, std::string_view what) {
-  return "the client could not answer '" + echo_name(key) + "': " + std::string{what};
-}
-
 /// The maintenance tick's look at the 2025-11-25 input rounds (docs/tasks.md#input): a round whose
 /// requests are still open `server_options::max_client_request_timeout` after they went out ends
 /// the task (failed, naming the first open input); the open requests are withdrawn.
@@ -762,14 +725,14 @@ inline void expire_task_input(server::impl& s) noexcept {
   for (const auto& t : all) {
     try {
       std::string why;
-      std::vector<live_task::asked_input> asked;
+      std::vector<peer::impl::asked> asked;
       {
         const std::lock_guard lock{t->mu};
         if (t->terminal || t->asked.empty() || now < t->input_deadline) continue;
         for (const auto& a : t->asked) {
           const std::lock_guard wlock{a.w->mu};
           if (!a.w->done) {
-            why = task_input_failure(a.key, make_error_code(client_request_errc::timed_out).message());
+            why = could_not_answer(a.key, make_error_code(client_request_errc::timed_out));
             break;
           }
         }

@@ -377,7 +377,7 @@ inline void task_input_event(const std::weak_ptr<task_job>& weak, std::uint64_t 
   const std::shared_ptr<live_task>& t = j.task;
   try {
     std::string why;
-    std::vector<live_task::asked_input> withdrawn;
+    std::vector<peer::impl::asked> withdrawn;
     std::function<bool(background_executor*)> resume;
     task_record working;
     {
@@ -389,14 +389,14 @@ inline void task_input_event(const std::weak_ptr<task_job>& weak, std::uint64_t 
         if (!a.w->done) {
           open = true;
         } else if (a.w->ec) {
-          why = task_input_failure(a.key, a.w->ec.message());
+          why = could_not_answer(a.key, a.w->ec);
         } else {
           const std::optional<client_reply>& reply = a.w->reply;
           if (!reply) {
-            why = task_input_failure(a.key, "it sent no answer");
+            why = could_not_answer(a.key, "it sent no answer");
           } else if (reply->is_error()) {
             const json::value m = reply->value()["message"];
-            why = task_input_failure(a.key, "it answered with an error" +
+            why = could_not_answer(a.key, "it answered with an error" +
                                                 (m.is_string() ? ": " + echo_name(m.as_string()) : std::string{}));
           }
         }
@@ -462,7 +462,7 @@ inline void task_ask_client(const std::shared_ptr<task_job>& self, const input_r
   const std::string& first = ir.requests().front().first;
   const std::shared_ptr<peer> p = t->client.lock();
   if (!p || !t->channel) {
-    fail_task_input(s, t, task_input_failure(first, make_error_code(client_request_errc::no_channel).message()));
+    fail_task_input(s, t, could_not_answer(first, make_error_code(client_request_errc::no_channel)));
     return;
   }
   std::uint64_t round = 0;
@@ -472,7 +472,7 @@ inline void task_ask_client(const std::shared_ptr<task_job>& self, const input_r
     round = ++t->input_round;
   }
   const std::weak_ptr<task_job> weak = self;
-  std::vector<live_task::asked_input> batch;
+  std::vector<peer::impl::asked> batch;
   std::vector<std::pair<std::string, std::string>> pending;
   batch.reserve(ir.requests().size());
   for (const auto& [key, r] : ir.requests()) {
@@ -483,7 +483,7 @@ inline void task_ask_client(const std::shared_ptr<task_job>& self, const input_r
   }
   const std::error_code refused = p->state().enlist(batch, s.options.max_pending_client_requests);
   if (refused) {
-    fail_task_input(s, t, task_input_failure(first, refused.message()));
+    fail_task_input(s, t, could_not_answer(first, refused));
     return;
   }
   std::vector<std::string> requests;
@@ -521,14 +521,14 @@ inline void task_ask_client(const std::shared_ptr<task_job>& self, const input_r
   send_task_status(*t, waiting);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!t->channel->send(requests[i])) {
-      std::vector<live_task::asked_input> asked;
+      std::vector<peer::impl::asked> asked;
       {
         const std::lock_guard lock{t->mu};
         if (t->input_round == round) asked.swap(t->asked);
       }
       withdraw_task_input(*t, asked, "the request could not be sent");
       fail_task_input(s, t,
-                      task_input_failure(ir.requests()[i].first, make_error_code(client_request_errc::closed).message()));
+                      could_not_answer(ir.requests()[i].first, make_error_code(client_request_errc::closed)));
       return;
     }
   }

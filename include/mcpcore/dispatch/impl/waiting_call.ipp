@@ -61,10 +61,6 @@ class input_loop {
   virtual bool cancelled(request_env& e) = 0;
 };
 
-inline std::string could_not_answer(std::string_view key, const std::error_code& ec) {
-  return "the client could not answer '" + echo_name(key) + "': " + ec.message();
-}
-
 /// A handshake-era call waiting for its client without a thread. The server's waiting table owns
 /// it until it ends; a posted continuation keeps it alive while it runs.
 ///
@@ -154,11 +150,7 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
   void cancel() noexcept { scope_.cancel(); }
 
  private:
-  struct asked {
-    std::string key;
-    std::int64_t rid = 0;
-    std::shared_ptr<peer::impl::waiter> w;
-  };
+  using asked = peer::impl::asked;
   enum class verdict : std::uint8_t { pending, cancelled, failed, timed_out, answered, stranded };
 
   // ---- events (any thread) ----
@@ -391,36 +383,13 @@ class waiting_call final : public std::enable_shared_from_this<waiting_call> {
       asked_.clear();
       return;
     }
-    auto& p = ctx_.client->state();
-    bool closed = false;
-    std::vector<std::int64_t> withdrawn;
-    try {
-      withdrawn.reserve(asked_.size());
-    } catch (...) {  // NOLINT(bugprone-empty-catch): the requests are still withdrawn, untold
-    }
-    {
-      std::lock_guard lock{p.mu};
-      closed = p.input_closed;
-      for (const auto& a : asked_) {
-        if (p.pending.erase(a.rid) > 0 && withdrawn.size() < withdrawn.capacity()) withdrawn.push_back(a.rid);
-      }
-    }
+    const peer::impl::withdrawn taken = ctx_.client->state().withdraw(asked_);
     asked_.clear();
     {
       const std::lock_guard lock{mu_};
       waiting_ = false;
     }
-    if (closed || ctx_.sink == nullptr) return;
-    for (const std::int64_t rid : withdrawn) {
-      try {
-        std::string cancel;
-        write_notification(cancel, "notifications/cancelled", [&](json::writer& w) {
-          w.begin_object().member("requestId", rid).member("reason", reason).end_object();
-        });
-        (void)ctx_.sink->send(cancel);
-      } catch (...) {  // NOLINT(bugprone-empty-catch): best effort, as for a blocked request
-      }
-    }
+    tell_withdrawn(taken, reason, ctx_.sink);
   }
 
   /// Answers the call with the loop's give-up answer (the turn's holder only).
