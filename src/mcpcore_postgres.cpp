@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcpcore::postgres: the PostgreSQL approval store, compiled apart (only its users link libpq).
+#if defined(MCPCORE_HEADER_ONLY)
+#  error "src/mcpcore_postgres.cpp is for separate compilation"
+#endif
+#include <mcpcore/stores/impl/postgres_approval_store.ipp>  // IWYU pragma: keep
