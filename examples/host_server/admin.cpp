@@ -7,6 +7,7 @@
 // when it changes. Being able to open the data directory (mode 0700, the server's own user) is
 // the assurance that the person approving is a local administrator; `--as` names them.
 #include "data_dir.hpp"
+#include "db_stores.hpp"
 #include "token_file.hpp"
 
 #include <mcpcore/governance/approval.hpp>
@@ -22,12 +23,15 @@
 #include <CLI/Validators.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +61,9 @@ void say(fmt::format_string<Args...> format, Args&&... args) {
 
 struct options {
   std::string data_dir;
+  /// PostgreSQL approvals and audit databases ("": the SQLite files of the data directory).
+  std::string db;
+  std::string audit_db;
   bool json = false;
   bool yes = false;
   std::size_t limit = default_pending_limit;
@@ -71,6 +78,9 @@ struct options {
   std::string name;
   std::vector<std::string> roles;
   bool assured = false;
+  // prune
+  std::string older_than;
+  std::size_t batch = mcpcore::default_approval_prune_batch;
 };
 
 mcpcore_host::data_paths paths_of(const options& o) { return mcpcore_host::data_paths::in(o.data_dir); }
@@ -88,6 +98,42 @@ std::optional<mcpcore::sqlite_approval_store> open_approvals(const options& o) {
     return std::nullopt;
   }
   return std::move(*store);
+}
+
+/// The approval store `pending`, `show`, `approve` and `reject` work on: the PostgreSQL database of
+/// --db when given, else the data directory's SQLite file (never created).
+std::optional<mcpcore_host::approval_db> open_review_store(const options& o) {
+  if (o.db.empty()) {
+    auto store = open_approvals(o);
+    if (!store) return std::nullopt;
+    return mcpcore_host::approval_db{std::move(*store)};
+  }
+  auto store = mcpcore_host::open_approval_db(o.db, {}, false, "--db");
+  if (!store) {
+    say("{}", store.error());
+    return std::nullopt;
+  }
+  return std::move(*store);
+}
+
+/// The server each ticket came from, when the audit rows say so: read from the PostgreSQL audit
+/// database of --audit-db (rows written since the oldest ticket); empty otherwise.
+std::map<std::string, std::string, std::less<>> ticket_servers(const options& o,
+                                                               const std::vector<mcpcore::approval_ticket>& list) {
+  if (o.audit_db.empty() || list.empty()) return {};
+#if MCPCORE_HOST_POSTGRES
+  auto oldest = list.front().submitted_at;
+  for (const auto& t : list) oldest = std::min(oldest, t.submitted_at);
+  constexpr std::chrono::minutes clock_skew{1};  // the audit row's time may lag the ticket's a little
+  auto servers = mcpcore_host::postgres_ticket_servers(o.audit_db, oldest - clock_skew);
+  if (!servers) {
+    say("warning: the servers of the requests are unknown: {}", servers.error());
+    return {};
+  }
+  return std::move(*servers);
+#else
+  return {};
+#endif
 }
 
 /// The tool a ticket is for: its definition id without the `mcp.` prefix.
@@ -113,7 +159,7 @@ void print_ticket_text(const mcpcore::approval_ticket& t) {
 }
 
 int cmd_pending(const options& o) {
-  auto store = open_approvals(o);
+  auto store = open_review_store(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
   // What ran out of time is not pending any more; a failed sweep still lists what is stored.
@@ -123,18 +169,28 @@ int cmd_pending(const options& o) {
     say("cannot read pending approvals: {}", list.error().message());
     return failed;
   }
+  const auto servers = ticket_servers(o, *list);
   if (o.json) {
     std::string out = "[";
     for (std::size_t i = 0; i < list->size(); ++i) {
       if (i != 0) out += ',';
       mcpcore::append_ticket_json(out, (*list)[i], service.status_url((*list)[i].id));
+      if (const auto s = servers.find((*list)[i].id); s != servers.end() && out.ends_with('}')) {
+        out.pop_back();  // the ticket's object gets one more member: the server it came from
+        out += ",\"server\":";
+        mcpcore::json::writer{out}.value(s->second);
+        out += '}';
+      }
     }
     out += "]\n";
     std::fputs(out.c_str(), stdout);
     return ok;
   }
   if (list->empty()) fmt::print("no pending approvals\n");
-  for (const auto& t : *list) print_ticket_text(t);
+  for (const auto& t : *list) {
+    print_ticket_text(t);
+    if (const auto s = servers.find(t.id); s != servers.end()) fmt::print("    from server {}\n", shown(s->second));
+  }
   return ok;
 }
 
@@ -151,7 +207,7 @@ std::optional<mcpcore::approval_ticket> read_ticket(mcpcore::approval_service& s
 }
 
 int cmd_show(const options& o) {
-  auto store = open_approvals(o);
+  auto store = open_review_store(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
   const auto ticket = read_ticket(service, o.id);
@@ -186,7 +242,6 @@ bool confirmed(const options& o, const std::string& question) {
 void audit_review(const options& o, std::string_view action, const mcpcore::approval_ticket* t,
                   mcpcore::audit_result result, const std::string& detail) {
   const auto p = paths_of(o);
-  auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db);
   const std::string full =
       t == nullptr ? fmt::format("{} via=mcpcore-admin", detail)
                    : fmt::format("{} tool={} submitted_by={} via=mcpcore-admin", detail,
@@ -199,6 +254,17 @@ void audit_review(const options& o, std::string_view action, const mcpcore::appr
   r.result = result;
   r.detail = full;
   r.time = std::chrono::system_clock::now();
+  if (!o.audit_db.empty()) {
+    // PostgreSQL (--audit-db): the row is queued, then written before the sink closes at the end of
+    // this scope (postgres_audit_sink's close_timeout bounds the wait).
+    auto shared = mcpcore_host::open_audit_db(o.audit_db, {}, "mcpcore-admin");
+    if (!shared || !shared->record(r)) {
+      say("warning: the decision was not recorded in the PostgreSQL audit database{}{}", shared ? "" : ": ",
+          shared ? "" : shared.error());
+    }
+    return;
+  }
+  auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db);
   if (!sink || !sink->record(r)) say("warning: the decision was not recorded in the audit database {}", p.audit_db);
 }
 
@@ -208,7 +274,7 @@ int cmd_review(const options& o, bool approve) {
     say("--as takes the approver's name: 1-128 characters, no blanks");
     return usage;
   }
-  auto store = open_approvals(o);
+  auto store = open_review_store(o);
   if (!store) return failed;
   mcpcore::approval_service service{*store};
   const auto found = read_ticket(service, o.id);
@@ -258,20 +324,92 @@ int cmd_review(const options& o, bool approve) {
   return ok;
 }
 
-int cmd_audit(const options& o) {
+/// A retention age: a positive whole number and a unit, `d` (days), `h`, `m` or `s` ("30d",
+/// "12h"); std::nullopt when malformed or beyond a century.
+std::optional<std::chrono::milliseconds> parse_age(std::string_view text) {
+  if (text.size() < 2) return std::nullopt;
+  const char unit = text.back();
+  text.remove_suffix(1);
+  std::int64_t n = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9' || n > 1'000'000'000) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  std::chrono::milliseconds age{};
+  switch (unit) {
+    case 'd': age = std::chrono::days{n}; break;
+    case 'h': age = std::chrono::hours{n}; break;
+    case 'm': age = std::chrono::minutes{n}; break;
+    case 's': age = std::chrono::seconds{n}; break;
+    default: return std::nullopt;
+  }
+  if (n <= 0 || age > std::chrono::days{36525}) return std::nullopt;
+  return age;
+}
+
+/// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
+/// whose last change is older than `--older-than`, in batches; pending and approved unconsumed
+/// tickets are never removed.
+int cmd_prune(const options& o) {
+  const auto age = parse_age(o.older_than);
+  if (!age) {
+    say("--older-than takes a positive age with a unit d, h, m or s (e.g. 30d, 12h), not {}", shown(o.older_than));
+    return usage;
+  }
+  if (!o.db.empty()) {
+    // TODO(issue 24): prune through --db once mcpcore_host::approval_db forwards prune().
+    say("prune works on the data directory's SQLite database only; on PostgreSQL call "
+        "postgres_approval_store::prune (docs/approvals.md#retention)");
+    return usage;
+  }
+  auto store = open_approvals(o);
+  if (!store) return failed;
+  const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  const auto removed = store->prune(now - *age, mcpcore::approval_prune_options{o.batch});
+  if (!removed) {
+    say("cannot prune the approvals database: {}", removed.error().message());
+    return failed;
+  }
+  fmt::print("pruned {} finished approval ticket{} older than {}\n", *removed, *removed == 1 ? "" : "s",
+             o.older_than);
+  return ok;
+}
+
+/// The newest `o.tail` audit rows, oldest first: the PostgreSQL database of --audit-db, or the
+/// data directory's SQLite file.
+std::optional<std::vector<mcpcore::audit_entry>> read_audit_tail(const options& o) {
+  if (!o.audit_db.empty()) {
+#if MCPCORE_HOST_POSTGRES
+    auto rows = mcpcore_host::postgres_audit_tail(o.audit_db, o.tail);
+    if (!rows) {
+      say("{}", rows.error());
+      return std::nullopt;
+    }
+    return std::move(*rows);
+#else
+    say("{}", mcpcore_host::postgres_unavailable("--audit-db"));
+    return std::nullopt;
+#endif
+  }
   const auto p = paths_of(o);
   mcpcore::sqlite_audit_sink_options so;
   so.read_only = true;
   auto sink = mcpcore::sqlite_audit_sink::open(p.audit_db, so);
   if (!sink) {
     say("cannot open the audit database {}: {}", p.audit_db, sink.error().message());
-    return failed;
+    return std::nullopt;
   }
   auto rows = sink->tail(o.tail);
   if (!rows) {
     say("cannot read the audit database {}: {}", p.audit_db, rows.error().message());
-    return failed;
+    return std::nullopt;
   }
+  return std::move(*rows);
+}
+
+int cmd_audit(const options& o) {
+  auto rows = read_audit_tail(o);
+  if (!rows) return failed;
   std::string out = o.json ? "[" : "";
   bool first = true;
   for (const auto& e : *rows) {
@@ -377,6 +515,11 @@ int run(int argc, char** argv) {
   options o;
   o.data_dir = mcpcore_host::default_data_dir();
   app.add_option("--data-dir", o.data_dir, "mcpcore-host's data directory")->capture_default_str();
+  app.add_option("--db", o.db,
+                 "The hosts' shared PostgreSQL approvals database (libpq connection string or postgres:// URI; "
+                 "default: approvals.db in the data directory)");
+  app.add_option("--audit-db", o.audit_db,
+                 "The hosts' shared PostgreSQL audit database (default: audit.db in the data directory)");
 
   auto* pending = app.add_subcommand("pending", "List pending approvals with their tool and canonical arguments");
   pending->add_flag("--json", o.json, "As a JSON array of tickets");
@@ -403,6 +546,10 @@ int run(int argc, char** argv) {
   audit->add_option("--principal", o.principal_filter, "Only rows of this principal");
   audit->add_flag("--json", o.json, "As a JSON array");
 
+  auto* prune = app.add_subcommand("prune", "Delete consumed, rejected and expired approvals older than an age");
+  prune->add_option("--older-than", o.older_than, "Age of the last change, e.g. 30d, 12h, 90m")->required();
+  prune->add_option("--batch", o.batch, "Rows deleted per short transaction")->capture_default_str();
+
   auto* token = app.add_subcommand("token", "Mint, revoke or list bearer tokens");
   token->require_subcommand(1);
   auto* mint = token->add_subcommand("mint", "Add a fresh token (printed once on stdout)");
@@ -427,6 +574,7 @@ int run(int argc, char** argv) {
   if (approve->parsed()) return cmd_review(o, true);
   if (reject->parsed()) return cmd_review(o, false);
   if (audit->parsed()) return cmd_audit(o);
+  if (prune->parsed()) return cmd_prune(o);
   if (mint->parsed()) return cmd_token_mint(o);
   if (revoke->parsed()) return cmd_token_revoke(o);
   if (list->parsed()) return cmd_token_list(o);

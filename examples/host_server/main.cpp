@@ -12,6 +12,7 @@
 #include "../common/stop_signals.hpp"
 #include "command_runner.hpp"
 #include "data_dir.hpp"
+#include "db_stores.hpp"
 #include "host_tools.hpp"
 #include "tag_store.hpp"
 #include "token_file.hpp"
@@ -24,8 +25,6 @@
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/stores/memory_task_store.hpp>
-#include <mcpcore/stores/sqlite_approval_store.hpp>
-#include <mcpcore/stores/sqlite_audit_sink.hpp>
 #include <mcpcore/stores/sqlite_task_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
@@ -39,6 +38,7 @@
 #include <CLI/Validators.hpp>
 #include <fmt/core.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -112,6 +112,11 @@ struct config {
   mcpcore_host::runner_options runner;
   mcpcore_host::log_limits log_bounds;
   std::size_t max_tags = mcpcore_host::default_max_tags;
+  /// PostgreSQL databases of approvals and audit rows ("": SQLite files in the data directory).
+  std::string approvals_db;
+  std::string audit_db;
+  /// This server's name in audit rows ("": `<hostname>:<port>`, or `stdio`).
+  std::string server_id;
 };
 
 /// Flags for a duration given in milliseconds.
@@ -128,6 +133,19 @@ void add_flags(CLI::App& app, config& c) {
                  "Directory of the token file, approvals.db, audit.db, tags.db and tasks.db (created 0700 when "
                  "missing)")
       ->capture_default_str();
+  app.add_option("--approvals-db", c.approvals_db,
+                 "PostgreSQL database of the approval tickets, shared by several hosts (a libpq connection string "
+                 "or postgres:// URI; default: approvals.db in the data directory)");
+  app.add_option("--audit-db", c.audit_db,
+                 "PostgreSQL database of the audit rows, shared by several hosts (a libpq connection string or "
+                 "postgres:// URI; default: audit.db in the data directory)");
+  app.add_option("--server-id", c.server_id,
+                 "This server's name in every audit row (server=...); default <hostname>:<port>, or stdio")
+      ->check([](const std::string& v) {
+        return v.empty() || v.size() > 128 || v.find_first_of(" \t\r\n") != std::string::npos
+                   ? std::string{"1-128 characters, no blanks"}
+                   : std::string{};
+      });
   app.add_option("--token-file", c.token_file,
                  "Bearer tokens and tiers (default <data-dir>/tokens; created on first run with a fresh operator "
                  "token, printed once; must not be readable by group or others)");
@@ -357,11 +375,20 @@ std::string local_user() {
   return std::to_string(::getuid());
 }
 
-/// The host's stores and services, opened from the data directory.
+/// This server's name in audit rows: --server-id, else `<hostname>:<port>` (`stdio` in --stdio mode).
+std::string server_id_of(const config& c, std::uint16_t port) {
+  if (!c.server_id.empty()) return c.server_id;
+  if (c.stdio) return "stdio";
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) name[0] = '\0';
+  return fmt::format("{}:{}", name[0] == '\0' ? "localhost" : name.data(), port);
+}
+
+/// The host's stores and services, opened from the data directory (or PostgreSQL).
 struct host_services {
   mcpcore_host::data_paths paths;
-  mcpcore::sqlite_approval_store approval_store;
-  mcpcore::sqlite_audit_sink audit;
+  mcpcore_host::approval_db approval_store;
+  mcpcore_host::audit_db audit;
   mcpcore_host::tag_store tags;
   std::optional<mcpcore_host::allowlist> commands;
   /// The MCP tasks of the HTTP server (`tasks.db`); none in --stdio mode, whose tasks live in
@@ -371,14 +398,14 @@ struct host_services {
 
 /// Opens the stores under `paths` and loads the allow-list; each failure is said, naming the file.
 std::optional<host_services> open_services(const config& c, const mcpcore_host::data_paths& paths) {
-  auto store = mcpcore::sqlite_approval_store::open(paths.approvals_db);
+  auto store = mcpcore_host::open_approval_db(c.approvals_db, paths.approvals_db, true);
   if (!store) {
-    say("cannot open the approvals database {}: {}", paths.approvals_db, store.error().message());
+    say("{}", store.error());
     return std::nullopt;
   }
-  auto audit = mcpcore::sqlite_audit_sink::open(paths.audit_db);
+  auto audit = mcpcore_host::open_audit_db(c.audit_db, paths.audit_db, server_id_of(c, c.port));
   if (!audit) {
-    say("cannot open the audit database {}: {}", paths.audit_db, audit.error().message());
+    say("{}", audit.error());
     return std::nullopt;
   }
   auto tags = mcpcore_host::tag_store::open(paths.tags_db, c.max_tags);
@@ -479,6 +506,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     return 1;
   }
   const std::string port = std::to_string(http.port());
+  if (c.server_id.empty() && c.port == 0) s.audit.set_server_id(server_id_of(c, http.port()));  // now known
   const std::string scheme = http_options.tls ? "https" : "http";
 
   // The host's own tick: approval expiry, token file reload on change.

@@ -109,4 +109,60 @@ TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("approvals.md/retention: mcpcore-admin prune --older-than deletes old finished tickets and prints the count") {
+  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
+  REQUIRE(::mkdtemp(templ.data()) != nullptr);
+  const std::string dir = templ;
+  using std::chrono::days;
+  const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  std::string old_rejected;
+  std::string young_rejected;
+  std::string old_pending;
+  {
+    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
+    REQUIRE(store);
+    // A ticket of its own scope minted at `at`, rejected at `at` when asked.
+    auto ticket = [&](mcpcore::approval_time at, bool reject, const std::string& scope) {
+      auto fresh = mcpcore::make_approval_id();
+      REQUIRE(fresh);
+      mcpcore::approval_mint_request m;
+      m.id = *fresh;
+      m.definition_id = "mcp.deploy";
+      m.origin = "mcp";
+      m.submitted_by = "op";
+      m.scope = scope;
+      m.now = at;
+      m.lifetime = days{365};
+      m.per_submitter_cap = 10;
+      m.global_cap = 10;
+      auto minted = store->mint(m);
+      REQUIRE(minted);
+      if (reject) {
+        const mcpcore::approval_review_request r{*fresh, "alice", mcpcore::approval_status::rejected, "no", at,
+                                                 days{365}};
+        auto reviewed = store->review(r);
+        REQUIRE(reviewed);
+      }
+      return *fresh;
+    };
+    old_rejected = ticket(now - days{40}, true, R"({"n":1})");
+    young_rejected = ticket(now - days{10}, true, R"({"n":2})");
+    old_pending = ticket(now - days{40}, false, R"({"n":3})");
+  }
+
+  const auto bad = admin(dir, "prune --older-than 30x");
+  CHECK(bad.status == 2);
+  const auto pruned = admin(dir, "prune --older-than 30d");
+  CHECK_MESSAGE(pruned.status == 0, pruned.out);
+  CHECK_MESSAGE(pruned.out.find("pruned 1 finished approval ticket older than 30d") != std::string::npos, pruned.out);
+  CHECK(admin(dir, "show " + old_rejected).status != 0);
+  CHECK(admin(dir, "show " + young_rejected).status == 0);
+  CHECK(admin(dir, "show " + old_pending).status == 0);
+  const auto again = admin(dir, "prune --older-than 5d --batch 1");
+  CHECK(again.status == 0);
+  CHECK_MESSAGE(again.out.find("pruned 1 finished approval ticket older than 5d") != std::string::npos, again.out);
+
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

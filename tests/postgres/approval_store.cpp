@@ -18,7 +18,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -176,6 +178,81 @@ TEST_CASE("plugins.md: the PostgreSQL store passes the approval_store conformanc
     REQUIRE_MESSAGE(s, (s ? "" : s.error().message()));
     return std::make_unique<postgres_approval_store>(std::move(*s));
   });
+}
+
+TEST_CASE("approvals.md/retention: the PostgreSQL store passes the prune suite") {
+  scratch_schemas schemas;
+  mcpcore_test::approval_store_prune_conformance([&] {
+    auto s = postgres_approval_store::open(schemas.make());
+    REQUIRE_MESSAGE(s, (s ? "" : s.error().message()));
+    return std::make_unique<postgres_approval_store>(std::move(*s));
+  });
+}
+
+TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds instead of waiting, and a consume during a prune is not blocked") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  auto s = open_store(c);
+  for (unsigned i = 1; i <= 3; ++i) {
+    mint_approved(s, tid(i));
+    const auto r = s.consume(consume_req(tid(i)));
+    REQUIRE(r);
+    REQUIRE(*r == approval_consume_status::consumed);
+  }
+  const auto after = t0 + std::chrono::hours{2};  // every consumed_at is t0 + 1h
+  {
+    // A second consume of ticket 1 on another connection, caught inside its transaction: it
+    // holds the row's lock (the probe's SELECT ... FOR UPDATE).
+    raw_conn other(c);
+    other.exec("BEGIN");
+    other.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(1)});
+    const auto start = std::chrono::steady_clock::now();
+    const auto n = s.prune(after);
+    const auto took = std::chrono::steady_clock::now() - start;
+    REQUIRE_MESSAGE(n, (n ? "" : n.error().message()));
+    CHECK(*n == 2);
+    CHECK(took < std::chrono::seconds{2});  // the statement timeout (5 s) was not waited for
+    const auto held = s.get(tid(1));
+    REQUIRE(held);
+    CHECK(held->has_value());
+    other.exec("COMMIT");
+  }
+  const auto rest = s.prune(after);
+  REQUIRE(rest);
+  CHECK(*rest == 1);
+
+  // Many old rows, pruned in batches on one store while another (its own connection) consumes.
+  raw_conn bulk(c);
+  bulk.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+            " reviewed_by, reviewed_at, scope) SELECT 'bulk' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', 1,"
+            " 'bob', 2, '{}' FROM generate_series(1, 20000) g");
+  auto consumer = open_store(c);
+  constexpr unsigned live = 20;
+  for (unsigned i = 0; i < live; ++i) mint_approved(consumer, tid(100 + i));
+  std::atomic<bool> done{false};
+  mcpcore::result<std::size_t> pruned = 0;
+  std::jthread pruner([&] {
+    pruned = s.prune(after, approval_prune_options{500});
+    done = true;
+  });
+  auto slowest = std::chrono::steady_clock::duration::zero();
+  unsigned consumed = 0;
+  for (unsigned i = 0; i < live && !done; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = consumer.consume(consume_req(tid(100 + i)));
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - start);
+    REQUIRE(r);
+    CHECK(*r == approval_consume_status::consumed);
+    ++consumed;
+  }
+  pruner.join();
+  REQUIRE_MESSAGE(pruned, (pruned ? "" : pruned.error().message()));
+  // The bulk rows, plus those of the live tickets consumed (at t0 + 1h) before the last batch ran.
+  CHECK(*pruned >= 20000);
+  CHECK(*pruned <= 20000 + consumed);
+  MESSAGE("consumes during the prune: " << consumed << ", slowest "
+                                         << std::chrono::duration_cast<milliseconds>(slowest).count() << " ms");
+  CHECK(slowest < std::chrono::seconds{1});
 }
 
 TEST_CASE("postgres store schema: open creates version 1, reopening keeps the tickets, a newer version is schema_too_new") {

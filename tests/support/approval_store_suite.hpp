@@ -770,6 +770,107 @@ void approval_store_conformance(MakeStore make) {
 /// thread after the threads joined. The store may already hold tickets: each ticket has a fresh
 /// id and its own scope, and the caps are large. A store error in a racing thread fails the
 /// test (a store shared by connections must wait for its locks, e.g. with a busy timeout).
+/// The retention capability (`mcpcore::approval_store_prunable`, docs/approvals.md#retention):
+/// `prune(older_than, options)` removes consumed, rejected and expired tickets whose last change
+/// is before `older_than`, batch by batch, keeps everything else, and counts what it removed.
+/// `make()` as for `approval_store_conformance`. Call it inside a TEST_CASE.
+template <class MakeStore>
+void approval_store_prune_conformance(MakeStore make) {
+  namespace d = approval_store_suite_detail;
+  using d::at;
+  using d::consume;
+  using d::lifetime;
+  using d::mint_created;
+  using d::mint_spec;
+  using d::must;
+  using d::review;
+  using mcpcore::approval_prune_options;
+  using mcpcore::approval_status;
+  using mcpcore::approval_time;
+  using L = std::chrono::milliseconds::rep;
+  const L life = lifetime.count();
+
+  auto handle = make();
+  REQUIRE(handle);
+  auto& s = *handle;
+  static_assert(mcpcore::approval_store_prunable<std::remove_reference_t<decltype(s)>>);
+
+  // A ticket of its own scope (so no dedup, no cap) minted at `now`.
+  int next = 0;
+  auto fresh = [&](approval_time now) {
+    mint_spec m;
+    m.scope = R"({"n":)" + std::to_string(next++) + "}";
+    m.now = now;
+    m.per_submitter_cap = 1'000'000;
+    m.global_cap = 1'000'000;
+    return mint_created(s, m);
+  };
+  auto consumed = [&](L t) {  // consumed at(t + 2)
+    const auto id = fresh(at(t));
+    REQUIRE(to_string(review(s, id, "bob", approval_status::approved, at(t + 1))) == "reviewed");
+    REQUIRE(to_string(consume(s, id, "alice", at(t + 2))) == "consumed");
+    return id;
+  };
+  auto rejected = [&](L t) {  // rejected at(t + 1)
+    const auto id = fresh(at(t));
+    REQUIRE(to_string(review(s, id, "bob", approval_status::rejected, at(t + 1), "no")) == "reviewed");
+    return id;
+  };
+  auto known = [&](const std::string& id) { return must(s.get(id)).has_value(); };
+
+  SUBCASE("approvals.md/retention: prune removes old consumed, rejected and expired tickets and keeps pending, approved and younger ones") {
+    const auto old_consumed = consumed(0);   // last change at(2)
+    const auto old_rejected = rejected(0);   // at(1)
+    const auto old_expired = fresh(at(0));   // expired at(life) below
+    REQUIRE(must(s.expire(at(life), lifetime)) == 1);
+    // Live tickets, however old their submission: never pruned.
+    const auto old_pending = fresh(at(life + 10));
+    const auto old_approved = fresh(at(life + 10));
+    REQUIRE(to_string(review(s, old_approved, "bob", approval_status::approved, at(life + 11))) == "reviewed");
+    // Finished after the cut: kept.
+    const auto young_consumed = consumed(2 * life);
+    const auto young_rejected = rejected(2 * life);
+    // A ticket whose last change is exactly the cut is not before it: kept.
+    const auto edge = rejected(2 * life - 101);  // rejected at(2 * life - 100)
+
+    CHECK(must(s.prune(at(2 * life - 100), approval_prune_options{})) == 3);
+    CHECK_FALSE(known(old_consumed));
+    CHECK_FALSE(known(old_rejected));
+    CHECK_FALSE(known(old_expired));
+    CHECK(known(old_pending));
+    CHECK(known(old_approved));
+    CHECK(known(young_consumed));
+    CHECK(known(young_rejected));
+    CHECK(known(edge));
+    // Pruned ids are unknown; the live ones still work.
+    CHECK(to_string(consume(s, old_consumed, "alice", at(2 * life))) == "not_found");
+    CHECK(to_string(consume(s, old_approved, "alice", at(life + 20))) == "consumed");
+    CHECK(d::pending_ids(s, 10) == std::vector<std::string>{old_pending});
+    // Once consumed (at life + 20), the formerly live ticket is finished and old: pruned next.
+    CHECK(must(s.prune(at(2 * life - 100), approval_prune_options{})) == 1);
+    CHECK_FALSE(known(old_approved));
+    CHECK(must(s.prune(at(2 * life - 100), approval_prune_options{})) == 0);
+  }
+
+  SUBCASE("approvals.md/retention: prune works in batches and removes every eligible ticket across several of them") {
+    std::vector<std::string> old;
+    for (int i = 0; i < 4; ++i) old.push_back(consumed(i * 10));
+    for (int i = 0; i < 3; ++i) old.push_back(rejected(i * 10));
+    const auto live = fresh(at(0));
+    // 7 eligible rows, batches of 2: four batches (2, 2, 2, 1).
+    CHECK(must(s.prune(at(life), approval_prune_options{2})) == 7);
+    for (const auto& id : old) CHECK_FALSE(known(id));
+    CHECK(known(live));
+    // A batch of 0 counts as 1; exactly a multiple of the batch also stops.
+    const auto a = rejected(100);
+    const auto b = rejected(100);
+    CHECK(must(s.prune(at(life), approval_prune_options{0})) == 2);
+    CHECK_FALSE(known(a));
+    CHECK_FALSE(known(b));
+    CHECK(known(live));
+  }
+}
+
 template <class MakeConnection>
 void approval_store_consume_race(MakeConnection make_connection, int threads) {
   namespace d = approval_store_suite_detail;

@@ -25,6 +25,10 @@ TEST_CASE("memory_approval_store passes the approval_store conformance suite (co
   mcpcore_test::approval_store_conformance([] { return std::make_unique<memory_approval_store>(); });
 }
 
+TEST_CASE("approvals.md/retention: memory_approval_store passes the prune suite") {
+  mcpcore_test::approval_store_prune_conformance([] { return std::make_unique<memory_approval_store>(); });
+}
+
 TEST_CASE("memory_approval_store: size() counts pending, approved and finished tickets") {
   memory_approval_store s;
   CHECK(s.size() == 0);

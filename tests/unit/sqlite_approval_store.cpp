@@ -749,6 +749,25 @@ TEST_CASE("approval_store: pending lists oldest first and honours any limit") {
 
 // ---- the shared conformance suite --------------------------------------------------------------------
 
+TEST_CASE("approvals.md/retention: the SQLite store passes the prune suite, and a read-only store refuses to prune") {
+  const temp_dir dir;
+  unsigned n = 0;
+  mcpcore_test::approval_store_prune_conformance([&] {
+    auto s = sqlite_approval_store::open(dir.file("prune-" + std::to_string(++n) + ".db"));
+    REQUIRE(s);
+    return std::make_unique<sqlite_approval_store>(std::move(*s));
+  });
+  const auto path = dir.file("prune-ro.db");
+  REQUIRE(sqlite_approval_store::open(path));
+  sqlite_approval_store_options ro;
+  ro.read_only = true;
+  auto s = sqlite_approval_store::open(path, ro);
+  REQUIRE(s);
+  const auto r = s->prune(approval_time{std::chrono::milliseconds{1}});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == approval_store_errc::read_only);
+}
+
 TEST_CASE("plugins.md: the SQLite store passes the approval_store conformance suite") {
   const temp_dir dir;
   unsigned n = 0;

@@ -253,6 +253,27 @@ concept approval_store = requires(S& s, const approval_mint_request& m, std::str
   { s.pending(limit) } -> std::same_as<result<std::vector<approval_ticket>>>;
 };
 
+/// Default of `approval_prune_options::batch` (docs/approvals.md#retention).
+inline constexpr std::size_t default_approval_prune_batch = 500;
+
+/// How a store's `prune` removes old finished tickets (docs/approvals.md#retention).
+struct approval_prune_options {
+  /// Rows removed per batch; each batch is its own short transaction (its own lock hold), so a
+  /// concurrent consume waits for one batch at most. 0 counts as 1.
+  std::size_t batch = default_approval_prune_batch;
+};
+
+/// The optional retention capability of an `approval_store` (docs/concepts/approval_store.md):
+/// `s.prune(older_than, options)` removes the finished tickets (consumed, rejected, expired)
+/// whose last change (`consumed_at`, `reviewed_at`, `expired_at`) is before `older_than`, in
+/// batches of `options.batch`, and returns how many it removed. It never removes a pending or an
+/// approved unconsumed ticket. Not part of `approval_store`, so hosts' own stores need not have it.
+template <class S>
+concept approval_store_prunable =
+    approval_store<S> && requires(S& s, approval_time older_than, const approval_prune_options& options) {
+      { s.prune(older_than, options) } -> std::same_as<result<std::size_t>>;
+    };
+
 /// The machine's caps and names (docs/approvals.md#what-the-machine-checks-in-order, #lifetime).
 /// How long a recall refused by a tool's precondition is told to wait before it tries again
 /// (`retry_after_ms` of that -32003: docs/approvals.md#every-answer-of-the-machine).

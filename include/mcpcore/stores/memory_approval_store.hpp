@@ -64,6 +64,10 @@ class memory_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime);
   /// Up to `limit` pending tickets, oldest first (by `submitted_at`, then by id).
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
+  /// whose last change is before `older_than`, `options.batch` at a time, the lock released
+  /// between batches. Returns how many it removed. (`max_history` bounds the history anyway.)
+  [[nodiscard]] MCPCORE_DECL result<std::size_t> prune(approval_time older_than, approval_prune_options options = {});
   /// Tickets held (pending, approved and history). Thread-safe, like every member.
   [[nodiscard]] MCPCORE_DECL std::size_t size() const;
 

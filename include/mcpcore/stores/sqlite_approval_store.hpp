@@ -121,6 +121,12 @@ class sqlite_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime);
   /// Up to `limit` pending tickets, oldest `submitted_at` first (ties by id).
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
+  /// whose last change is before `older_than`, in batches of `options.batch`; each batch one `BEGIN IMMEDIATE`
+  /// transaction (`DELETE ... WHERE rowid IN (SELECT rowid ... LIMIT n)`), the store's mutex released
+  /// between batches. Fails `read_only` on a read-only store.
+  /// Returns how many it removed; on an error the batches already committed stay removed.
+  [[nodiscard]] MCPCORE_DECL result<std::size_t> prune(approval_time older_than, approval_prune_options options = {});
 
  private:
   struct impl;

@@ -38,6 +38,13 @@ namespace detail {
   return t.time_since_epoch().count() <= n - l;
 }
 
+// When a finished ticket last changed: consumed_at, expired_at, or reviewed_at (rejected).
+[[nodiscard]] inline approval_time approval_last_change(const approval_ticket& t) noexcept {
+  if (t.consumed_at) return *t.consumed_at;
+  if (t.expired_at) return *t.expired_at;
+  return t.reviewed_at;
+}
+
 }  // namespace detail
 
 // Invariants (all guarded by `mutex`):
@@ -297,6 +304,27 @@ struct memory_approval_store::impl {
     return aged_pending + aged_armed;
   }
 
+  // One batch of prune: forgets up to `batch` finished tickets whose last change is before
+  // `older_than`; returns how many. Only finished tickets are in `history`.
+  std::size_t prune_batch(approval_time older_than, std::size_t batch) noexcept {
+    std::size_t removed = 0;
+    for (auto h = history.begin(); h != history.end() && removed < batch;) {
+      const auto it = tickets.find(*h);
+      if (it == tickets.end()) {
+        ++h;
+        continue;
+      }
+      if (detail::approval_last_change(it->second) < older_than) {
+        h = history.erase(h);
+        tickets.erase(it);
+        ++removed;
+      } else {
+        ++h;
+      }
+    }
+    return removed;
+  }
+
   result<std::vector<approval_ticket>> pending(std::size_t limit) const {
     std::vector<approval_ticket> out;
     out.reserve(std::min(limit, pending_by_submission.size()));
@@ -352,6 +380,21 @@ MCPCORE_DECL result<std::size_t> memory_approval_store::expire(approval_time now
 
 MCPCORE_DECL result<std::vector<approval_ticket>> memory_approval_store::pending(std::size_t limit) {
   return detail::memory_approval_store_call(*impl_, [&] { return impl_->pending(limit); });
+}
+
+MCPCORE_DECL result<std::size_t> memory_approval_store::prune(approval_time older_than,
+                                                              approval_prune_options options) {
+  const std::size_t batch = options.batch == 0 ? 1 : options.batch;
+  std::size_t total = 0;
+  for (;;) {
+    // Each batch takes the lock on its own, so a consume waits for one batch at most.
+    auto n = detail::memory_approval_store_call(*impl_, [&]() -> result<std::size_t> {
+      return impl_->prune_batch(older_than, batch);
+    });
+    if (!n) return n;
+    total += *n;
+    if (*n < batch) return total;
+  }
 }
 
 MCPCORE_DECL std::size_t memory_approval_store::size() const {

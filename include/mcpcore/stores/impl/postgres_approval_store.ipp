@@ -115,6 +115,13 @@ inline constexpr const char* sql_review_update =  // $1 status, $2 reviewer, $3 
 inline constexpr const char* sql_select_pending =  // $1 limit
     "SELECT " MCPCORE_PG_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT $1";
+// Retention: one batch, one statement (its own transaction); rows a running consume or review
+// holds are skipped, never waited for.
+inline constexpr const char* sql_prune_batch =  // $1 older_than, $2 limit
+    "DELETE FROM mcpcore_approvals WHERE id IN (SELECT id FROM mcpcore_approvals"
+    " WHERE (status = 'approved' AND consumed_at IS NOT NULL AND consumed_at < $1)"
+    " OR (status = 'rejected' AND reviewed_at < $1) OR (status = 'expired' AND expired_at < $1)"
+    " LIMIT $2 FOR UPDATE SKIP LOCKED)";
 #undef MCPCORE_PG_TICKET_COLUMNS
 
 inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
@@ -343,6 +350,15 @@ struct postgres_approval_store::impl {
     return static_cast<std::size_t>(affected(r->get()));
   }
 
+  static result<std::size_t> prune_batch(detail::pg_store::lease& l, approval_time older_than, std::size_t batch) {
+    using namespace detail::pg_store;
+    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    auto r = l.exec(sql_prune_batch,
+                    {int_text(to_ms(older_than)), int_text(static_cast<std::int64_t>(batch < max ? batch : max))});
+    if (!r) return fail(r.error());
+    return static_cast<std::size_t>(affected(r->get()));
+  }
+
   static result<std::vector<approval_ticket>> pending(detail::pg_store::lease& l, std::size_t limit) {
     using namespace detail::pg_store;
     std::vector<approval_ticket> out;
@@ -432,6 +448,21 @@ MCPCORE_DECL result<std::vector<approval_ticket>> postgres_approval_store::pendi
   if (impl_ == nullptr) return fail(approval_store_errc::closed);
   return impl_->call<result<std::vector<approval_ticket>>>(
       [&](detail::pg_store::lease& l) { return impl::pending(l, limit); });
+}
+
+MCPCORE_DECL result<std::size_t> postgres_approval_store::prune(approval_time older_than,
+                                                                approval_prune_options options) {
+  if (impl_ == nullptr) return fail(approval_store_errc::closed);
+  const std::size_t batch = options.batch == 0 ? 1 : options.batch;
+  std::size_t total = 0;
+  for (;;) {
+    // Each batch leases a connection of its own and commits on its own.
+    auto n = impl_->call<result<std::size_t>>(
+        [&](detail::pg_store::lease& l) { return impl::prune_batch(l, older_than, batch); });
+    if (!n) return n;
+    total += *n;
+    if (*n < batch) return total;
+  }
 }
 
 MCPCORE_END_NAMESPACE

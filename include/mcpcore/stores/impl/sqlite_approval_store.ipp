@@ -97,6 +97,7 @@ enum stmt : std::size_t {
   expire_pending,  // ?1 now, ?2 id, ?3 cutoff
   review_update,   // ?1 status, ?2 reviewer, ?3 now, ?4 comment, ?5 id
   select_pending,  // ?1 limit
+  prune_batch,     // ?1 older_than, ?2 limit
   stmt_count,
 };
 inline constexpr std::array<const char*, stmt_count> stmt_sql{{
@@ -125,6 +126,10 @@ inline constexpr std::array<const char*, stmt_count> stmt_sql{{
     " WHERE id = ?5 AND status = 'pending'",
     "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT ?1",
+    // Retention: finished tickets whose last change is before ?1, at most ?2 of them.
+    "DELETE FROM mcpcore_approvals WHERE rowid IN (SELECT rowid FROM mcpcore_approvals"
+    " WHERE (status = 'approved' AND consumed_at IS NOT NULL AND consumed_at < ?1)"
+    " OR (status = 'rejected' AND reviewed_at < ?1) OR (status = 'expired' AND expired_at < ?1) LIMIT ?2)",
 }};
 #undef MCPCORE_SQLITE_TICKET_COLUMNS
 
@@ -340,6 +345,21 @@ struct sqlite_approval_store::impl : detail::sqlite::connection<detail::sqlite_s
     return static_cast<std::size_t>(expired);
   }
 
+  // One batch of prune, its own write transaction; how many rows it removed.
+  result<std::size_t> prune(approval_time older_than, std::size_t batch) {
+    using namespace detail::sqlite_store;
+    if (read_only_) return fail(approval_store_errc::read_only);
+    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    transaction tx(*this);
+    if (tx.begun() != SQLITE_OK) return fail(sqlite_error(tx.begun()));
+    auto s = use(prune_batch);
+    s.bind(1, to_ms(older_than)).bind(2, static_cast<std::int64_t>(batch < max ? batch : max));
+    if (const int rc = run(std::move(s)); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    const auto removed = static_cast<std::size_t>(changes());
+    if (const int rc = tx.commit(); rc != SQLITE_OK) return fail(sqlite_error(rc));
+    return removed;
+  }
+
   result<std::vector<approval_ticket>> pending(std::size_t limit) {
     using namespace detail::sqlite_store;
     std::vector<approval_ticket> out;
@@ -416,6 +436,21 @@ MCPCORE_DECL result<std::size_t> sqlite_approval_store::expire(approval_time now
 MCPCORE_DECL result<std::vector<approval_ticket>> sqlite_approval_store::pending(std::size_t limit) {
   return detail::sqlite_store::locked_call<result<std::vector<approval_ticket>>>(
       impl_, [&](impl& s) { return s.pending(limit); });
+}
+
+MCPCORE_DECL result<std::size_t> sqlite_approval_store::prune(approval_time older_than,
+                                                              approval_prune_options options) {
+  const std::size_t batch = options.batch == 0 ? 1 : options.batch;
+  std::size_t total = 0;
+  for (;;) {
+    // The mutex and the write lock are released between batches, so a consume waits for one
+    // batch at most.
+    auto n = detail::sqlite_store::locked_call<result<std::size_t>>(
+        impl_, [&](impl& s) { return s.prune(older_than, batch); });
+    if (!n) return n;
+    total += *n;
+    if (*n < batch) return total;
+  }
 }
 
 MCPCORE_END_NAMESPACE

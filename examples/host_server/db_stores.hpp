@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host's approval store and audit sink: SQLite files in the data directory (the default), or one
+// PostgreSQL database shared by several hosts (docs/host-server.md#several-hosts-on-postgresql).
+//
+// Built with PostgreSQL support when MCPCORE_HOST_POSTGRES is 1 (examples/CMakeLists.txt sets it when
+// mcpcore::postgres exists); without it, asking for PostgreSQL is refused with a clear message.
+#ifndef MCPCORE_HOST_DB_STORES_HPP
+#define MCPCORE_HOST_DB_STORES_HPP
+
+#include <mcpcore/expected.hpp>
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/audit.hpp>
+#include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/stores/sqlite_audit_sink.hpp>
+
+#if MCPCORE_HOST_POSTGRES
+#  include <mcpcore/stores/postgres_approval_store.hpp>
+#  include <mcpcore/stores/postgres_audit_sink.hpp>
+
+#  include <libpq-fe.h>
+#endif
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace mcpcore_host {
+
+/// Whether this build can keep approvals and audit in PostgreSQL.
+inline constexpr bool postgres_available = MCPCORE_HOST_POSTGRES != 0;
+
+/// What a flag naming a PostgreSQL database says in a build without PostgreSQL support.
+inline std::string postgres_unavailable(std::string_view flag) {
+  return std::string{flag} +
+         " needs PostgreSQL support, and this build has none (configure with -DMCPCORE_POSTGRES=ON and libpq-dev)";
+}
+
+/// The approval store of the host: a model of `mcpcore::approval_store` over either engine.
+class approval_db {
+ public:
+  using store_type = std::variant<mcpcore::sqlite_approval_store
+#if MCPCORE_HOST_POSTGRES
+                                  ,
+                                  mcpcore::postgres_approval_store
+#endif
+                                  >;
+
+  explicit approval_db(store_type s) : s_(std::move(s)) {}
+
+  mcpcore::result<mcpcore::approval_mint_result> mint(const mcpcore::approval_mint_request& m) {
+    return std::visit([&](auto& s) { return s.mint(m); }, s_);
+  }
+  mcpcore::result<std::optional<mcpcore::approval_ticket>> get(std::string_view id) {
+    return std::visit([&](auto& s) { return s.get(id); }, s_);
+  }
+  mcpcore::result<mcpcore::approval_consume_status> consume(const mcpcore::approval_consume_request& c) {
+    return std::visit([&](auto& s) { return s.consume(c); }, s_);
+  }
+  mcpcore::result<mcpcore::approval_review_status> review(const mcpcore::approval_review_request& r) {
+    return std::visit([&](auto& s) { return s.review(r); }, s_);
+  }
+  mcpcore::result<std::size_t> expire(mcpcore::approval_time now, std::chrono::milliseconds lifetime) {
+    return std::visit([&](auto& s) { return s.expire(now, lifetime); }, s_);
+  }
+  mcpcore::result<std::vector<mcpcore::approval_ticket>> pending(std::size_t limit) {
+    return std::visit([&](auto& s) { return s.pending(limit); }, s_);
+  }
+
+ private:
+  store_type s_;
+};
+
+static_assert(mcpcore::approval_store<approval_db>);
+
+/// Opens the approval store: the PostgreSQL database `conninfo` when it is not empty (a libpq
+/// connection string or postgres:// URI; the schema is created or migrated), else the SQLite file
+/// `sqlite_path` (created when `create`). The error is a sentence; it never repeats `conninfo`,
+/// which may hold a password.
+inline std::expected<approval_db, std::string> open_approval_db(const std::string& conninfo,
+                                                                 const std::string& sqlite_path, bool create,
+                                                                 [[maybe_unused]] std::string_view flag = "--approvals-db") {
+  if (!conninfo.empty()) {
+#if MCPCORE_HOST_POSTGRES
+    auto store = mcpcore::postgres_approval_store::open(conninfo);
+    if (!store) return std::unexpected("cannot open the PostgreSQL approvals database: " + store.error().message());
+    return approval_db{std::move(*store)};
+#else
+    return std::unexpected(postgres_unavailable(flag));
+#endif
+  }
+  mcpcore::sqlite_approval_store_options so;
+  so.create = create;
+  auto store = mcpcore::sqlite_approval_store::open(sqlite_path, so);
+  if (!store) {
+    return std::unexpected("cannot open the approvals database " + sqlite_path + ": " + store.error().message());
+  }
+  return approval_db{std::move(*store)};
+}
+
+/// The `server=<id>` field a host appends to the detail of every audit row it writes.
+inline std::string server_field(std::string_view server_id) {
+  return "server=" + mcpcore::sanitize_audit_value(server_id);
+}
+
+/// The value of the `key=` field of an audit row's `detail` ("" when there is none).
+inline std::string_view detail_field(std::string_view detail, std::string_view key) {
+  std::size_t at = 0;
+  while (at < detail.size()) {
+    const auto end = detail.find(' ', at);
+    const auto word = detail.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    if (word.size() > key.size() && word.starts_with(key) && word[key.size()] == '=') return word.substr(key.size() + 1);
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  return {};
+}
+
+/// The audit sink of the host over either engine: every row it records gets `server=<id>` appended
+/// to its detail, so rows from several hosts in one database say where they came from.
+class audit_db {
+ public:
+  using sink_type = std::variant<mcpcore::sqlite_audit_sink
+#if MCPCORE_HOST_POSTGRES
+                                 ,
+                                 std::unique_ptr<mcpcore::postgres_audit_sink>
+#endif
+                                 >;
+
+  audit_db(sink_type s, std::string_view server_id) : st_(std::make_unique<state>(std::move(s))) {
+    set_server_id(server_id);
+  }
+
+  /// Changes the server id of the rows recorded from now on (for a port known only once bound).
+  void set_server_id(std::string_view server_id) {
+    std::string field = server_field(server_id);
+    const std::lock_guard lock{st_->m};
+    st_->field = std::move(field);
+  }
+
+  bool record(const mcpcore::audit_record& r) {
+    std::string detail;
+    {
+      const std::lock_guard lock{st_->m};
+      detail = st_->field;
+    }
+    if (!r.detail.empty()) detail = std::string{r.detail} + ' ' + detail;
+    mcpcore::audit_record copy = r;
+    copy.detail = detail;
+    return std::visit(
+        [&](auto& s) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(s)>, mcpcore::sqlite_audit_sink>) {
+            return s.record(copy);
+          } else {
+            return s->record(copy);
+          }
+        },
+        st_->sink);
+  }
+
+ private:
+  struct state {
+    explicit state(sink_type s) : sink(std::move(s)) {}
+    sink_type sink;
+    std::mutex m;
+    std::string field;
+  };
+  std::unique_ptr<state> st_;
+};
+
+static_assert(mcpcore::audit_sink<audit_db>);
+
+/// Opens the audit sink: PostgreSQL `conninfo` when not empty, else the SQLite file `sqlite_path`.
+inline std::expected<audit_db, std::string> open_audit_db(const std::string& conninfo, const std::string& sqlite_path,
+                                                          std::string_view server_id) {
+  if (!conninfo.empty()) {
+#if MCPCORE_HOST_POSTGRES
+    auto sink = mcpcore::postgres_audit_sink::open(conninfo);
+    if (!sink) return std::unexpected("cannot open the PostgreSQL audit database: " + sink.error().message());
+    return audit_db{std::move(*sink), server_id};
+#else
+    return std::unexpected(postgres_unavailable("--audit-db"));
+#endif
+  }
+  auto sink = mcpcore::sqlite_audit_sink::open(sqlite_path);
+  if (!sink) return std::unexpected("cannot open the audit database " + sqlite_path + ": " + sink.error().message());
+  return audit_db{std::move(*sink), server_id};
+}
+
+#if MCPCORE_HOST_POSTGRES
+namespace pg {
+struct conn_closer {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct result_clearer {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using conn_ptr = std::unique_ptr<PGconn, conn_closer>;
+using result_ptr = std::unique_ptr<PGresult, result_clearer>;
+
+/// One read-only query with text parameters; the rows, or a sentence.
+inline std::expected<result_ptr, std::string> query(const std::string& conninfo, const char* sql,
+                                                    const std::vector<std::string>& params) {
+  conn_ptr conn{PQconnectdb(conninfo.c_str())};
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    return std::unexpected(std::string{"cannot connect to the PostgreSQL audit database: "} +
+                           (conn ? PQerrorMessage(conn.get()) : "out of memory"));
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  result_ptr res{PQexecParams(conn.get(), sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                              nullptr, 0)};
+  if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK) {
+    return std::unexpected(std::string{"cannot read the PostgreSQL audit database: "} + PQerrorMessage(conn.get()));
+  }
+  return res;
+}
+}  // namespace pg
+
+/// The newest `limit` rows of the PostgreSQL audit table (mcpcore::postgres_audit_sink's schema), oldest first.
+inline std::expected<std::vector<mcpcore::audit_entry>, std::string> postgres_audit_tail(const std::string& conninfo,
+                                                                                          std::size_t limit) {
+  auto res = pg::query(conninfo,
+                       "SELECT time_ms, action, target_type, target_id, principal, result, detail, correlation_id"
+                       " FROM (SELECT * FROM mcpcore_audit ORDER BY seq DESC LIMIT $1::bigint) t ORDER BY seq",
+                       {std::to_string(limit)});
+  if (!res) return std::unexpected(std::move(res.error()));
+  PGresult* r = res->get();
+  std::vector<mcpcore::audit_entry> out;
+  const int rows = PQntuples(r);
+  out.reserve(static_cast<std::size_t>(rows));
+  for (int i = 0; i < rows; ++i) {
+    mcpcore::audit_entry e;
+    e.time = std::chrono::system_clock::time_point{std::chrono::milliseconds{std::stoll(PQgetvalue(r, i, 0))}};
+    e.action = PQgetvalue(r, i, 1);
+    e.target_type = PQgetvalue(r, i, 2);
+    e.target_id = PQgetvalue(r, i, 3);
+    e.principal_id = PQgetvalue(r, i, 4);
+    const std::string_view result = PQgetvalue(r, i, 5);
+    for (const auto candidate : {mcpcore::audit_result::success, mcpcore::audit_result::denied,
+                                 mcpcore::audit_result::failure, mcpcore::audit_result::pending,
+                                 mcpcore::audit_result::approved, mcpcore::audit_result::not_found}) {
+      if (mcpcore::to_string(candidate) == result) e.result = candidate;
+    }
+    e.detail = PQgetvalue(r, i, 6);
+    e.correlation_id = PQgetvalue(r, i, 7);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+/// The server of each approval ticket minted since `since`, read from the first audit row naming it
+/// (`approval_id=<id> ... server=<id>`, the row of the call that minted it).
+inline std::expected<std::map<std::string, std::string, std::less<>>, std::string> postgres_ticket_servers(
+    const std::string& conninfo, std::chrono::system_clock::time_point since) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since.time_since_epoch()).count();
+  auto res = pg::query(conninfo,
+                       "SELECT detail FROM mcpcore_audit WHERE time_ms >= $1::bigint AND detail LIKE 'approval\\_id=%'"
+                       " ORDER BY seq",
+                       {std::to_string(ms)});
+  if (!res) return std::unexpected(std::move(res.error()));
+  std::map<std::string, std::string, std::less<>> out;
+  for (int i = 0; i < PQntuples(res->get()); ++i) {
+    const std::string_view detail = PQgetvalue(res->get(), i, 0);
+    const auto id = detail_field(detail, "approval_id");
+    const auto server = detail_field(detail, "server");
+    if (!id.empty() && !server.empty()) out.emplace(std::string{id}, std::string{server});  // the first row wins
+  }
+  return out;
+}
+#endif
+
+}  // namespace mcpcore_host
+
+#endif  // MCPCORE_HOST_DB_STORES_HPP

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+// Three mcpcore-host processes behind a real HAProxy, all keeping approvals and audit rows in ONE PostgreSQL
+// database (--approvals-db, --audit-db; docs/scale-out.md#what-is-shared), reviewed by one mcpcore-admin (--db,
+// --audit-db; docs/host-server.md#several-hosts-on-postgresql).
+//
+// Usage: node haproxy_approvals.mjs <mcpcore-host> <mcpcore-admin> <haproxy> <allow-list>
+// Environment: MCPCORE_TEST_PG, the libpq connection string of the database (the ctest fixture's cluster).
+//
+// Starts three hosts (--server-id s1, s2, s3, each its own data directory, all with s1's token file), HAProxy with
+// the configuration of docs/scale-out.md, and mints a supervised token with mcpcore-admin. Checks, with plain
+// 2026-07-28 requests (round robin, no session): a supervised delete_tag answers -32006 with an approval_id on one
+// server; `mcpcore-admin --db ... pending` lists it with the server it came from; `approve --as alice` approves it;
+// the recall lands on another server and runs (a tool result, not an error); a second recall is refused as used
+// (-32003); the audit rows (`mcpcore-admin --audit-db ... audit --json`) hold exactly one consume of the ticket,
+// each row with its server=; a second ticket approved the same way, recalled by 8 concurrent requests through the
+// balancer, runs exactly once (one result, seven -32003, one consume row).
+//
+// Prints one line per check ("ok - ..." / "not ok - ..."), then "# N passed, M failed" and "PASS" or "FAIL".
+// Every process it started is killed at the end; the whole run is bounded by a global timeout.
+// Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
+
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import {
+  createChecks, expect, expectEqual, fmt, messagesOf, printedOperatorToken, scratchRun, startGlobalTimer,
+  startServerProcess,
+} from './check.mjs';
+
+// ---- limits (milliseconds) ------------------------------------------------------------------------------
+
+/** The whole run is killed with exit status 1 after this long (ctest's TIMEOUT is 120 s). */
+const GLOBAL_TIMEOUT_MS = 100_000;
+/** A server must write its port file within this long (ASan builds start slowly). */
+const PORT_FILE_WAIT_MS = 20_000;
+/** Timeout of every request and of every mcpcore-admin run. */
+const REQUEST_TIMEOUT_MS = 20_000;
+/** A single check fails when it takes longer than this. */
+const CHECK_TIMEOUT_MS = 40_000;
+/** HAProxy must report the wanted server states on its stats socket within this long. */
+const STATE_WAIT_MS = 15_000;
+/** The health check's interval; a server is DOWN after HEALTH_FALL failed checks, UP after HEALTH_RISE good ones. */
+const HEALTH_INTER_MS = 300;
+const HEALTH_FALL = 2;
+const HEALTH_RISE = 1;
+/** The hosts' maintenance tick: how soon they load the minted token. */
+const TICK_MS = 200;
+/** Concurrent recalls of one approved ticket. */
+const RACERS = 8;
+
+const MODERN_VERSION = '2026-07-28';
+const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
+const ENVELOPE_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+const ENVELOPE_CLIENT = 'io.modelcontextprotocol/clientInfo';
+const APPROVAL_REQUIRED = -32006;
+const PERMISSION_DENIED = -32003;
+const SERVERS = ['s1', 's2', 's3'];
+
+// ---- arguments, work directory, cleanup -----------------------------------------------------------------
+
+const [hostBinary, adminBinary, haproxyBinary, allowlist, ...extra] = process.argv.slice(2);
+const pg = process.env.MCPCORE_TEST_PG ?? '';
+if (!hostBinary || !adminBinary || !haproxyBinary || !allowlist || extra.length > 0 || pg === '') {
+  process.stderr.write('usage: MCPCORE_TEST_PG=<conninfo> node haproxy_approvals.mjs <mcpcore-host> <mcpcore-admin> '
+    + '<haproxy> <allow-list>\n');
+  process.exit(2);
+}
+for (const f of [hostBinary, adminBinary, haproxyBinary, allowlist]) {
+  if (!existsSync(f)) {
+    process.stderr.write(`haproxy_approvals.mjs: no such file: ${f}\n`);
+    process.exit(2);
+  }
+}
+
+/** name -> {child, port, dataDir}: the mcpcore-host processes. */
+const hosts = new Map();
+let haproxy;
+const { work, cleanup: cleanupRun } = scratchRun('mcpcore-haproxy-approvals-', () => undefined, { signals: false });
+const running = (child) => child && child.exitCode === null && child.signalCode === null;
+function cleanup() {
+  for (const child of [haproxy, ...[...hosts.values()].map((h) => h.child)]) {
+    if (running(child)) {
+      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+  }
+  cleanupRun();
+}
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    process.stdout.write(`not ok - interrupted by ${sig}\nFAIL\n`);
+    cleanup();
+    process.exit(1);
+  });
+}
+const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
+  process.stdout.write('FAIL\n');
+  cleanup();
+});
+const { check, checkWith, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
+
+// ---- mcpcore-host and mcpcore-admin ---------------------------------------------------------------------
+
+/** Starts mcpcore-host `name` on an ephemeral 127.0.0.1 port, on the shared database; resolves with {child, port}. */
+async function startMcpHost(name, extraArgs) {
+  const dataDir = join(work, `data-${name}`);
+  const portFile = join(work, `port-${name}`);
+  const hostArgs = ['--data-dir', dataDir, '--port', '0', '--port-file', portFile, '--allowlist', allowlist,
+    '--no-journal', '--tick-ms', String(TICK_MS), '--server-id', name, '--approvals-db', pg, '--audit-db', pg,
+    ...extraArgs];
+  const { child, port } = await startServerProcess(hostBinary, hostArgs, portFile,
+    { waitMs: PORT_FILE_WAIT_MS, stdout: 'pipe' });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => { out += chunk; });
+  child.printed = () => out;
+  return { child, port, dataDir };
+}
+
+/** Runs mcpcore-admin with `args`; resolves with {code, stdout, stderr}. */
+function admin(...args) {
+  return new Promise((resolve) => {
+    execFile(adminBinary, args, { timeout: REQUEST_TIMEOUT_MS }, (error, stdout, stderr) => {
+      resolve({ code: error ? (error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+// ---- HAProxy --------------------------------------------------------------------------------------------
+
+/** A free 127.0.0.1 port (bound, read, released: HAProxy binds it right after). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The configuration of docs/scale-out.md#the-haproxy-configuration (each line explained there), for `servers`
+ * ({name: port}).
+ */
+function haproxyConfig({ port, socket, servers }) {
+  return [
+    'global',
+    `    stats socket ${socket} mode 600 level admin`,
+    '    maxconn 1024',
+    '',
+    'defaults',
+    '    mode http',
+    '    timeout connect 2s',
+    '    timeout client 1h',
+    '    timeout server 1h',
+    '    timeout tunnel 1h',
+    '    timeout http-request 10s',
+    '    retries 2',
+    '    option redispatch',
+    '',
+    'frontend mcp_in',
+    `    bind 127.0.0.1:${port}`,
+    '    default_backend mcp',
+    '',
+    'backend mcp',
+    '    balance roundrobin',
+    '    option httpchk GET /readyz HTTP/1.1',
+    '    http-check send hdr Host localhost',
+    '    http-check expect status 200',
+    '    stick-table type string len 64 size 100k expire 35m',
+    '    stick match req.hdr(mcp-session-id)',
+    '    stick store-response res.hdr(mcp-session-id)',
+    '    http-response set-header X-Served-By %[srv_name]',
+    ...Object.entries(servers).map(([name, p]) =>
+      `    server ${name} 127.0.0.1:${p} check inter ${HEALTH_INTER_MS}ms fall ${HEALTH_FALL} rise ${HEALTH_RISE}`),
+    '',
+  ].join('\n');
+}
+
+/** One command on HAProxy's stats socket; resolves with its whole answer. */
+function statsCommand(socket, command) {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const c = createConnection(socket, () => c.end(`${command}\n`));
+    c.setEncoding('utf8');
+    c.on('data', (d) => { out += d; });
+    c.on('end', () => resolve(out));
+    c.on('error', reject);
+    c.setTimeout(5_000, () => c.destroy(new Error(`no answer to "${command}" on the stats socket`)));
+  });
+}
+
+/** {server name: status} of the backend `mcp` ("UP", "DOWN", "UP 1/2", ...), from `show stat`. */
+async function serverStates(socket) {
+  const lines = (await statsCommand(socket, 'show stat')).split('\n').filter((l) => l !== '');
+  const head = lines[0].replace(/^# /, '').split(',');
+  const [px, sv, st] = ['pxname', 'svname', 'status'].map((k) => head.indexOf(k));
+  const out = {};
+  for (const l of lines.slice(1)) {
+    const f = l.split(',');
+    if (f[px] === 'mcp' && SERVERS.includes(f[sv])) out[f[sv]] = f[st];
+  }
+  return out;
+}
+
+/** Waits until HAProxy reports `wanted` ({name: status}); fails with the last states otherwise. */
+async function waitStates(socket, wanted) {
+  const deadline = performance.now() + STATE_WAIT_MS;
+  let states;
+  for (;;) {
+    states = await serverStates(socket);
+    if (Object.entries(wanted).every(([name, status]) => states[name] === status)) return states;
+    if (performance.now() > deadline) break;
+    await sleep(50);
+  }
+  return expect(false, `HAProxy's server states: expected ${fmt(wanted)}, got ${fmt(states)}`);
+}
+
+// ---- clients --------------------------------------------------------------------------------------------
+
+let nextId = 1;
+
+/** One plain 2026-07-28 enveloped tools/call through the balancer; resolves with {status, servedBy, message}. */
+async function plainCall(token, name, args) {
+  const id = nextId++;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': MODERN_VERSION, 'Mcp-Method': 'tools/call',
+      'Mcp-Name': name,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args,
+      _meta: { [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: {},
+        [ENVELOPE_CLIENT]: { name: 'mcpcore-haproxy-approvals', version: '1.0.0' } } } }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const messages = await messagesOf(response);
+  return { status: response.status, servedBy: response.headers.get('x-served-by'),
+    message: messages.find((m) => m.id === id && m.method === undefined) };
+}
+
+/** The audit rows (mcpcore-admin --audit-db audit --json) that record a consume of ticket `id`. */
+async function consumeRows(id) {
+  const r = await admin('--data-dir', join(work, 'data-s1'), '--audit-db', pg, 'audit', '--tail', '5000', '--json');
+  expectEqual(r.code, 0, `mcpcore-admin audit (stderr ${fmt(r.stderr)})`);
+  const rows = JSON.parse(r.stdout);
+  return rows.filter((row) => (row.detail ?? '').includes(`consumed approval_id=${id}`));
+}
+
+/** Mints a ticket with the supervised delete_tag: {id, server}. */
+async function mintTicket(key) {
+  const r = await plainCall(agentToken, 'delete_tag', { key });
+  expectEqual(r.message?.error?.code, APPROVAL_REQUIRED, `the supervised delete_tag's answer (${fmt(r.message)})`);
+  const id = r.message.error.data?.approval_id;
+  expect(/^[0-9a-f]{32}$/.test(id ?? ''), `approval_id ${fmt(r.message.error.data)}`);
+  return { id, server: r.servedBy };
+}
+
+/** Approves ticket `id` with the shared mcpcore-admin as alice. */
+async function approve(id) {
+  const r = await admin('--data-dir', join(work, 'data-s2'), '--db', pg, '--audit-db', pg, 'approve', id, '--as',
+    'alice', '--yes');
+  expectEqual(r.code, 0, `mcpcore-admin approve (stdout ${fmt(r.stdout)}, stderr ${fmt(r.stderr)})`);
+}
+
+// ---- the run --------------------------------------------------------------------------------------------
+
+let token;
+let agentToken;
+let url;
+let socket;
+const tagKey = `k${randomBytes(6).toString('hex')}`;
+
+await check('three mcpcore-host processes start on one PostgreSQL database, sharing the first one\'s token file', async () => {
+  for (const name of SERVERS) {
+    const started = await startMcpHost(name, name === 's1' ? [] : ['--token-file', join(work, 'data-s1', 'tokens')]);
+    hosts.set(name, started);
+    if (name === 's1') ({ token } = await printedOperatorToken(started.child));
+  }
+  process.stdout.write(`# hosts ${fmt(Object.fromEntries([...hosts].map(([n, h]) => [n, h.port])))}\n`);
+}, { needsSdk: false });
+
+await check('HAProxy starts and marks every server UP by GET /readyz', async () => {
+  expect(hosts.size === SERVERS.length && token, 'the servers did not start');
+  const port = await freePort();
+  socket = join(work, 'haproxy.sock');
+  const config = haproxyConfig({ port, socket,
+    servers: Object.fromEntries([...hosts].map(([n, h]) => [n, h.port])) });
+  const file = join(work, 'haproxy.cfg');
+  writeFileSync(file, config);
+  haproxy = spawn(haproxyBinary, ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let errors = '';
+  haproxy.stderr.setEncoding('utf8');
+  haproxy.stderr.on('data', (d) => { errors += d; });
+  const deadline = performance.now() + STATE_WAIT_MS;
+  while (!existsSync(socket)) {
+    expect(running(haproxy), `haproxy exited: ${fmt(errors)}`);
+    expect(performance.now() < deadline, `no stats socket within ${STATE_WAIT_MS} ms: ${fmt(errors)}`);
+    await sleep(25);
+  }
+  await waitStates(socket, Object.fromEntries(SERVERS.map((n) => [n, 'UP'])));
+  url = `http://127.0.0.1:${port}/mcp`;
+}, { needsSdk: false });
+
+await check('mcpcore-admin mints a supervised token; every server loads it', async () => {
+  expect(url, 'the balancer did not start');
+  const minted = await admin('--data-dir', join(work, 'data-s1'), 'token', 'mint', '--id', 'agent', '--tier',
+    'supervised');
+  expectEqual(minted.code, 0, `mcpcore-admin token mint (stderr ${fmt(minted.stderr)})`);
+  agentToken = minted.stdout.trim();
+  // Every server answers the token (round robin: SERVERS.length calls in a row reach each).
+  const deadline = performance.now() + 10_000;
+  let loaded = new Set();
+  while (loaded.size < SERVERS.length) {
+    expect(performance.now() < deadline, `servers that accept the token: ${fmt([...loaded])}`);
+    const r = await plainCall(agentToken, 'get_memory', {});
+    if (r.status === 200 && r.message?.result) loaded.add(r.servedBy);
+    else await sleep(TICK_MS);
+  }
+}, { needsSdk: false });
+
+const withAgent = checkWith(() => agentToken && url, 'the start');
+let first;
+
+await withAgent('a supervised delete_tag through the balancer answers -32006 with an approval_id', async () => {
+  first = await mintTicket(tagKey);
+  expect(SERVERS.includes(first.server), `minted on ${fmt(first.server)}`);
+  process.stdout.write(`# ticket ${first.id} minted on ${first.server}\n`);
+});
+
+const withTicket = checkWith(() => first, 'the mint');
+
+await withTicket('mcpcore-admin --db pending lists the ticket with the server it came from', async () => {
+  const r = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, '--audit-db', pg, 'pending', '--json');
+  expectEqual(r.code, 0, `mcpcore-admin pending (stderr ${fmt(r.stderr)})`);
+  const mine = JSON.parse(r.stdout).find((t) => t.id === first.id || t.approval_id === first.id);
+  expect(mine, `the ticket is not pending: ${fmt(r.stdout)}`);
+  expectEqual(mine.server, first.server, 'the pending ticket\'s server');
+  const text = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, '--audit-db', pg, 'pending');
+  expect(text.stdout.includes(`from server ${first.server}`), `the text listing: ${fmt(text.stdout)}`);
+});
+
+await withTicket('mcpcore-admin --db approve, then the recall lands on another server and runs', async () => {
+  await approve(first.id);
+  const r = await plainCall(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
+  expect(r.servedBy !== first.server, `the recall was served by the minting server ${first.server}`);
+  expect(r.message?.result !== undefined, `the recall did not run: ${fmt(r.message)}`);
+  // The tags are each host's own: the tool ran and says so ("no tag ... on this host" is its answer).
+  process.stdout.write(`# recalled on ${r.servedBy}: ${fmt(r.message.result.content?.[0]?.text)}\n`);
+});
+
+await withTicket('a second recall is refused as used (-32003); the audit rows hold one consume, with its server', async () => {
+  const r = await plainCall(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
+  expectEqual(r.message?.error?.code, PERMISSION_DENIED, `the second recall (${fmt(r.message)})`);
+  const rows = await consumeRows(first.id);
+  expectEqual(rows.length, 1, `consume rows of the ticket (${fmt(rows)})`);
+  expect(/ server=s[123]$/.test(rows[0].detail) && !rows[0].detail.endsWith(`server=${first.server}`),
+    `the consume row's server: ${fmt(rows[0].detail)}`);
+});
+
+await withAgent(`${RACERS} concurrent recalls of one approved ticket through the balancer run it once`, async () => {
+  const second = await mintTicket(`${tagKey}x`);
+  await approve(second.id);
+  const answers = await Promise.all(Array.from({ length: RACERS },
+    () => plainCall(agentToken, 'delete_tag', { key: `${tagKey}x`, approval_id: second.id })));
+  const ran = answers.filter((a) => a.message?.result !== undefined);
+  const refused = answers.filter((a) => a.message?.error?.code === PERMISSION_DENIED);
+  expect(ran.length === 1 && refused.length === RACERS - 1,
+    `ran ${ran.length}, refused ${refused.length}: ${fmt(answers.map((a) => [a.servedBy, a.message]))}`);
+  const servers = new Set(answers.map((a) => a.servedBy));
+  expect(servers.size > 1, `the recalls all reached ${fmt([...servers])}`);
+  expectEqual((await consumeRows(second.id)).length, 1, 'consume rows of the raced ticket');
+});
+
+const status = summary();
+process.stdout.write(status === 0 ? 'PASS\n' : 'FAIL\n');
+clearTimeout(globalTimer);
+cleanup();
+process.exit(status);
