@@ -254,6 +254,9 @@ void declare_tag_tools(mcpcore::server_builder& b, host_context& ctx) {
         const auto key = args["key"].as_string();
         auto r = ctx.tags->set(key, args["value"].as_string(), call.caller().id, now_ms());
         if (!r) return tool_result::error(r.error());
+        if ((*r == set_outcome::created || *r == set_outcome::updated) && ctx.resource_updated) {
+          ctx.resource_updated(tags_uri);
+        }
         switch (*r) {
           case set_outcome::created: return tool_result::text("tag " + std::string{key} + " created");
           case set_outcome::updated: return tool_result::text("tag " + std::string{key} + " updated");
@@ -275,6 +278,7 @@ void declare_tag_tools(mcpcore::server_builder& b, host_context& ctx) {
         auto r = ctx.tags->remove(key);
         if (!r) return tool_result::error(r.error());
         if (!*r) return tool_result::error("no tag " + std::string{key} + " on this host");
+        if (ctx.resource_updated) ctx.resource_updated(tags_uri);
         return tool_result::text("tag " + std::string{key} + " deleted");
       });
 }
@@ -534,6 +538,17 @@ void declare_resources(mcpcore::server_builder& b, host_context& ctx) {
       .handler([&ctx](call_context&, std::string_view uri, const mcpcore::uri_variables&) {
         return std::optional{mcpcore::resource_result{}.add_text(std::string{uri}, "application/json",
                                                                  ctx.health_json ? ctx.health_json() : "{}")};
+      });
+  b.resource(std::string{tags_uri})
+      .name("tags")
+      .title("Host tags")
+      .description("The tags set on this host, as get_tags answers; set_tag and delete_tag update it.")
+      .mime_type("application/json")
+      .handler([&ctx](call_context&, std::string_view uri, const mcpcore::uri_variables&)
+                   -> std::optional<mcpcore::resource_result> {
+        auto tags = ctx.tags->list();
+        if (!tags) return std::nullopt;
+        return mcpcore::resource_result{}.add_text(std::string{uri}, "application/json", tags_json(*tags));
       });
   b.resource("host://operating-model")
       .name("operating-model")

@@ -48,7 +48,14 @@ struct host_context {
   log_limits log_bounds{};
   /// The server health document (`host://server/health`), rendered on each read.
   std::function<std::string()> health_json;
+  /// Called with a resource's URI when a tool changed it (`set_tag`, `delete_tag`: `tags_uri`);
+  /// the host sets it to `server::notify_resource_updated` once the server is built. May be empty.
+  std::function<void(std::string_view)> resource_updated;
 };
+
+/// The resource of this host's tags (JSON, as `get_tags` answers); updated by `set_tag` and
+/// `delete_tag` (docs/host-server.md#what-it-offers).
+inline constexpr std::string_view tags_uri = "host://tags";
 
 /// Gives `Approval:Approve` (the approver tools, the approval routes) to principals holding the
 /// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table). A
@@ -69,7 +76,7 @@ struct host_authorizer {
 };
 
 /// Declares every tool (host state, tags, execute_instruction, get_execution_status), the
-/// resources (`host://server/health`, `host://operating-model`) and the prompts
+/// resources (`host://server/health`, `host://operating-model`, `host://tags`) and the prompts
 /// (`host_health_briefing`, `investigate_incident`).
 void declare_host_catalogue(mcpcore::server_builder& b, host_context& ctx);
 

@@ -33,6 +33,10 @@
 #include <mcpcore/version.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 
+#if MCPCORE_HOST_POSTGRES
+#  include <mcpcore/session/postgres_event_bridge.hpp>
+#endif
+
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
 #include <CLI/Validators.hpp>
@@ -48,6 +52,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -115,6 +120,10 @@ struct config {
   /// PostgreSQL databases of approvals and audit rows ("": SQLite files in the data directory).
   std::string approvals_db;
   std::string audit_db;
+  /// PostgreSQL database whose LISTEN/NOTIFY channel carries list changes and resource updates
+  /// between hosts ("": none), and the channel ("": the bridge's default, mcpcore_events).
+  std::string events_db;
+  std::string events_channel;
   /// This server's name in audit rows ("": `<hostname>:<port>`, or `stdio`).
   std::string server_id;
 };
@@ -139,6 +148,12 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--audit-db", c.audit_db,
                  "PostgreSQL database of the audit rows, shared by several hosts (a libpq connection string or "
                  "postgres:// URI; default: audit.db in the data directory)");
+  app.add_option("--events-db", c.events_db,
+                 "PostgreSQL database whose LISTEN/NOTIFY channel shares list changes and resource updates with the "
+                 "other hosts on it (a libpq connection string or postgres:// URI; default: none, events stay on "
+                 "this host)");
+  app.add_option("--events-channel", c.events_channel,
+                 "The channel of --events-db, the same on every host (1-63 of a-z, 0-9, _; default mcpcore_events)");
   app.add_option("--server-id", c.server_id,
                  "This server's name in every audit row (server=...); default <hostname>:<port>, or stdio")
       ->check([](const std::string& v) {
@@ -384,6 +399,47 @@ std::string server_id_of(const config& c, std::uint16_t port) {
   return fmt::format("{}:{}", name[0] == '\0' ? "localhost" : name.data(), port);
 }
 
+/// The bridge of --events-db (docs/host-server.md#several-hosts-on-postgresql): a type that holds
+/// nothing in a build without PostgreSQL support.
+#if MCPCORE_HOST_POSTGRES
+using events_bridge = std::unique_ptr<mcpcore::postgres_event_bridge>;
+#else
+using events_bridge = std::unique_ptr<int>;
+#endif
+
+/// Why --events-db / --events-channel cannot be used, or "" (checked before anything is opened).
+std::string events_flags_problem(const config& c) {
+  if (c.events_db.empty()) {
+    return c.events_channel.empty() ? std::string{} : std::string{"--events-channel needs --events-db"};
+  }
+  if (!mcpcore_host::postgres_available) return mcpcore_host::postgres_unavailable("--events-db");
+  return {};
+}
+
+/// Opens the bridge of --events-db on `srv` (none without the flag); false after saying why.
+bool open_events_bridge([[maybe_unused]] const config& c, [[maybe_unused]] mcpcore::server& srv,
+                        [[maybe_unused]] events_bridge& out) {
+  if (c.events_db.empty()) return true;
+#if MCPCORE_HOST_POSTGRES
+  mcpcore::postgres_event_bridge_options o;
+  if (!c.events_channel.empty()) o.channel = c.events_channel;
+  auto bridge = mcpcore::postgres_event_bridge::open(srv, c.events_db, o);
+  if (!bridge) {
+    // The message never repeats the connection string, which may hold a password.
+    say("cannot share events through the PostgreSQL database of --events-db (channel {}): {}", o.channel,
+        bridge.error().message());
+    return false;
+  }
+  say("sharing list changes and resource updates on PostgreSQL channel {} (origin {})", o.channel,
+      (*bridge)->origin());
+  out = std::move(*bridge);
+  return true;
+#else
+  say("{}", mcpcore_host::postgres_unavailable("--events-db"));
+  return false;
+#endif
+}
+
 /// The host's stores and services, opened from the data directory (or PostgreSQL).
 struct host_services {
   mcpcore_host::data_paths paths;
@@ -591,6 +647,10 @@ int run(int argc, char** argv) {
     say("{}", problem);
     return 1;
   }
+  if (const auto problem = events_flags_problem(c); !problem.empty()) {
+    say("{}", problem);
+    return 1;
+  }
 
   ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
   if (!prepare_data_dir(c.data_dir)) return 1;
@@ -658,6 +718,11 @@ int run(int argc, char** argv) {
   }
   for (const auto& w : srv->warnings()) say("warning: {}", w);
   srv->switches().set_read_only(c.read_only);
+  // set_tag and delete_tag announce host://tags; with --events-db the bridge carries it (and any list
+  // change) to the other hosts, and theirs here. Declared after the server: it closes first.
+  ctx.resource_updated = [&s = *srv](std::string_view uri) { s.notify_resource_updated(uri); };
+  events_bridge bridge;
+  if (!open_events_bridge(c, *srv, bridge)) return 1;
 
   const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token);
   runner.shutdown();

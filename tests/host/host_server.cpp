@@ -652,6 +652,21 @@ TEST_SUITE("host_server") {
     CHECK(argument_error(f.call(op, "execute_instruction", R"({"command":"rm","args":["-rf","/"]})")));
   }
 
+  TEST_CASE("host-server.md: host://tags reads the tags, set_tag and delete_tag announce it only when a tag changed") {
+    host_fixture f;
+    std::vector<std::string> updated;
+    f.ctx.resource_updated = [&updated](std::string_view uri) { updated.emplace_back(uri); };
+    CHECK_FALSE(f.call(op, "set_tag", R"({"key":"owner","value":"team"})").result()["isError"].exists());
+    CHECK_FALSE(f.call(op, "set_tag", R"({"key":"owner","value":"team"})").result()["isError"].exists());  // same
+    CHECK(updated == std::vector<std::string>{std::string{tags_uri}});
+    auto read = f.rpc(reader, "resources/read", R"({"uri":"host://tags"})");
+    CHECK(str(at(read.result()["contents"], 0)["text"]).find(R"("key":"owner","value":"team")") != std::string::npos);
+
+    CHECK_FALSE(f.call(op, "set_tag", R"({"key":"owner","value":"ops"})").result()["isError"].exists());
+    CHECK(f.call(op, "delete_tag", R"({"key":"missing"})").code() == -32006);  // gated: nothing changed yet
+    CHECK(updated.size() == 2);
+  }
+
   TEST_CASE("host-server.md: resources and prompts, incident prompt arguments are wrapped as untrusted data") {
     host_fixture f;
     auto model = f.rpc(reader, "resources/read", R"({"uri":"host://operating-model"})");

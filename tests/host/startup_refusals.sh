@@ -4,7 +4,8 @@
 # issue: a token file with bad permissions or syntax, an allow-list entry that does not exist (and
 # an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
 # directory, a port already in use, half a TLS configuration, task flags that cannot work together
-# (docs/host-server.md#flags). Loopback only. Also: --help states the defaults truly and lists the
+# (docs/host-server.md#flags), --events-channel without --events-db and an --events-db that cannot be
+# reached. Loopback only. Also: --help states the defaults truly and lists the
 # task flags.
 #
 # Usage: startup_refusals.sh <mcpcore-host>
@@ -68,6 +69,14 @@ touch "$work/plain-file"
 expect_refusal "a data directory that is a file" "is not a directory" --data-dir "$work/plain-file"
 
 expect_refusal "half a TLS configuration" "--tls-cert and --tls-key go together" --data-dir "$d" --tls-cert "$work/plain-file"
+
+# Events across hosts (docs/host-server.md#several-hosts-on-postgresql): a channel without a
+# database; a database that cannot be reached (or, in a build without PostgreSQL support, any
+# --events-db: both messages name the flag).
+expect_refusal "--events-channel without --events-db" "--events-channel needs --events-db" --data-dir "$d" \
+  --events-channel mcp_events
+expect_refusal "an --events-db that cannot be reached" "--events-db" --data-dir "$(fresh_dir events)" \
+  --events-db "host=$work/no-such-socket-dir dbname=none connect_timeout=2"
 
 # A port already taken: a first server holds it.
 d2=$(fresh_dir busy)

@@ -14,6 +14,9 @@
 // (-32003); the audit rows (`mcpcore-admin --audit-db ... audit --json`) hold exactly one consume of the ticket,
 // each row with its server=; a second ticket approved the same way, recalled by 8 concurrent requests through the
 // balancer, runs exactly once (one result, seven -32003, one consume row).
+// The hosts also share events (--events-db, docs/scale-out.md#events-across-hosts): a 2026-07-28
+// subscriptions/listen on host://tags held open on s1 (directly, not through the balancer) gets exactly one
+// notifications/resources/updated when set_tag runs on s2 (directly).
 //
 // Prints one line per check ("ok - ..." / "not ok - ..."), then "# N passed, M failed" and "PASS" or "FAIL".
 // Every process it started is killed at the end; the whole run is bounded by a global timeout.
@@ -29,8 +32,8 @@ import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
-  createChecks, expect, expectEqual, fmt, messagesOf, printedOperatorToken, scratchRun, startGlobalTimer,
-  startServerProcess,
+  CheckFailure, createChecks, expect, expectEqual, fmt, messagesOf, printedOperatorToken, scratchRun, SseReader,
+  startGlobalTimer, startServerProcess,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -53,6 +56,10 @@ const HEALTH_RISE = 1;
 const TICK_MS = 200;
 /** Concurrent recalls of one approved ticket. */
 const RACERS = 8;
+/** An event raised on one host must reach a listen on another within this long. */
+const NOTIFY_WITHIN_MS = 10_000;
+/** After the first notification, how long the listen is watched for a duplicate. */
+const QUIET_MS = 1_500;
 
 const MODERN_VERSION = '2026-07-28';
 const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
@@ -61,6 +68,8 @@ const ENVELOPE_CLIENT = 'io.modelcontextprotocol/clientInfo';
 const APPROVAL_REQUIRED = -32006;
 const PERMISSION_DENIED = -32003;
 const SERVERS = ['s1', 's2', 's3'];
+const TAGS_URI = 'host://tags';
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
 
@@ -113,7 +122,7 @@ async function startMcpHost(name, extraArgs) {
   const portFile = join(work, `port-${name}`);
   const hostArgs = ['--data-dir', dataDir, '--port', '0', '--port-file', portFile, '--allowlist', allowlist,
     '--no-journal', '--tick-ms', String(TICK_MS), '--server-id', name, '--approvals-db', pg, '--audit-db', pg,
-    ...extraArgs];
+    '--events-db', pg, ...extraArgs];
   const { child, port } = await startServerProcess(hostBinary, hostArgs, portFile,
     { waitMs: PORT_FILE_WAIT_MS, stdout: 'pipe' });
   let out = '';
@@ -228,19 +237,25 @@ async function waitStates(socket, wanted) {
 
 let nextId = 1;
 
-/** One plain 2026-07-28 enveloped tools/call through the balancer; resolves with {status, servedBy, message}. */
-async function plainCall(token, name, args) {
+/** The 2026-07-28 envelope of every request's params._meta. */
+const envelope = () => ({ [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: {},
+  [ENVELOPE_CLIENT]: { name: 'mcpcore-haproxy-approvals', version: '1.0.0' } });
+
+/**
+ * One plain 2026-07-28 enveloped tools/call through the balancer (or to `target`, one host's URL); resolves with
+ * {status, servedBy, message}.
+ */
+async function plainCall(token, name, args, target = url) {
   const id = nextId++;
-  const response = await fetch(url, {
+  const response = await fetch(target, {
     method: 'POST',
     headers: {
       'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
       Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': MODERN_VERSION, 'Mcp-Method': 'tools/call',
       'Mcp-Name': name,
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args,
-      _meta: { [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: {},
-        [ENVELOPE_CLIENT]: { name: 'mcpcore-haproxy-approvals', version: '1.0.0' } } } }),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+      params: { name, arguments: args, _meta: envelope() } }),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
   const messages = await messagesOf(response);
@@ -325,6 +340,58 @@ await check('mcpcore-admin mints a supervised token; every server loads it', asy
     const r = await plainCall(agentToken, 'get_memory', {});
     if (r.status === 200 && r.message?.result) loaded.add(r.servedBy);
     else await sleep(TICK_MS);
+  }
+}, { needsSdk: false });
+
+await check('a listen on s1 gets one resources/updated when set_tag runs on s2 (--events-db)', async () => {
+  expect(hosts.size === SERVERS.length && token, 'the servers did not start');
+  const hostUrl = (name) => `http://127.0.0.1:${hosts.get(name).port}/mcp`;
+  const id = nextId++;
+  const listen = new AbortController();
+  const response = await fetch(hostUrl('s1'), {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': MODERN_VERSION,
+      'Mcp-Method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen',
+      params: { notifications: { resourceSubscriptions: [TAGS_URI] }, _meta: envelope() } }),
+    signal: listen.signal,
+  });
+  const stream = new SseReader(response);
+  try {
+    expectEqual([response.status, (response.headers.get('content-type') ?? '').split(';')[0]],
+      [200, 'text/event-stream'], '[status, Content-Type] of the listen on s1');
+    const ack = (await stream.next(REQUEST_TIMEOUT_MS))?.json;
+    expectEqual([ack?.method, ack?.params?.notifications], ['notifications/subscriptions/acknowledged',
+      { resourceSubscriptions: [TAGS_URI] }], `the listen's first frame (${fmt(ack)})`);
+    const set = await plainCall(token, 'set_tag', { key: `${tagKey}e`, value: 'v1' }, hostUrl('s2'));
+    expect(set.message?.result !== undefined && !set.message.result.isError, `set_tag on s2: ${fmt(set.message)}`);
+    const got = [];
+    const started = performance.now();
+    let firstAt;
+    for (;;) {
+      const wait = got.length === 0 ? NOTIFY_WITHIN_MS - (performance.now() - started) : QUIET_MS;
+      let e;
+      try {
+        e = await stream.next(Math.max(1, wait));
+      } catch (err) {
+        if (!(err instanceof CheckFailure)) throw err;
+        break;  // nothing more within the wait
+      }
+      expect(e !== null, `the listen ended after ${fmt(got)}`);
+      if (e.json?.method === 'notifications/resources/updated') {
+        got.push(e.json);
+        firstAt ??= performance.now() - started;
+      }
+    }
+    expectEqual(got.map((n) => [n.params?.uri, n.params?._meta?.[SUBSCRIPTION_ID]]), [[TAGS_URI, id]],
+      `[uri, subscriptionId] of the resources/updated notifications on s1 within ${NOTIFY_WITHIN_MS} ms`);
+    process.stdout.write(`# s1 got the update of ${TAGS_URI} in ${Math.round(firstAt)} ms\n`);
+  } finally {
+    listen.abort();
+    await stream.cancel();
   }
 }, { needsSdk: false });
 
