@@ -247,7 +247,9 @@ MCPCORE_DECL result<std::unique_ptr<postgres_audit_sink>> postgres_audit_sink::o
   }
   PQconninfoFree(parsed);
   try {
-    std::unique_ptr<postgres_audit_sink> sink(new postgres_audit_sink(new impl(conninfo, options)));
+    auto state = std::make_unique<impl>(conninfo, options);
+    // The sink's allocation is sequenced before its argument: if it throws, `state` still frees the impl.
+    std::unique_ptr<postgres_audit_sink> sink(new postgres_audit_sink(state.release()));
     auto r = sink->impl_->call<result<void>>([](detail::pg_store::lease& l) { return impl::migrate(l); });
     if (!r) return fail(r.error());
     impl* p = sink->impl_;
