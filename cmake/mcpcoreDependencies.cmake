@@ -5,6 +5,7 @@
 #
 #   core       simdjson, RE2 (schema patterns, docs/schema.md#patterns), Threads
 #   sqlite     core + SQLite 3.35
+#   postgres   core + libpq (with pkg-config: the imported target PkgConfig::libpq)
 #   transport  core + Asio, http-parser, OpenSSL 3
 #
 # mcpcore_find_component_dependencies(<component> <result-var> [QUIET])
@@ -47,6 +48,19 @@ macro(mcpcore_find_component_dependencies _mcpcore_component _mcpcore_result)
     if(NOT SQLite3_FOUND)
       set(${_mcpcore_result} "mcpcore component `sqlite` needs SQLite 3.35 or later: apt install libsqlite3-dev")
     endif()
+  elseif("${_mcpcore_component}" STREQUAL "postgres")
+    # Debian 12's libpq-dev ships a pkg-config file; the build links the same PkgConfig::libpq.
+    find_package(PkgConfig QUIET)
+    if(NOT PKG_CONFIG_FOUND)
+      set(${_mcpcore_result} "mcpcore component `postgres` needs pkg-config to find libpq: apt install pkgconf")
+    else()
+      if(NOT TARGET PkgConfig::libpq)
+        pkg_check_modules(libpq QUIET IMPORTED_TARGET libpq)
+      endif()
+      if(NOT TARGET PkgConfig::libpq)
+        set(${_mcpcore_result} "mcpcore component `postgres` needs libpq: apt install libpq-dev")
+      endif()
+    endif()
   elseif("${_mcpcore_component}" STREQUAL "transport")
     find_package(Asio 1.22 QUIET)
     if(NOT Asio_FOUND)
@@ -65,7 +79,7 @@ macro(mcpcore_find_component_dependencies _mcpcore_component _mcpcore_result)
       endif()
     endif()
   else()
-    set(${_mcpcore_result} "mcpcore has no component `${_mcpcore_component}` (components: core, sqlite, transport)")
+    set(${_mcpcore_result} "mcpcore has no component `${_mcpcore_component}` (components: core, sqlite, postgres, transport)")
   endif()
   unset(_mcpcore_quiet)
 endmacro()
