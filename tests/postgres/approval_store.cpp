@@ -9,6 +9,9 @@
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
 
+// The prune batch's exact SQL text (inline definitions only: nothing of the compiled library).
+#include <mcpcore/stores/impl/postgres_common.ipp>
+
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
@@ -255,7 +258,7 @@ TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds in
   CHECK(slowest < std::chrono::seconds{1});
 }
 
-TEST_CASE("postgres store schema: open creates version 1, reopening keeps the tickets, a newer version is schema_too_new") {
+TEST_CASE("postgres store schema: open creates version 1 with the server column and the index of finished tickets, reopening keeps the tickets, a newer version is schema_too_new") {
   scratch_schemas schemas;
   const auto c = schemas.make();
   {
@@ -264,7 +267,12 @@ TEST_CASE("postgres store schema: open creates version 1, reopening keeps the ti
   }
   raw_conn raw(c);
   CHECK(raw.exec("SELECT version FROM mcpcore_schema WHERE component = 'approvals'") == "1");
-  CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE tablename = 'mcpcore_approvals'") == "5");
+  CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                 " AND tablename = 'mcpcore_approvals'") == "6");
+  CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                 " AND indexname = 'mcpcore_approvals_finished'") == "1");
+  CHECK(raw.exec("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()"
+                 " AND table_name = 'mcpcore_approvals' AND column_name = 'server' AND is_nullable = 'NO'") == "1");
   {
     auto s = open_store(c);  // idempotent
     check_intact(s, tid(1));
@@ -302,6 +310,36 @@ TEST_CASE("postgres store: quotes, SQL text and Unicode are bound parameters and
   const auto again = s.mint(mint_req(tid(3), scope));
   REQUIRE(again);
   CHECK(again->status == approval_mint_status::deduped);
+}
+
+TEST_CASE("approvals.md/retention: the PostgreSQL prune batch selects finished tickets through their index, not a sequential scan") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  { auto s = open_store(c); }
+  raw_conn raw(c);
+  // A table worth an index: 20,000 finished tickets and 2,000 pending ones, with statistics.
+  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+           " reviewed_by, reviewed_at, scope) SELECT 'r' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', g, 'bob', g,"
+           " '{}' FROM generate_series(1, 20000) g");
+  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
+           " SELECT 'p' || g, 'mcp.deploy', 'pending', 'mcp', 'alice', g, '{}' FROM generate_series(1, 2000) g");
+  raw.exec("ANALYZE mcpcore_approvals");
+  for (const char* older_than : {"100", "30000"}) {
+    CAPTURE(older_than);
+    const std::string explain = std::string{"EXPLAIN "} + detail::pg_store::sql_approval_prune_batch;
+    const std::array<const char*, 2> params{older_than, "500"};
+    PGresult* r = PQexecParams(raw.get(), explain.c_str(), 2, nullptr, params.data(), nullptr, nullptr, 0);
+    std::string plan;
+    const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    for (int i = 0; ok && i < PQntuples(r); ++i) plan.append(PQgetvalue(r, i, 0)).append("\n");
+    const std::string err = PQresultErrorMessage(r);
+    PQclear(r);
+    REQUIRE_MESSAGE(ok, err);
+    CAPTURE(plan);
+    CHECK(plan.find("Index") != std::string::npos);
+    CHECK(plan.find("using mcpcore_approvals_finished") != std::string::npos);
+    CHECK(plan.find("Seq Scan") == std::string::npos);  // neither the batch's select nor the delete scans
+  }
 }
 
 // ---- faults: each transient, the ticket intact, the next call served

@@ -64,7 +64,7 @@ inline std::string show(approval_time t) { return std::to_string(t.time_since_ep
 inline std::string show(const std::optional<approval_time>& t) { return t ? show(*t) : std::string{"(none)"}; }
 
 // An `approval_mint_request` whose strings it owns; the defaults mint alice's `mcp.deploy`
-// ticket for scope {"a":1} at t0 with the reference caps and lifetime.
+// ticket for scope {"a":1} at t0 with the reference caps and lifetime, on server "s1".
 struct mint_spec {
   std::string id = fresh_id();
   std::string definition_id = "mcp.deploy";
@@ -75,9 +75,10 @@ struct mint_spec {
   milliseconds lifetime_ms = lifetime;
   std::size_t per_submitter_cap = 25;
   std::size_t global_cap = 1000;
+  std::string server = "s1";
 
   [[nodiscard]] mcpcore::approval_mint_request request() const {
-    return {id, definition_id, origin, submitted_by, scope, now, lifetime_ms, per_submitter_cap, global_cap};
+    return {id, definition_id, origin, submitted_by, scope, now, lifetime_ms, per_submitter_cap, global_cap, server};
   }
   // The ticket a successful mint stores.
   [[nodiscard]] approval_ticket ticket() const {
@@ -89,6 +90,7 @@ struct mint_spec {
     t.submitted_by = submitted_by;
     t.submitted_at = now;
     t.scope = scope;
+    t.server = server;
     return t;
   }
 };
@@ -152,6 +154,7 @@ inline void check_same(const approval_ticket& got, const approval_ticket& want) 
   CHECK(show(got.consumed_at) == show(want.consumed_at));
   CHECK(got.consumed_by == want.consumed_by);
   CHECK(show(got.expired_at) == show(want.expired_at));
+  CHECK(got.server == want.server);
 }
 
 }  // namespace approval_store_suite_detail
@@ -213,6 +216,53 @@ void approval_store_conformance(MakeStore make) {
     CHECK_FALSE(must(s.get(b.id)).has_value());  // the unused fresh id names nothing
     check_same(ticket(s, a.id), a.ticket());     // untouched, submitted_at included
     CHECK(pending_ids(s, 10) == std::vector<std::string>{a.id});
+  }
+
+  SUBCASE("approvals.md/several-servers: dedup ignores the server: a second mint of the same key from another server "
+          "gets the first ticket, whose server stays the first one's") {
+    const mint_spec a;  // server s1
+    mint_created(s, a);
+    mint_spec b;
+    b.server = "s2";
+    b.now = at(1000);
+    const auto r = mint(s, b);
+    CHECK(to_string(r.status) == "deduped");
+    CHECK(r.id == a.id);
+    CHECK_FALSE(must(s.get(b.id)).has_value());
+    CHECK(ticket(s, a.id).server == "s1");
+    check_same(ticket(s, a.id), a.ticket());
+    CHECK(must(s.pending(10)).at(0).server == "s1");
+  }
+
+  SUBCASE("approvals.md/several-servers: the server of a minted ticket reads back from get and pending, "
+          "an empty one as empty") {
+    mint_spec a;
+    a.server = "host-a.example:8765";
+    mint_created(s, a);
+    mint_spec b;
+    b.scope = R"({"b":1})";
+    b.now = at(1);
+    b.server = "";
+    mint_created(s, b);
+    mint_spec c;
+    c.scope = R"({"c":1})";
+    c.now = at(2);
+    c.server = std::string(mcpcore::max_server_id_bytes, '~');
+    mint_created(s, c);
+    CHECK(ticket(s, a.id).server == "host-a.example:8765");
+    CHECK(ticket(s, b.id).server.empty());
+    CHECK(ticket(s, c.id).server == c.server);
+    const auto listed = must(s.pending(10));
+    REQUIRE(listed.size() == 3);
+    CHECK(listed[0].server == "host-a.example:8765");
+    CHECK(listed[1].server.empty());
+    CHECK(listed[2].server == c.server);
+    // Reviews, consumes and expiry leave it as it was.
+    REQUIRE(to_string(review(s, a.id, "bob", approval_status::approved, at(10))) == "reviewed");
+    REQUIRE(to_string(consume(s, a.id, "alice", at(20))) == "consumed");
+    REQUIRE(must(s.expire(at(2 + life), lifetime)) == 2);
+    CHECK(ticket(s, a.id).server == "host-a.example:8765");
+    CHECK(ticket(s, c.id).server == c.server);
   }
 
   SUBCASE("approvals.md/the-flow, approvals.md/what-the-machine-checks-in-order: another scope ({\"a\":1} vs {\"a\":1.0}), submitter, origin or definition "

@@ -3,6 +3,11 @@
 // (docs/approvals.md#the-flow), its history bound and its own errors.
 #include <mcpcore/stores/memory_approval_store.hpp>
 
+#include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/policy.hpp>
+#include <mcpcore/wire/json.hpp>
+
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
@@ -12,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -155,4 +161,66 @@ TEST_CASE("memory_approval_store: lifetimes at the edges of the time range do no
   CHECK(suite::must(s.expire(approval_time{std::chrono::milliseconds::min()}, std::chrono::milliseconds::max())) == 0);
   CHECK(suite::must(s.expire(approval_time{std::chrono::milliseconds::max()}, std::chrono::milliseconds::min())) == 1);
   CHECK(to_string(suite::ticket(s, a.id).status) == "expired");
+}
+
+// ---- the machine over this store: the server id (docs/approvals.md#several-servers) ----------------
+
+namespace {
+// The ticket `gate` minted for `caller` with `args` (which must mint or dedup).
+approval_ticket minted_by(approval_service& svc, memory_approval_store& s, const principal& caller,
+                          const char* args) {
+  json::document doc;
+  auto parsed = doc.parse(args);
+  REQUIRE(parsed);
+  const auto g = svc.gate("deploy", caller, *parsed);
+  REQUIRE((g.verdict == approval_verdict::minted || g.verdict == approval_verdict::deduped));
+  auto t = s.get(g.approval_id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  return t->value();
+}
+}  // namespace
+
+TEST_CASE("approvals.md/several-servers: approval_service stamps approval_options::server_id on every ticket it mints, and "
+          "a second service with another id dedups to the first ticket") {
+  memory_approval_store s;
+  manual_clock clock;
+  approval_options o1;
+  o1.server_id = "s1.example:8765";
+  approval_service one{s, clock_ref<manual_clock>{clock}, o1};
+  approval_options o2;
+  o2.server_id = "s2.example:8765";
+  approval_service two{s, clock_ref<manual_clock>{clock}, o2};
+  approval_service none{s, clock_ref<manual_clock>{clock}};
+  principal alice;
+  alice.id = "alice";
+  const auto a = minted_by(one, s, alice, R"({"n":1})");
+  CHECK(a.server == "s1.example:8765");
+  const auto again = minted_by(two, s, alice, R"({"n":1})");  // the retry the balancer sent elsewhere
+  CHECK(again.id == a.id);
+  CHECK(again.server == "s1.example:8765");
+  CHECK(minted_by(two, s, alice, R"({"n":2})").server == "s2.example:8765");
+  CHECK(minted_by(none, s, alice, R"({"n":3})").server.empty());
+}
+
+TEST_CASE("approvals.md/several-servers: approval_service refuses a server_id longer than max_server_id_bytes or "
+          "outside printable ASCII at construction") {
+  memory_approval_store s;
+  CHECK(is_valid_server_id(""));
+  CHECK(is_valid_server_id("host-1.example:8765 (eu)"));
+  CHECK(is_valid_server_id(std::string(max_server_id_bytes, 'x')));
+  CHECK_FALSE(is_valid_server_id(std::string(max_server_id_bytes + 1, 'x')));
+  for (const std::string& bad : {std::string(max_server_id_bytes + 1, 'x'), std::string{"s1\n"},
+                                 std::string{"tab\there"}, std::string{"del\x7f"}, std::string{"caf\xC3\xA9"},
+                                 std::string{"nul\0", 4}}) {
+    CAPTURE(bad);
+    approval_options o;
+    o.server_id = bad;
+    CHECK_FALSE(is_valid_server_id(bad));
+    CHECK_THROWS_AS(approval_service(s, o), std::invalid_argument);
+  }
+  approval_options ok;
+  ok.server_id = std::string(max_server_id_bytes, '~');
+  approval_service svc{s, ok};
+  CHECK(svc.options().server_id.size() == max_server_id_bytes);
 }

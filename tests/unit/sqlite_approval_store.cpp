@@ -6,6 +6,9 @@
 // docs/plugins.md, docs/approvals.md), and the shared approval_store conformance suite.
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 
+// The prune batch's exact SQL text (inline data only: no definitions of the compiled library).
+#include <mcpcore/stores/impl/sqlite_common.ipp>
+
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
@@ -92,18 +95,19 @@ void mint_approved(sqlite_approval_store& s, const std::string& id) {
 
 // ---- schema and migration ---------------------------------------------------------------------
 
-TEST_CASE("sqlite store schema: a fresh file gets user_version 1, the tickets table, its indexes and WAL mode") {
+TEST_CASE("sqlite store schema: a fresh file gets user_version 2, the tickets table, its indexes and WAL mode") {
   const temp_dir dir;
   {
     auto s = open_store(dir.file());
-    CHECK(sqlite_approval_store::schema_version == 1);
+    CHECK(sqlite_approval_store::schema_version == 2);
     // While the store is open (WAL is a property of the file, so this also shows it persists).
     raw_db raw(dir.file());
-    CHECK(raw.integer("PRAGMA user_version") == 1);
+    CHECK(raw.integer("PRAGMA user_version") == 2);
     CHECK(raw.text("PRAGMA journal_mode") == "wal");
     CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_approvals'") == 1);
+    CHECK(raw.integer("SELECT count(*) FROM pragma_table_info('mcpcore_approvals') WHERE name = 'server'") == 1);
     for (const char* index : {"mcpcore_approvals_dedup", "mcpcore_approvals_submitter", "mcpcore_approvals_pending",
-                              "mcpcore_approvals_redeemable"}) {
+                              "mcpcore_approvals_redeemable", "mcpcore_approvals_finished"}) {
       CAPTURE(index);
       const std::string q = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '") +
                             index + "'";
@@ -133,7 +137,7 @@ TEST_CASE("sqlite store schema: reopening a migrated file is idempotent and keep
     CHECK((*t)->status == approval_status::pending);
   }
   raw_db raw(dir.file());
-  CHECK(raw.integer("PRAGMA user_version") == 1);
+  CHECK(raw.integer("PRAGMA user_version") == sqlite_approval_store::schema_version);
   CHECK(raw.integer("SELECT count(*) FROM mcpcore_approvals") == 1);
 }
 
@@ -148,7 +152,7 @@ TEST_CASE("sqlite store schema: an existing database at user_version 0 is migrat
     REQUIRE(s.mint(mint_req(tid(1))));
   }
   raw_db raw(dir.file());
-  CHECK(raw.integer("PRAGMA user_version") == 1);
+  CHECK(raw.integer("PRAGMA user_version") == sqlite_approval_store::schema_version);
   CHECK(raw.text("SELECT k FROM host_notes") == "kept");
   CHECK(raw.integer("SELECT count(*) FROM mcpcore_approvals") == 1);
 }
@@ -196,7 +200,126 @@ TEST_CASE("sqlite store schema: four processes opening one fresh file together m
   REQUIRE(p);
   CHECK(p->size() == n);
   raw_db raw(path);
-  CHECK(raw.integer("PRAGMA user_version") == 1);
+  CHECK(raw.integer("PRAGMA user_version") == sqlite_approval_store::schema_version);
+}
+
+namespace {
+
+// Schema version 1 exactly as the library released it wrote it (sqlite_approval_store.ipp's first
+// migration step; never edited): the file an upgrade finds.
+constexpr const char* schema_v1 =
+    "CREATE TABLE mcpcore_approvals ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " definition_id TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'expired')),"
+    " origin TEXT NOT NULL,"
+    " submitted_by TEXT NOT NULL,"
+    " submitted_at INTEGER NOT NULL,"
+    " reviewed_by TEXT NOT NULL DEFAULT '',"
+    " reviewed_at INTEGER,"
+    " review_comment TEXT NOT NULL DEFAULT '',"
+    " scope TEXT NOT NULL,"
+    " consumed_at INTEGER,"
+    " consumed_by TEXT NOT NULL DEFAULT '',"
+    " expired_at INTEGER"
+    ");"
+    "CREATE INDEX mcpcore_approvals_dedup ON mcpcore_approvals (definition_id, submitted_by, submitted_at)"
+    " WHERE status = 'pending';"
+    "CREATE INDEX mcpcore_approvals_submitter ON mcpcore_approvals (submitted_by) WHERE status = 'pending';"
+    "CREATE INDEX mcpcore_approvals_pending ON mcpcore_approvals (submitted_at, id) WHERE status = 'pending';"
+    "CREATE INDEX mcpcore_approvals_redeemable ON mcpcore_approvals (reviewed_at)"
+    " WHERE status = 'approved' AND consumed_at IS NULL;"
+    "PRAGMA user_version = 1;";
+
+// The plan SQLite chooses for `sql` on `path`: the detail column of every EXPLAIN QUERY PLAN row.
+std::string query_plan(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+  const int rc = sqlite3_prepare_v2(db, explain.c_str(), -1, &s, nullptr);
+  const std::string why = rc == SQLITE_OK ? "" : sqlite3_errmsg(db);
+  std::string plan;
+  while (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+    const auto* text = sqlite3_column_text(s, 3);
+    if (text != nullptr) plan.append(reinterpret_cast<const char*>(text)).append("\n");
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, why);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("approvals.md/several-servers: a file of schema version 1 is migrated to 2: its tickets read with an empty server, "
+          "new mints keep theirs") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  {
+    raw_db raw(path);
+    REQUIRE(raw.exec(schema_v1) == SQLITE_OK);
+    // A consumed ticket and a pending one, as version 1 stored them.
+    REQUIRE(raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+                     " reviewed_by, reviewed_at, review_comment, scope, consumed_at, consumed_by) VALUES"
+                     " ('00000000000000000000000000000001', 'mcp.deploy', 'approved', 'mcp', 'alice',"
+                     " 1700000000000, 'bob', 1700000060000, 'ok', '{\"n\":1}', 1700003600000, 'alice');"
+                     "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+                     " scope) VALUES ('00000000000000000000000000000002', 'mcp.deploy', 'pending', 'mcp', 'alice',"
+                     " 1700000000000, '{\"n\":2}');") == SQLITE_OK);
+  }
+  auto s = open_store(path);
+  {
+    raw_db raw(path);
+    CHECK(raw.integer("PRAGMA user_version") == 2);
+    CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mcpcore_approvals_finished'") ==
+          1);
+  }
+  const auto old = s.get(tid(1));
+  REQUIRE(old);
+  REQUIRE(old->has_value());
+  const approval_ticket& v1 = old->value();
+  CHECK(v1.server.empty());
+  CHECK(v1.consumed_by == "alice");
+  CHECK(v1.review_comment == "ok");
+  const auto listed = s.pending(10);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().id == tid(2));
+  CHECK(listed->front().server.empty());
+  // The same key from a new server dedups to the old ticket (approvals.md/several-servers).
+  const std::string id3 = tid(3);
+  const std::string id4 = tid(4);
+  auto again = mint_req(id3, "alice", R"({"n":2})");
+  again.server = "s2";
+  const auto deduped = s.mint(again);
+  REQUIRE(deduped);
+  CHECK(deduped->status == approval_mint_status::deduped);
+  CHECK(deduped->id == tid(2));
+  auto fresh = mint_req(id4, "alice", R"({"n":4})");
+  fresh.server = "s2";
+  REQUIRE(s.mint(fresh));
+  const auto t = s.get(id4);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  CHECK(t->value().server == "s2");
+  // Retention works on the migrated rows.
+  const auto pruned = s.prune(t0 + std::chrono::days{1});
+  REQUIRE(pruned);
+  CHECK(*pruned == 1);
+  const auto gone = s.get(tid(1));
+  REQUIRE(gone);
+  CHECK_FALSE(gone->has_value());
+}
+
+TEST_CASE("approvals.md/retention: the SQLite prune batch selects finished tickets through their index, not a table scan") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  { auto s = open_store(path); }
+  const std::string plan = query_plan(path, detail::sqlite::approval_prune_batch_sql);
+  CAPTURE(plan);
+  CHECK(plan.find("USING INDEX mcpcore_approvals_finished") != std::string::npos);
+  CHECK(plan.find("SCAN mcpcore_approvals") == std::string::npos);
 }
 
 // ---- durability ---------------------------------------------------------------------------------

@@ -100,6 +100,10 @@ struct approval_ticket {
   std::string consumed_by;
   /// When the lifetime ran out, for `expired` tickets.
   std::optional<approval_time> expired_at;
+  /// The id of the server that minted it (`approval_options::server_id`; "" when the host named
+  /// none). Stores keep it and never look at it: dedup ignores it
+  /// (docs/approvals.md#several-servers).
+  std::string server{};
 
   friend bool operator==(const approval_ticket&, const approval_ticket&) = default;
 };
@@ -109,11 +113,12 @@ struct approval_ticket {
 /// 1. sweep: pending tickets submitted at or before `now - lifetime`, and approved unconsumed
 ///    tickets reviewed at or before `now - lifetime`, become `expired` (`expired_at = now`);
 /// 2. dedup: the newest pending ticket with this (definition_id, submitted_by, scope, origin)
-///    is returned as `deduped`;
+///    is returned as `deduped` (`server` is not part of the key: a retry that a load balancer
+///    sends to another server gets the first server's ticket, whose `server` stays unchanged);
 /// 3. per-submitter cap: `submitted_by` already has `per_submitter_cap` or more pending
 ///    tickets → `submitter_cap`;
 /// 4. global cap: `global_cap` or more pending tickets in the store → `global_cap`;
-/// 5. insert a pending ticket with id `id` → `created`.
+/// 5. insert a pending ticket with id `id` and server `server` → `created`.
 struct approval_mint_request {
   std::string_view id;  ///< a fresh `make_approval_id()`, used only when a ticket is created
   std::string_view definition_id;
@@ -124,6 +129,8 @@ struct approval_mint_request {
   std::chrono::milliseconds lifetime{};
   std::size_t per_submitter_cap = 0;
   std::size_t global_cap = 0;
+  /// The id of the minting server, stored in the created ticket (`approval_ticket::server`).
+  std::string_view server{};
 };
 /// The outcome of a mint.
 enum class approval_mint_status : std::uint8_t { created, deduped, submitter_cap, global_cap };
@@ -279,6 +286,19 @@ concept approval_store_prunable =
 /// (`retry_after_ms` of that -32003: docs/approvals.md#every-answer-of-the-machine).
 inline constexpr std::chrono::milliseconds default_precondition_retry_after{5000};
 
+/// Longest `approval_options::server_id`, in bytes (docs/approvals.md#several-servers).
+inline constexpr std::size_t max_server_id_bytes = 128;
+
+/// Whether `id` may be an `approval_options::server_id`: at most `max_server_id_bytes` bytes, each
+/// printable ASCII (0x20-0x7E). "" is valid: the host names no server.
+[[nodiscard]] constexpr bool is_valid_server_id(std::string_view id) noexcept {
+  if (id.size() > max_server_id_bytes) return false;
+  for (const char c : id) {
+    if (c < 0x20 || c > 0x7E) return false;
+  }
+  return true;
+}
+
 struct approval_options {
   /// Pending tickets one submitter may hold (docs/approvals.md#what-the-machine-checks-in-order:
   /// 25).
@@ -295,6 +315,11 @@ struct approval_options {
   /// `retry_after_ms` of a recall a precondition refused (the ticket is intact: the same recall
   /// may run once the condition holds, e.g. a free command slot).
   std::chrono::milliseconds precondition_retry_after = default_precondition_retry_after;
+  /// This server's id, stamped on every ticket it mints (`approval_ticket::server`) so that
+  /// servers sharing one store can tell whose tickets are whose (docs/approvals.md#several-servers).
+  /// "" (the default): none. At most `max_server_id_bytes` of printable ASCII
+  /// (`is_valid_server_id`); `approval_service` refuses anything else at construction.
+  std::string server_id{};
 };
 
 /// Why a principal may not act as an approver (docs/approvals.md#the-approver-tools); the wire
@@ -459,10 +484,12 @@ struct approval_store_ref final : approval_store_base {
 class approval_service {
  public:
   /// @pre `store` outlives the service.
+  /// @throws std::invalid_argument when `options.server_id` is not `is_valid_server_id`.
   template <approval_store S>
   explicit approval_service(S& store, approval_options options = {})
       : approval_service(store, system_clock_source{}, std::move(options)) {}
-  /// With an explicit clock (tests use `clock_ref<manual_clock>`).
+  /// With an explicit clock (tests use `clock_ref<manual_clock>`). Throws as the other
+  /// constructor.
   template <approval_store S, clock_source C>
   approval_service(S& store, C clock, approval_options options = {}) : approval_service(std::move(options)) {
     // Delegated: the destructor frees whatever was allocated if the second allocation throws.

@@ -42,9 +42,11 @@ struct postgres_approval_store_options {
 /// @par Schema
 /// The library creates and migrates its tables, versioned in the table `mcpcore_schema`
 /// (`component` = 'approvals', `version`), in the connection's current schema (`search_path`).
-/// Version 1 is the table `mcpcore_approvals` with the columns of the SQLite store (times as
-/// `bigint` milliseconds since the Unix epoch) plus an identity `seq` (dedup's tie-break), and
-/// the same four partial indexes. Migration runs in one transaction under an advisory lock, so
+/// Version 1 is the table `mcpcore_approvals` with the columns of the SQLite store's version 2
+/// (times as `bigint` milliseconds since the Unix epoch; `server`, the minting server) plus an
+/// identity `seq` (dedup's tie-break), and the same five indexes: four partial ones over the live
+/// tickets and `mcpcore_approvals_finished`, over the finished ones by their last change, which
+/// `prune` reads. Migration runs in one transaction under an advisory lock, so
 /// servers starting together migrate once. A database whose version is above `schema_version`
 /// is refused with `schema_too_new` and left untouched.
 ///
@@ -106,8 +108,9 @@ class postgres_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
   /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
   /// whose last change is before `older_than`, in batches of `options.batch`; each batch one statement on a pooled
-  /// connection, its own transaction (`DELETE ... WHERE id IN (SELECT id ... LIMIT n FOR UPDATE
-  /// SKIP LOCKED)`): rows locked by a running consume or review are skipped, never waited for.
+  /// connection, its own transaction (`DELETE ... WHERE id = ANY (ARRAY(SELECT id ... LIMIT n FOR
+  /// UPDATE SKIP LOCKED))`, the select reading the index of finished tickets): rows locked by a
+  /// running consume or review are skipped, never waited for.
   /// Returns how many it removed; on an error the batches already committed stay removed.
   [[nodiscard]] MCPCORE_DECL result<std::size_t> prune(approval_time older_than, approval_prune_options options = {});
 

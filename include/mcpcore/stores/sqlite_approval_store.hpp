@@ -33,8 +33,8 @@ struct sqlite_approval_store_options {
 /// An `approval_store` in an SQLite database file (the durable embedded default, docs/plugins.md).
 ///
 /// @par Schema
-/// The library creates and migrates its schema, versioned with `PRAGMA user_version`. Version 1
-/// is one table and four partial indexes over the live tickets:
+/// The library creates and migrates its schema, versioned with `PRAGMA user_version`. Version 2
+/// is one table, four partial indexes over the live tickets and one over the finished ones:
 /// @code{.sql}
 /// CREATE TABLE mcpcore_approvals (
 ///   id TEXT NOT NULL PRIMARY KEY, definition_id TEXT NOT NULL,
@@ -43,7 +43,8 @@ struct sqlite_approval_store_options {
 ///   reviewed_by TEXT NOT NULL DEFAULT '', reviewed_at INTEGER,        -- NULL until reviewed
 ///   review_comment TEXT NOT NULL DEFAULT '', scope TEXT NOT NULL,
 ///   consumed_at INTEGER, consumed_by TEXT NOT NULL DEFAULT '',        -- NULL until consumed
-///   expired_at INTEGER);                                              -- NULL unless expired
+///   expired_at INTEGER,                                               -- NULL unless expired
+///   server TEXT NOT NULL DEFAULT '');                                 -- the minting server (v2)
 /// -- dedup, per-submitter count, pending count/sweep/list, approved-unconsumed sweep:
 /// CREATE INDEX mcpcore_approvals_dedup ON mcpcore_approvals (definition_id, submitted_by, submitted_at)
 ///   WHERE status = 'pending';
@@ -51,7 +52,14 @@ struct sqlite_approval_store_options {
 /// CREATE INDEX mcpcore_approvals_pending ON mcpcore_approvals (submitted_at, id) WHERE status = 'pending';
 /// CREATE INDEX mcpcore_approvals_redeemable ON mcpcore_approvals (reviewed_at)
 ///   WHERE status = 'approved' AND consumed_at IS NULL;
+/// -- retention (v2): finished tickets by their last change, what each prune batch reads
+/// CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals (COALESCE(consumed_at, expired_at, reviewed_at))
+///   WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;
 /// @endcode
+/// Version 1 had neither `server` nor the last index; opening a version 1 file migrates it (its
+/// tickets read `server` ""). A process with an older library then refuses the file
+/// (`schema_too_new`), and a read-only open of a version 1 file is refused (`read_only`) until a
+/// writer migrated it.
 /// Times are integer milliseconds since the Unix epoch (UTC). Migration steps run inside one
 /// `BEGIN IMMEDIATE` transaction, so processes opening a fresh file together migrate it once;
 /// an up-to-date file is opened without taking the write lock. A database whose user_version is
@@ -94,7 +102,7 @@ struct sqlite_approval_store_options {
 class sqlite_approval_store {
  public:
   /// The schema version this library writes.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// Opens (creating and migrating when needed) the database at `path`.
   ///
@@ -123,7 +131,8 @@ class sqlite_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
   /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
   /// whose last change is before `older_than`, in batches of `options.batch`; each batch one `BEGIN IMMEDIATE`
-  /// transaction (`DELETE ... WHERE rowid IN (SELECT rowid ... LIMIT n)`), the store's mutex released
+  /// transaction (`DELETE ... WHERE rowid IN (SELECT rowid ... LIMIT n)`, the select reading the index of
+  /// finished tickets), the store's mutex released
   /// between batches. Fails `read_only` on a read-only store.
   /// Returns how many it removed; on an error the batches already committed stay removed.
   [[nodiscard]] MCPCORE_DECL result<std::size_t> prune(approval_time older_than, approval_prune_options options = {});

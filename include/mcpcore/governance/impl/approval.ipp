@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -255,7 +256,13 @@ inline approval_gate_outcome verdict_of(approval_verdict v, std::string id,
 
 }  // namespace detail
 
-MCPCORE_DECL approval_service::approval_service(approval_options options) : options_(std::move(options)) {}
+MCPCORE_DECL approval_service::approval_service(approval_options options) : options_(std::move(options)) {
+  // A configuration error, refused before the service exists (docs/approvals.md#several-servers).
+  if (!is_valid_server_id(options_.server_id)) {
+    throw std::invalid_argument("approval_options::server_id must be at most " + std::to_string(max_server_id_bytes) +
+                                " bytes of printable ASCII");
+  }
+}
 
 MCPCORE_DECL approval_service::~approval_service() {
   // Both are wrappers owned here (the store itself is the caller's).
@@ -298,9 +305,16 @@ MCPCORE_DECL approval_gate_outcome approval_service::gate(std::string_view tool,
     // First call: mint, deduplicated (docs/approvals.md#what-the-machine-checks-in-order).
     auto id = make_approval_id();
     if (!id) return detail::store_failure(id.error().code(), {}, true, false);  // no entropy: nothing was stored
-    const approval_mint_request m{*id,  definition, approval_origin_mcp, caller.id,
-                                  scope, now,       lifetime,           options_.max_pending_per_submitter,
-                                  options_.max_pending_global};
+    const approval_mint_request m{.id = *id,
+                                  .definition_id = definition,
+                                  .origin = approval_origin_mcp,
+                                  .submitted_by = caller.id,
+                                  .scope = scope,
+                                  .now = now,
+                                  .lifetime = lifetime,
+                                  .per_submitter_cap = options_.max_pending_per_submitter,
+                                  .global_cap = options_.max_pending_global,
+                                  .server = options_.server_id};
     auto r = detail::guarded_store_call([&] { return store_->mint(m); });
     if (!r) return detail::store_failure(r.error().code(), {}, true, false);
     switch (r->status) {

@@ -194,6 +194,7 @@ struct memory_approval_store::impl {
       t.submitted_by = std::string{m.submitted_by};
       t.submitted_at = m.now;
       t.scope = std::string{m.scope};
+      t.server = std::string{m.server};
       tmp.emplace(std::string{m.id}, std::move(t));
       ticket_node = tmp.extract(tmp.begin());
     }

@@ -58,14 +58,19 @@ inline constexpr std::array<migration_step, 1> migrations{{
      " scope text NOT NULL,"
      " consumed_at bigint,"  // NULL until consumed
      " consumed_by text NOT NULL DEFAULT '',"
-     " expired_at bigint"  // NULL unless expired
+     " expired_at bigint,"  // NULL unless expired
+     " server text NOT NULL DEFAULT ''"  // the minting server (docs/approvals.md#several-servers)
      ");"
      "CREATE INDEX mcpcore_approvals_dedup ON mcpcore_approvals (definition_id, submitted_by, submitted_at)"
      " WHERE status = 'pending';"
      "CREATE INDEX mcpcore_approvals_submitter ON mcpcore_approvals (submitted_by) WHERE status = 'pending';"
      "CREATE INDEX mcpcore_approvals_pending ON mcpcore_approvals (submitted_at, id) WHERE status = 'pending';"
      "CREATE INDEX mcpcore_approvals_redeemable ON mcpcore_approvals (reviewed_at)"
-     " WHERE status = 'approved' AND consumed_at IS NULL;"},
+     " WHERE status = 'approved' AND consumed_at IS NULL;"
+     // Retention: the finished tickets by their last change, the predicate and the expression of
+     // the prune batch (sql_approval_prune_batch), so a batch reads the index from its oldest entry.
+     "CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals ((COALESCE(consumed_at, expired_at, reviewed_at)))"
+     " WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;"},
 }};
 static_assert(migrations.back().version == postgres_approval_store::schema_version,
               "the last migration step must produce schema_version");
@@ -74,7 +79,7 @@ static_assert(migrations.back().version == postgres_approval_store::schema_versi
 
 #define MCPCORE_PG_TICKET_COLUMNS                                                                       \
   "id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at, review_comment, " \
-  "scope, consumed_at, consumed_by, expired_at"
+  "scope, consumed_at, consumed_by, expired_at, server"
 
 // Serializes the mints of this table (the caps are counts): an advisory lock keyed by the table.
 inline constexpr const char* sql_mint_lock =
@@ -88,9 +93,10 @@ inline constexpr const char* sql_find_dedup =  // $1 definition_id, $2 submitted
     " AND scope = $3 AND origin = $4 ORDER BY submitted_at DESC, seq DESC LIMIT 1";
 inline constexpr const char* sql_counts =  // $1 submitted_by
     "SELECT count(*) FILTER (WHERE submitted_by = $1), count(*) FROM mcpcore_approvals WHERE status = 'pending'";
-inline constexpr const char* sql_insert =  // $1 id, $2 definition_id, $3 origin, $4 submitted_by, $5 submitted_at, $6 scope
-    "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
-    " VALUES ($1, $2, 'pending', $3, $4, $5, $6)";
+// $1 id, $2 definition_id, $3 origin, $4 submitted_by, $5 submitted_at, $6 scope, $7 server
+inline constexpr const char* sql_insert =
+    "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope, server)"
+    " VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7)";
 inline constexpr const char* sql_select_ticket =  // $1 id
     "SELECT " MCPCORE_PG_TICKET_COLUMNS " FROM mcpcore_approvals WHERE id = $1";
 // The compare-and-set: the only statement that consumes a ticket.
@@ -115,13 +121,7 @@ inline constexpr const char* sql_review_update =  // $1 status, $2 reviewer, $3 
 inline constexpr const char* sql_select_pending =  // $1 limit
     "SELECT " MCPCORE_PG_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT $1";
-// Retention: one batch, one statement (its own transaction); rows a running consume or review
-// holds are skipped, never waited for.
-inline constexpr const char* sql_prune_batch =  // $1 older_than, $2 limit
-    "DELETE FROM mcpcore_approvals WHERE id IN (SELECT id FROM mcpcore_approvals"
-    " WHERE (status = 'approved' AND consumed_at IS NOT NULL AND consumed_at < $1)"
-    " OR (status = 'rejected' AND reviewed_at < $1) OR (status = 'expired' AND expired_at < $1)"
-    " LIMIT $2 FOR UPDATE SKIP LOCKED)";
+// Retention: sql_approval_prune_batch (postgres_common.ipp).
 #undef MCPCORE_PG_TICKET_COLUMNS
 
 inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
@@ -172,6 +172,7 @@ inline result<approval_ticket> read_ticket(const PGresult* r, int row) {
   t.consumed_at = *consumed;
   t.consumed_by = text(r, row, 11);
   t.expired_at = *expired;
+  t.server = text(r, row, 13);
   return t;
 }
 
@@ -259,7 +260,8 @@ struct postgres_approval_store::impl {
         out.status = approval_mint_status::global_cap;
       } else {
         if (auto r = l.run(sql_insert, {std::string(m.id), std::string(m.definition_id), std::string(m.origin),
-                                        std::string(m.submitted_by), int_text(now), std::string(m.scope)});
+                                        std::string(m.submitted_by), int_text(now), std::string(m.scope),
+                                        std::string(m.server)});
             !r) {
           return fail(r.error());
         }
@@ -353,7 +355,7 @@ struct postgres_approval_store::impl {
   static result<std::size_t> prune_batch(detail::pg_store::lease& l, approval_time older_than, std::size_t batch) {
     using namespace detail::pg_store;
     constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-    auto r = l.exec(sql_prune_batch,
+    auto r = l.exec(sql_approval_prune_batch,
                     {int_text(to_ms(older_than)), int_text(static_cast<std::int64_t>(batch < max ? batch : max))});
     if (!r) return fail(r.error());
     return static_cast<std::size_t>(affected(r->get()));

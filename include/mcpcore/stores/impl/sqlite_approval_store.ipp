@@ -42,7 +42,7 @@ inline std::error_code sqlite_error(int rc) noexcept { return sqlite::sqlite_err
 // The migrations (sqlite::migrate runs them): each step ends with `PRAGMA user_version =
 // <version>`, the version this store owns in the file. To change the schema, append a step and
 // raise sqlite_approval_store::schema_version; never edit a published step.
-inline constexpr std::array<migration_step, 1> migrations{{
+inline constexpr std::array<migration_step, 2> migrations{{
     {1,
      "CREATE TABLE mcpcore_approvals ("
      " id TEXT NOT NULL PRIMARY KEY,"
@@ -71,6 +71,15 @@ inline constexpr std::array<migration_step, 1> migrations{{
      "CREATE INDEX mcpcore_approvals_redeemable ON mcpcore_approvals (reviewed_at)"
      " WHERE status = 'approved' AND consumed_at IS NULL;"
      "PRAGMA user_version = 1;"},
+    {2,
+     // The minting server (docs/approvals.md#several-servers); version 1's tickets read "".
+     "ALTER TABLE mcpcore_approvals ADD COLUMN server TEXT NOT NULL DEFAULT '';"
+     // Retention: the finished tickets by their last change, exactly the predicate and the
+     // expression of the prune batch (sqlite::approval_prune_batch_sql), so each batch reads the
+     // index from its oldest entry instead of scanning the table.
+     "CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals (COALESCE(consumed_at, expired_at, reviewed_at))"
+     " WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;"
+     "PRAGMA user_version = 2;"},
 }};
 static_assert(migrations.back().version == sqlite_approval_store::schema_version,
               "the last migration step must produce schema_version");
@@ -79,7 +88,7 @@ static_assert(migrations.back().version == sqlite_approval_store::schema_version
 
 #define MCPCORE_SQLITE_TICKET_COLUMNS                                                                  \
   "id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at, review_comment, " \
-  "scope, consumed_at, consumed_by, expired_at"
+  "scope, consumed_at, consumed_by, expired_at, server"
 
 // The store's cached statements (the connection adds those of its transactions).
 enum stmt : std::size_t {
@@ -88,7 +97,7 @@ enum stmt : std::size_t {
   find_dedup,      // ?1 definition_id, ?2 submitted_by, ?3 scope, ?4 origin
   count_submitter, // ?1 submitted_by
   count_pending,
-  insert_ticket,   // ?1 id, ?2 definition_id, ?3 origin, ?4 submitted_by, ?5 submitted_at, ?6 scope
+  insert_ticket,   // ?1 id, ?2 definition_id, ?3 origin, ?4 submitted_by, ?5 submitted_at, ?6 scope, ?7 server
   select_ticket,   // ?1 id
   consume_cas,     // ?1 now, ?2 consumer, ?3 id, ?4 origin, ?5 consumer, ?6 cutoff
   consume_probe,   // ?1 id
@@ -109,8 +118,8 @@ inline constexpr std::array<const char*, stmt_count> stmt_sql{{
     " AND scope = ?3 AND origin = ?4 ORDER BY submitted_at DESC, rowid DESC LIMIT 1",
     "SELECT count(*) FROM mcpcore_approvals WHERE status = 'pending' AND submitted_by = ?1",
     "SELECT count(*) FROM mcpcore_approvals WHERE status = 'pending'",
-    "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
-    " VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6)",
+    "INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope, server)"
+    " VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7)",
     "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS " FROM mcpcore_approvals WHERE id = ?1",
     // The compare-and-set: the only statement that consumes a ticket.
     "UPDATE mcpcore_approvals SET consumed_at = ?1, consumed_by = ?2"
@@ -127,9 +136,7 @@ inline constexpr std::array<const char*, stmt_count> stmt_sql{{
     "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT ?1",
     // Retention: finished tickets whose last change is before ?1, at most ?2 of them.
-    "DELETE FROM mcpcore_approvals WHERE rowid IN (SELECT rowid FROM mcpcore_approvals"
-    " WHERE (status = 'approved' AND consumed_at IS NOT NULL AND consumed_at < ?1)"
-    " OR (status = 'rejected' AND reviewed_at < ?1) OR (status = 'expired' AND expired_at < ?1) LIMIT ?2)",
+    sqlite::approval_prune_batch_sql,
 }};
 #undef MCPCORE_SQLITE_TICKET_COLUMNS
 
@@ -169,6 +176,7 @@ inline result<approval_ticket> read_ticket(sqlite3_stmt* s) {
   t.consumed_at = column_time(s, 10);
   t.consumed_by = column_string(s, 11);
   t.expired_at = column_time(s, 12);
+  t.server = column_string(s, 13);
   return t;
 }
 
@@ -227,7 +235,7 @@ struct sqlite_approval_store::impl : detail::sqlite::connection<detail::sqlite_s
       } else {
         auto s = use(insert_ticket);
         s.bind(1, m.id).bind(2, m.definition_id).bind(3, m.origin).bind(4, m.submitted_by);
-        s.bind(5, now).bind(6, m.scope);
+        s.bind(5, now).bind(6, m.scope).bind(7, m.server);
         if (const int rc = run(std::move(s)); rc != SQLITE_OK) return fail(sqlite_error(rc));
         out.status = approval_mint_status::created;
         out.id = std::string(m.id);

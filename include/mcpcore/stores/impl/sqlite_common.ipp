@@ -29,6 +29,20 @@
 MCPCORE_BEGIN_NAMESPACE
 namespace detail::sqlite {
 
+// --- statement text the tests read --------------------------------------------------------------
+
+// The approval store's retention batch (sqlite_approval_store::prune; ?1 older_than, ?2 limit): the
+// finished tickets (rejected, expired, or consumed) whose last change (consumed_at, expired_at, or
+// the rejection's reviewed_at: the first that is set) is before ?1. The predicate
+// and the expression are those of the index mcpcore_approvals_finished, word for word (SQLite
+// uses a partial expression index only then). It lives here, in a file of inline definitions
+// only, so that a test can ask SQLite for its plan (EXPLAIN QUERY PLAN) without linking the store
+// twice.
+inline constexpr const char* approval_prune_batch_sql =
+    "DELETE FROM mcpcore_approvals WHERE rowid IN (SELECT rowid FROM mcpcore_approvals"
+    " WHERE (status IN ('rejected', 'expired') OR consumed_at IS NOT NULL)"
+    " AND COALESCE(consumed_at, expired_at, reviewed_at) < ?1 LIMIT ?2)";
+
 // --- errors -----------------------------------------------------------------------------------
 
 // The error for an SQLite result code (primary or extended). `Errc` is approval_store_errc or
