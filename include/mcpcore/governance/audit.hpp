@@ -67,12 +67,15 @@ struct audit_record {
 /// Where audit rows go (docs/plugins.md `audit_sink`;
 /// docs/security.md#audit-and-the-one-cid-pattern).
 ///
-/// `s.record(r)` persists one row and says whether it did.
+/// `s.record(r)` keeps one row and says whether it did.
 ///
 /// Semantic requirements (not checked by the compiler):
-/// 1. `true` means the row is persisted (as durably as the sink promises); `false` means it is
-///    not, and the server then signals the gap (`audit_persisted:false`, a header or a counter)
-///    instead of failing the request.
+/// 1. `true` means the row is kept as the sink's documented durability class promises
+///    (docs/concepts/audit_sink.md#durability-classes): *persisted* (stored when `record`
+///    returns, as durably as the sink promises) or *accepted* (taken into a bounded queue, then
+///    stored or, when it cannot be, counted lost in `mcp_audit_write_failures_total`, never
+///    dropped silently). `false` means it is not kept, and the server then signals the gap
+///    (`audit_persisted:false`, a header or a counter) instead of failing the request.
 /// 2. Thread-safe: called concurrently from any thread, on one shared sink.
 /// 3. The views in `r` are valid only during the call; keep copies, not views.
 /// 4. May throw; the server calls it inside a try/catch and treats an exception as `false`.
@@ -81,7 +84,7 @@ struct audit_record {
 /// @see null_audit_sink, memory_audit_sink, jsonl_audit_sink, docs/plugins.md
 template <class S>
 concept audit_sink = requires(S& s, const audit_record& r) {
-  // Persists one row; true = persisted, false = not persisted.
+  // Keeps one row; true = persisted or accepted (the sink's durability class), false = not kept.
   { s.record(r) } -> std::same_as<bool>;
 };
 

@@ -34,6 +34,20 @@ namespace detail::pg_store {
 // Serializes migrations of every schema in the database ('mcpc' 'ore!').
 inline constexpr const char* sql_migration_lock = "SELECT pg_advisory_xact_lock(1835230051, 1869768993)";
 
+// The approval store's retention batch (postgres_approval_store::prune; $1 older_than, $2 limit):
+// the finished tickets (rejected, expired, or consumed) whose last change (consumed_at, expired_at,
+// or the rejection's reviewed_at: the first that is set) is before $1. One statement, its own
+// transaction. The inner select has the predicate and the expression of the index
+// mcpcore_approvals_finished, so it reads the index, not the table; rows a running consume or
+// review holds are skipped, never waited for; the delete finds the selected ids through the
+// primary key (`= ANY (ARRAY(...))`: `IN (SELECT ...)` may hash-join the whole table instead).
+// It lives here, in a file of inline definitions only, so that a test can EXPLAIN it without
+// linking the store twice.
+inline constexpr const char* sql_approval_prune_batch =
+    "DELETE FROM mcpcore_approvals WHERE id = ANY (ARRAY(SELECT id FROM mcpcore_approvals"
+    " WHERE (status IN ('rejected', 'expired') OR consumed_at IS NOT NULL)"
+    " AND COALESCE(consumed_at, expired_at, reviewed_at) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))";
+
 // How a pool connects (each store's options name them).
 struct connect_options {
   std::size_t max_connections;
@@ -83,6 +97,14 @@ inline std::optional<std::int64_t> parse_int(const char* s) noexcept {
   return out;
 }
 
+// libpq's `connect_timeout` for `t`: whole seconds rounded up, 2 at least (libpq takes 1 as 2),
+// without overflow for any `t`.
+inline std::string connect_timeout_seconds(std::chrono::milliseconds t) {
+  const std::int64_t ms = t.count();
+  const std::int64_t up = ms / 1000 + (ms % 1000 > 0 ? 1 : 0);
+  return std::to_string(std::max<std::int64_t>(2, up));
+}
+
 // --- the pool ---------------------------------------------------------------------------------
 
 inline void ignore_notice(void* /*arg*/, const char* /*message*/) noexcept {}
@@ -104,7 +126,10 @@ class pool {
   // the first one released within connect_timeout (else `busy`).
   result<PGconn*> acquire() {
     std::unique_lock<std::mutex> lock(mutex_);
-    const bool free = cv_.wait_for(lock, options_.connect_timeout, [&] {
+    // Saturated: a steady_clock deadline past its range would be one already gone.
+    const auto wait = std::clamp(options_.connect_timeout, std::chrono::milliseconds{0},
+                                 std::chrono::milliseconds{std::chrono::hours{24 * 365}});
+    const bool free = cv_.wait_for(lock, wait, [&] {
       return !idle_.empty() || open_ < options_.max_connections;
     });
     if (!free) {
@@ -152,8 +177,7 @@ class pool {
   result<PGconn*> connect() const {
     using std::chrono::milliseconds;
     // libpq's connect_timeout is in whole seconds, 2 at least.
-    const auto seconds = std::max<std::int64_t>(2, (options_.connect_timeout.count() + 999) / 1000);
-    const std::string timeout = std::to_string(seconds);
+    const std::string timeout = connect_timeout_seconds(options_.connect_timeout);
     const std::array<const char*, 4> keys{"dbname", "connect_timeout", "fallback_application_name", nullptr};
     const std::array<const char*, 4> values{conninfo_.c_str(), timeout.c_str(), "mcpcore", nullptr};
     PGconn* c = PQconnectdbParams(keys.data(), values.data(), 1);
