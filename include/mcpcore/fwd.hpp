@@ -73,6 +73,7 @@ class resource_builder;
 class prompt_builder;
 class server_builder;
 class server;
+struct server_event;
 struct stdio_options;
 class stdio_transport;
 // approvals

@@ -274,3 +274,54 @@ TEST_CASE("server.md/events-across-servers: the outgoing queue is bounded and dr
   CHECK(bridge->sent() <= 3);
   CHECK(bridge->gaps() == 1);
 }
+
+TEST_CASE("server.md/events-across-servers: notify sends one event from a process without a server, and every bridge publishes it") {
+  server a = make_server("a");
+  server b = make_server("b");
+  recorder on_a;
+  recorder on_b;
+  auto sub_a = a.subscribe(on_a.callback());
+  auto sub_b = b.subscribe(on_b.callback());
+  const std::string ch = channel("oneshot");
+  auto bridge_a = open_bridge(a, ch);
+  auto bridge_b = open_bridge(b, ch);
+
+  postgres_event_bridge_options o;
+  o.channel = ch;
+  const auto sent = postgres_event_bridge::notify(
+      pg_base(), server_event{.kind = server_event_kind::resource_updated, .uri = "test://doc"}, o);
+  REQUIRE_MESSAGE(sent.has_value(), (sent ? std::string{} : sent.error().message()));
+  on_a.wait_for(1);
+  on_b.wait_for(1);
+  settle();
+  // Its origin is its own, so both bridges publish it, once each; neither sends it back.
+  CHECK(on_a.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(bridge_a->received() == 1);
+  CHECK(bridge_b->received() == 1);
+  CHECK(bridge_a->sent() == 0);
+  CHECK(bridge_b->sent() == 0);
+
+  // What it cannot send is refused before it connects.
+  o.channel = "Bad-Channel";
+  const auto bad = postgres_event_bridge::notify(pg_base(), server_event{.kind = server_event_kind::tools_list_changed}, o);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == std::make_error_code(std::errc::invalid_argument));
+  o.channel = ch;
+  const auto task = postgres_event_bridge::notify(
+      pg_base(), server_event{.kind = server_event_kind::task_status, .task_id = "t", .owner = "o", .task_json = "{}"}, o);
+  REQUIRE_FALSE(task.has_value());
+  CHECK(task.error().code() == std::make_error_code(std::errc::message_size));
+  const auto too_long = postgres_event_bridge::notify(
+      pg_base(), server_event{.kind = server_event_kind::resource_updated, .uri = std::string(9000, 'u')}, o);
+  REQUIRE_FALSE(too_long.has_value());
+  CHECK(too_long.error().code() == std::make_error_code(std::errc::message_size));
+  // An unreachable database is an io_error.
+  const auto down = postgres_event_bridge::notify(
+      "host=/nonexistent dbname=x", server_event{.kind = server_event_kind::tools_list_changed}, o);
+  REQUIRE_FALSE(down.has_value());
+  CHECK(down.error().code() == make_error_code(approval_store_errc::io_error));
+  settle();
+  CHECK(on_a.now().size() == 1);
+  CHECK(on_b.now().size() == 1);
+}

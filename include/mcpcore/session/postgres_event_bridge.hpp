@@ -10,7 +10,7 @@
 #define MCPCORE_POSTGRES_EVENT_BRIDGE_HPP
 
 #include <mcpcore/detail/config.hpp>
-#include <mcpcore/dispatch/server.hpp>
+#include <mcpcore/fwd.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/stores/postgres_approval_store.hpp>
 
@@ -62,7 +62,8 @@ struct postgres_event_bridge_options {
 ///
 /// One thread with its own connection sends the queue and `LISTEN`s on the channel: it ignores its
 /// own origin and hands every other server's event to `server::publish`, so this server's streams
-/// and subscriptions deliver it. Events it publishes are never sent back to the channel (by any
+/// and subscriptions deliver it; a payload that is not a well-formed event or is longer than
+/// `postgres_event_max_payload` is ignored and counts in `rejected()`. Events it publishes are never sent back to the channel (by any
 /// bridge on that thread). A lost connection is re-opened with backoff and `LISTEN`ed again; what
 /// was notified meanwhile is lost, so each reconnection counts in `gaps()` and publishes every
 /// list-changed kind the server advertises (`server::publishes`), telling clients to list again.
@@ -76,6 +77,15 @@ class postgres_event_bridge {
   /// (a bad channel name), `approval_store_errc::io_error` (cannot connect or `LISTEN`).
   [[nodiscard]] MCPCORE_DECL static result<std::unique_ptr<postgres_event_bridge>> open(
       server& s, const std::string& conninfo, postgres_event_bridge_options options = {});
+  /// Sends one event to the channel from a process that runs no server (a command-line tool that
+  /// changed what the servers serve, as `mcpcore-admin` approving a ticket): one connection, one
+  /// `NOTIFY`, closed again. The payload carries a fresh origin, so every bridge on the channel
+  /// publishes it. Errors: `std::errc::invalid_argument` (a bad channel name),
+  /// `std::errc::message_size` (`task_status`, or a payload over `postgres_event_max_payload`),
+  /// `approval_store_errc::io_error` (cannot connect or `NOTIFY`). Only `channel` and
+  /// `connect_timeout` of `options` are used.
+  [[nodiscard]] MCPCORE_DECL static result<void> notify(const std::string& conninfo, const server_event& e,
+                                                        const postgres_event_bridge_options& options = {});
   /// `close()`.
   MCPCORE_DECL ~postgres_event_bridge();
   postgres_event_bridge(const postgres_event_bridge&) = delete;
@@ -96,7 +106,8 @@ class postgres_event_bridge {
   [[nodiscard]] MCPCORE_DECL std::uint64_t dropped() const noexcept;
   /// Local events not sent because their payload was longer than `postgres_event_max_payload`.
   [[nodiscard]] MCPCORE_DECL std::uint64_t oversized() const noexcept;
-  /// Payloads on the channel that were not a well-formed event (ignored).
+  /// Payloads on the channel that were not a well-formed event, or longer than
+  /// `postgres_event_max_payload` (ignored).
   [[nodiscard]] MCPCORE_DECL std::uint64_t rejected() const noexcept;
   /// Reconnections after a lost connection (each one a window in which remote events were lost).
   [[nodiscard]] MCPCORE_DECL std::uint64_t gaps() const noexcept;

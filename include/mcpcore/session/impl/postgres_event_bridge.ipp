@@ -11,9 +11,8 @@
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
+#include <mcpcore/session/impl/bridge_payload.ipp>
 #include <mcpcore/stores/impl/postgres_common.ipp>
-#include <mcpcore/wire/json.hpp>
-#include <mcpcore/wire/json_writer.hpp>
 
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -40,6 +39,8 @@
 MCPCORE_BEGIN_NAMESPACE
 namespace detail::pg_events {
 
+static_assert(max_payload == postgres_event_max_payload, "the payload functions apply the bridge's bound");
+
 // True on a thread while it publishes an event that came from the channel: no bridge sends it
 // back (docs/server.md#events-across-servers).
 inline bool& publishing_remote() noexcept {
@@ -59,23 +60,31 @@ inline bool valid_channel(std::string_view c) noexcept {
   return std::ranges::all_of(c, [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'; });
 }
 
-inline std::optional<std::string_view> kind_name(server_event_kind k) noexcept {
-  switch (k) {
-    case server_event_kind::tools_list_changed: return "tools_list_changed";
-    case server_event_kind::prompts_list_changed: return "prompts_list_changed";
-    case server_event_kind::resources_list_changed: return "resources_list_changed";
-    case server_event_kind::resource_updated: return "resource_updated";
-    case server_event_kind::task_status: return std::nullopt;
-  }
-  return std::nullopt;
-}
+}  // namespace detail::pg_events
 
-inline std::optional<server_event_kind> kind_of(std::string_view n) noexcept {
-  for (auto k : {server_event_kind::tools_list_changed, server_event_kind::prompts_list_changed,
-                 server_event_kind::resources_list_changed, server_event_kind::resource_updated}) {
-    if (kind_name(k) == n) return k;
+namespace detail::pg_events {
+
+// Opens a connection and runs `first` on it (LISTEN, or nothing when empty); the connection, or
+// why not (`io_error`). The channel in `first` was checked (a-z, 0-9, _): quoting it is enough.
+inline result<PGconn*> connect(const std::string& conninfo, std::chrono::milliseconds connect_timeout,
+                               const std::string& app, const std::string& first) {
+  const std::string timeout = detail::pg_store::connect_timeout_seconds(connect_timeout);
+  const std::array<const char*, 4> keys{"dbname", "connect_timeout", "fallback_application_name", nullptr};
+  const std::array<const char*, 4> values{conninfo.c_str(), timeout.c_str(), app.c_str(), nullptr};
+  PGconn* c = PQconnectdbParams(keys.data(), values.data(), 1);
+  if (c == nullptr) return fail(std::make_error_code(std::errc::not_enough_memory));
+  const auto refuse = [&](std::string_view what) {
+    std::string why = std::string(what) + detail::pg_store::trimmed(PQerrorMessage(c));
+    PQfinish(c);
+    return error(make_error_code(approval_store_errc::io_error), std::move(why));
+  };
+  if (PQstatus(c) != CONNECTION_OK) return fail(refuse("cannot connect to PostgreSQL: "));
+  PQsetNoticeProcessor(c, &detail::pg_store::ignore_notice, nullptr);
+  if (!first.empty()) {
+    const detail::pg_store::pg_result r(PQexec(c, first.c_str()));
+    if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) return fail(refuse("cannot LISTEN: "));
   }
-  return std::nullopt;
+  return c;
 }
 
 }  // namespace detail::pg_events
@@ -123,43 +132,16 @@ struct postgres_event_bridge::impl {
 
   // Connects and LISTENs; the connection, or why not.
   result<PGconn*> connect_listen() const {
-    const auto seconds = std::max<std::int64_t>(2, (options.connect_timeout.count() + 999) / 1000);
-    const std::string timeout = std::to_string(seconds);
-    const std::string app = "mcpcore-events-" + origin;
-    const std::array<const char*, 4> keys{"dbname", "connect_timeout", "fallback_application_name", nullptr};
-    const std::array<const char*, 4> values{conninfo.c_str(), timeout.c_str(), app.c_str(), nullptr};
-    PGconn* c = PQconnectdbParams(keys.data(), values.data(), 1);
-    if (c == nullptr) return fail(std::make_error_code(std::errc::not_enough_memory));
-    const auto refuse = [&](std::string_view what) {
-      std::string why = std::string(what) + detail::pg_store::trimmed(PQerrorMessage(c));
-      PQfinish(c);
-      return error(make_error_code(approval_store_errc::io_error), std::move(why));
-    };
-    if (PQstatus(c) != CONNECTION_OK) return fail(refuse("cannot connect to PostgreSQL: "));
-    PQsetNoticeProcessor(c, &detail::pg_store::ignore_notice, nullptr);
-    // The channel name was checked (a-z, 0-9, _): quoting it is enough.
-    const std::string listen = "LISTEN \"" + options.channel + "\"";
-    const detail::pg_store::pg_result r(PQexec(c, listen.c_str()));
-    if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) return fail(refuse("cannot LISTEN: "));
-    return c;
+    return detail::pg_events::connect(conninfo, options.connect_timeout, "mcpcore-events-" + origin,
+                                      "LISTEN \"" + options.channel + "\"");
   }
 
   // The subscriber: on the publishing thread, never blocks on the network.
   void on_event(const server_event& e) {
     if (detail::pg_events::publishing_remote()) return;
-    const auto name = detail::pg_events::kind_name(e.kind);
-    if (!name) return;
-    std::string payload = R"({"o":")";
-    payload += origin;
-    payload += R"(","k":")";
-    payload += *name;
-    payload += '"';
-    if (e.kind == server_event_kind::resource_updated) {
-      payload += R"(,"u":)";
-      json::append_escaped(payload, e.uri);
-    }
-    payload += '}';
-    if (payload.size() > postgres_event_max_payload) {
+    if (!detail::pg_events::kind_name(e.kind)) return;  // task_status is not bridged
+    auto payload = detail::pg_events::encode_bridge_event(origin, e);
+    if (!payload) {
       ++oversized;
       return;
     }
@@ -170,32 +152,22 @@ struct postgres_event_bridge::impl {
         ++dropped;
         return;
       }
-      queue.push_back(std::move(payload));
+      queue.push_back(std::move(*payload));
     }
     wake();
   }
 
-  // One payload from the channel.
+  // One payload from the channel (hostile input: docs/server.md#events-across-servers).
   void on_notify(std::string_view payload) {
-    json::document doc;
-    const auto root = doc.parse(payload);
-    const auto bad = [&] { ++rejected; };
-    if (!root || !root->is_object()) return bad();
-    const auto o = root->find("o");
-    const auto k = root->find("k");
-    if (!o.exists() || !o.is_string() || !k.exists() || !k.is_string()) return bad();
-    if (o.as_string() == origin) return;  // our own
-    const auto kind = detail::pg_events::kind_of(k.as_string());
-    if (!kind) return bad();
-    server_event e{*kind, {}};
-    if (*kind == server_event_kind::resource_updated) {
-      const auto u = root->find("u");
-      if (!u.exists() || !u.is_string()) return bad();
-      e.uri = u.as_string();
+    const auto d = detail::pg_events::decode_bridge_event(payload);
+    if (!d) {
+      ++rejected;
+      return;
     }
+    if (d->origin == origin) return;  // our own
     ++received;
     const detail::pg_events::remote_scope remote;
-    srv->publish(e);
+    srv->publish(d->event());
   }
 
   // Sends the queue; false when the connection was lost (the payload stays queued).
@@ -315,6 +287,31 @@ MCPCORE_DECL result<std::unique_ptr<postgres_event_bridge>> postgres_event_bridg
   p->subscription = s.subscribe([p](const server_event& e) { p->on_event(e); });
   p->thread = std::thread([p] { p->run(); });
   return bridge;
+}
+
+MCPCORE_DECL result<void> postgres_event_bridge::notify(const std::string& conninfo, const server_event& e,
+                                                        const postgres_event_bridge_options& options) {
+  if (!detail::pg_events::valid_channel(options.channel)) {
+    return fail(error(std::make_error_code(std::errc::invalid_argument),
+                      "postgres_event_bridge: the channel must be 1-63 of a-z, 0-9, _ (not starting with a digit)"));
+  }
+  auto origin = detail::random_hex(8);
+  if (!origin) return fail(std::make_error_code(std::errc::resource_unavailable_try_again));
+  auto payload = detail::pg_events::encode_bridge_event(*origin, e);
+  if (!payload) {
+    return fail(error(std::make_error_code(std::errc::message_size),
+                      "postgres_event_bridge: the event is not bridged or its payload is too long"));
+  }
+  auto c = detail::pg_events::connect(conninfo, options.connect_timeout, "mcpcore-notify-" + *origin, {});
+  if (!c) return fail(c.error());
+  const std::array<const char*, 2> params{options.channel.c_str(), payload->c_str()};
+  const detail::pg_store::pg_result r(
+      PQexecParams(*c, "SELECT pg_notify($1, $2)", 2, nullptr, params.data(), nullptr, nullptr, 0));
+  const bool ok = r && PQresultStatus(r.get()) == PGRES_TUPLES_OK;
+  std::string why = ok ? std::string{} : "cannot NOTIFY: " + detail::pg_store::trimmed(PQerrorMessage(*c));
+  PQfinish(*c);
+  if (!ok) return fail(error(make_error_code(approval_store_errc::io_error), std::move(why)));
+  return {};
 }
 
 MCPCORE_DECL postgres_event_bridge::~postgres_event_bridge() {
