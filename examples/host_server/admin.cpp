@@ -16,6 +16,7 @@
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
+#include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
 
 #include <CLI/App.hpp>
@@ -23,15 +24,12 @@
 #include <CLI/Validators.hpp>
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,26 +114,6 @@ std::optional<mcpcore_host::approval_db> open_review_store(const options& o) {
   return std::move(*store);
 }
 
-/// The server each ticket came from, when the audit rows say so: read from the PostgreSQL audit
-/// database of --audit-db (rows written since the oldest ticket); empty otherwise.
-std::map<std::string, std::string, std::less<>> ticket_servers(const options& o,
-                                                               const std::vector<mcpcore::approval_ticket>& list) {
-  if (o.audit_db.empty() || list.empty()) return {};
-#if MCPCORE_HOST_POSTGRES
-  auto oldest = list.front().submitted_at;
-  for (const auto& t : list) oldest = std::min(oldest, t.submitted_at);
-  constexpr std::chrono::minutes clock_skew{1};  // the audit row's time may lag the ticket's a little
-  auto servers = mcpcore_host::postgres_ticket_servers(o.audit_db, oldest - clock_skew);
-  if (!servers) {
-    say("warning: the servers of the requests are unknown: {}", servers.error());
-    return {};
-  }
-  return std::move(*servers);
-#else
-  return {};
-#endif
-}
-
 /// The tool a ticket is for: its definition id without the `mcp.` prefix.
 std::string_view tool_of(const mcpcore::approval_ticket& t) {
   std::string_view d = t.definition_id;
@@ -156,6 +134,29 @@ void print_ticket_text(const mcpcore::approval_ticket& t) {
                t.review_comment.empty() ? "" : ": ", shown(t.review_comment));
   }
   if (t.consumed_at) fmt::print("    used at {}\n", mcpcore::to_rfc3339(*t.consumed_at));
+  if (!t.server.empty()) fmt::print("    from server {}\n", shown(t.server));
+}
+
+/// Appends `t` as the approval endpoint's ticket JSON (`mcpcore::append_ticket_json`) with one more
+/// member, `"server"`: the server that minted it, `null` when it names none
+/// (docs/host-server.md#mcpcore-admin).
+void append_admin_ticket_json(std::string& out, const mcpcore::approval_ticket& t, std::string_view status_url) {
+  std::string ticket;
+  mcpcore::append_ticket_json(ticket, t, status_url);
+  mcpcore::json::document doc;  // alive while its members are written
+  const auto parsed = doc.parse(ticket);
+  mcpcore::json::writer w{out};
+  w.begin_object();
+  if (parsed && parsed->is_object()) {
+    for (const auto member : parsed->members()) w.key(member.key).value(member.value());
+  }
+  w.key("server");
+  if (t.server.empty()) {
+    w.null();
+  } else {
+    w.value(t.server);
+  }
+  w.end_object();
 }
 
 int cmd_pending(const options& o) {
@@ -169,28 +170,18 @@ int cmd_pending(const options& o) {
     say("cannot read pending approvals: {}", list.error().message());
     return failed;
   }
-  const auto servers = ticket_servers(o, *list);
   if (o.json) {
     std::string out = "[";
     for (std::size_t i = 0; i < list->size(); ++i) {
       if (i != 0) out += ',';
-      mcpcore::append_ticket_json(out, (*list)[i], service.status_url((*list)[i].id));
-      if (const auto s = servers.find((*list)[i].id); s != servers.end() && out.ends_with('}')) {
-        out.pop_back();  // the ticket's object gets one more member: the server it came from
-        out += ",\"server\":";
-        mcpcore::json::writer{out}.value(s->second);
-        out += '}';
-      }
+      append_admin_ticket_json(out, (*list)[i], service.status_url((*list)[i].id));
     }
     out += "]\n";
     std::fputs(out.c_str(), stdout);
     return ok;
   }
   if (list->empty()) fmt::print("no pending approvals\n");
-  for (const auto& t : *list) {
-    print_ticket_text(t);
-    if (const auto s = servers.find(t.id); s != servers.end()) fmt::print("    from server {}\n", shown(s->second));
-  }
+  for (const auto& t : *list) print_ticket_text(t);
   return ok;
 }
 
@@ -214,7 +205,7 @@ int cmd_show(const options& o) {
   if (!ticket) return failed;
   if (o.json) {
     std::string out;
-    mcpcore::append_ticket_json(out, *ticket, service.status_url(o.id));
+    append_admin_ticket_json(out, *ticket, service.status_url(o.id));
     out += '\n';
     std::fputs(out.c_str(), stdout);
   } else {
@@ -356,13 +347,7 @@ int cmd_prune(const options& o) {
     say("--older-than takes a positive age with a unit d, h, m or s (e.g. 30d, 12h), not {}", shown(o.older_than));
     return usage;
   }
-  if (!o.db.empty()) {
-    // TODO(issue 24): prune through --db once mcpcore_host::approval_db forwards prune().
-    say("prune works on the data directory's SQLite database only; on PostgreSQL call "
-        "postgres_approval_store::prune (docs/approvals.md#retention)");
-    return usage;
-  }
-  auto store = open_approvals(o);
+  auto store = open_review_store(o);  // --db: the hosts' shared PostgreSQL database
   if (!store) return failed;
   const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   const auto removed = store->prune(now - *age, mcpcore::approval_prune_options{o.batch});

@@ -10,6 +10,7 @@
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/audit.hpp>
+#include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
 
@@ -22,10 +23,7 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <expected>
-#include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,7 +45,8 @@ inline std::string postgres_unavailable(std::string_view flag) {
          " needs PostgreSQL support, and this build has none (configure with -DMCPCORE_POSTGRES=ON and libpq-dev)";
 }
 
-/// The approval store of the host: a model of `mcpcore::approval_store` over either engine.
+/// The approval store of the host: a model of `mcpcore::approval_store` (and of
+/// `mcpcore::approval_store_prunable`) over either engine.
 class approval_db {
  public:
   using store_type = std::variant<mcpcore::sqlite_approval_store
@@ -59,7 +58,28 @@ class approval_db {
 
   explicit approval_db(store_type s) : s_(std::move(s)) {}
 
+  /// The server id stamped on the tickets minted without one from now on: for a host whose id
+  /// (`<hostname>:<port>`) is known only once its ephemeral port is bound, after the approval
+  /// service (and its `approval_options::server_id`) was made (docs/host-server.md#flags).
+  void set_late_server_id(std::string_view server_id) {
+    std::string id{server_id};
+    const std::lock_guard lock{late_->m};
+    late_->id = std::move(id);
+  }
+
   mcpcore::result<mcpcore::approval_mint_result> mint(const mcpcore::approval_mint_request& m) {
+    if (m.server.empty()) {
+      std::string late;
+      {
+        const std::lock_guard lock{late_->m};
+        late = late_->id;
+      }
+      if (!late.empty()) {
+        mcpcore::approval_mint_request stamped = m;
+        stamped.server = late;
+        return std::visit([&](auto& s) { return s.mint(stamped); }, s_);
+      }
+    }
     return std::visit([&](auto& s) { return s.mint(m); }, s_);
   }
   mcpcore::result<std::optional<mcpcore::approval_ticket>> get(std::string_view id) {
@@ -77,12 +97,21 @@ class approval_db {
   mcpcore::result<std::vector<mcpcore::approval_ticket>> pending(std::size_t limit) {
     return std::visit([&](auto& s) { return s.pending(limit); }, s_);
   }
+  /// Retention on either engine (docs/approvals.md#retention).
+  mcpcore::result<std::size_t> prune(mcpcore::approval_time older_than, const mcpcore::approval_prune_options& o = {}) {
+    return std::visit([&](auto& s) { return s.prune(older_than, o); }, s_);
+  }
 
  private:
+  struct late_server_id {
+    std::mutex m;
+    std::string id;
+  };
   store_type s_;
+  std::unique_ptr<late_server_id> late_ = std::make_unique<late_server_id>();
 };
 
-static_assert(mcpcore::approval_store<approval_db>);
+static_assert(mcpcore::approval_store_prunable<approval_db>);
 
 /// Opens the approval store: the PostgreSQL database `conninfo` when it is not empty (a libpq
 /// connection string or postgres:// URI; the schema is created or migrated), else the SQLite file
@@ -112,19 +141,6 @@ inline std::expected<approval_db, std::string> open_approval_db(const std::strin
 /// The `server=<id>` field a host appends to the detail of every audit row it writes.
 inline std::string server_field(std::string_view server_id) {
   return "server=" + mcpcore::sanitize_audit_value(server_id);
-}
-
-/// The value of the `key=` field of an audit row's `detail` ("" when there is none).
-inline std::string_view detail_field(std::string_view detail, std::string_view key) {
-  std::size_t at = 0;
-  while (at < detail.size()) {
-    const auto end = detail.find(' ', at);
-    const auto word = detail.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
-    if (word.size() > key.size() && word.starts_with(key) && word[key.size()] == '=') return word.substr(key.size() + 1);
-    if (end == std::string_view::npos) break;
-    at = end + 1;
-  }
-  return {};
 }
 
 /// The audit sink of the host over either engine: every row it records gets `server=<id>` appended
@@ -181,12 +197,25 @@ class audit_db {
 
 static_assert(mcpcore::audit_sink<audit_db>);
 
+/// The series the PostgreSQL sink counts its lost rows in: the server's own
+/// `mcp_audit_write_failures_total`, so /metrics shows every row missing from the trail
+/// (docs/concepts/audit_sink.md#durability-classes). `m` must outlive the audit sink.
+inline mcpcore::counter audit_lost_rows(mcpcore::metrics_registry& m) {
+  return m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+}
+
 /// Opens the audit sink: PostgreSQL `conninfo` when not empty, else the SQLite file `sqlite_path`.
+/// The PostgreSQL sink accepts rows and writes them later: those it loses then count in
+/// `lost_rows` (`audit_lost_rows`); the SQLite sink writes each row before `record` returns, and
+/// a row it cannot write is `false`, counted by the server.
 inline std::expected<audit_db, std::string> open_audit_db(const std::string& conninfo, const std::string& sqlite_path,
-                                                          std::string_view server_id) {
+                                                          std::string_view server_id,
+                                                          [[maybe_unused]] mcpcore::counter lost_rows = {}) {
   if (!conninfo.empty()) {
 #if MCPCORE_HOST_POSTGRES
-    auto sink = mcpcore::postgres_audit_sink::open(conninfo);
+    mcpcore::postgres_audit_sink_options options;
+    options.lost_rows = lost_rows;
+    auto sink = mcpcore::postgres_audit_sink::open(conninfo, options);
     if (!sink) return std::unexpected("cannot open the PostgreSQL audit database: " + sink.error().message());
     return audit_db{std::move(*sink), server_id};
 #else
@@ -257,26 +286,6 @@ inline std::expected<std::vector<mcpcore::audit_entry>, std::string> postgres_au
     e.detail = PQgetvalue(r, i, 6);
     e.correlation_id = PQgetvalue(r, i, 7);
     out.push_back(std::move(e));
-  }
-  return out;
-}
-
-/// The server of each approval ticket minted since `since`, read from the first audit row naming it
-/// (`approval_id=<id> ... server=<id>`, the row of the call that minted it).
-inline std::expected<std::map<std::string, std::string, std::less<>>, std::string> postgres_ticket_servers(
-    const std::string& conninfo, std::chrono::system_clock::time_point since) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since.time_since_epoch()).count();
-  auto res = pg::query(conninfo,
-                       "SELECT detail FROM mcpcore_audit WHERE time_ms >= $1::bigint AND detail LIKE 'approval\\_id=%'"
-                       " ORDER BY seq",
-                       {std::to_string(ms)});
-  if (!res) return std::unexpected(std::move(res.error()));
-  std::map<std::string, std::string, std::less<>> out;
-  for (int i = 0; i < PQntuples(res->get()); ++i) {
-    const std::string_view detail = PQgetvalue(res->get(), i, 0);
-    const auto id = detail_field(detail, "approval_id");
-    const auto server = detail_field(detail, "server");
-    if (!id.empty() && !server.empty()) out.emplace(std::string{id}, std::string{server});  // the first row wins
   }
   return out;
 }

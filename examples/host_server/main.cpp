@@ -155,10 +155,13 @@ void add_flags(CLI::App& app, config& c) {
   app.add_option("--events-channel", c.events_channel,
                  "The channel of --events-db, the same on every host (1-63 of a-z, 0-9, _; default mcpcore_events)");
   app.add_option("--server-id", c.server_id,
-                 "This server's name in every audit row (server=...); default <hostname>:<port>, or stdio")
+                 "This server's name, stamped on the approval tickets it mints and on every audit row (server=...); "
+                 "default <hostname>:<port>, or stdio")
       ->check([](const std::string& v) {
-        return v.empty() || v.size() > 128 || v.find_first_of(" \t\r\n") != std::string::npos
-                   ? std::string{"1-128 characters, no blanks"}
+        // At most mcpcore::max_server_id_bytes of printable ASCII (approval_options::server_id), and
+        // no blank: the audit row's server=<id> field ends at one.
+        return v.empty() || !mcpcore::is_valid_server_id(v) || v.find(' ') != std::string::npos
+                   ? fmt::format("1-{} printable ASCII characters, no blanks", mcpcore::max_server_id_bytes)
                    : std::string{};
       });
   app.add_option("--token-file", c.token_file,
@@ -453,13 +456,18 @@ struct host_services {
 };
 
 /// Opens the stores under `paths` and loads the allow-list; each failure is said, naming the file.
-std::optional<host_services> open_services(const config& c, const mcpcore_host::data_paths& paths) {
+/// Audit rows the PostgreSQL sink (--audit-db) loses after accepting them count in `metrics`'s
+/// mcp_audit_write_failures_total (docs/concepts/audit_sink.md#durability-classes): `metrics` must
+/// outlive the services.
+std::optional<host_services> open_services(const config& c, const mcpcore_host::data_paths& paths,
+                                           mcpcore::metrics_registry& metrics) {
   auto store = mcpcore_host::open_approval_db(c.approvals_db, paths.approvals_db, true);
   if (!store) {
     say("{}", store.error());
     return std::nullopt;
   }
-  auto audit = mcpcore_host::open_audit_db(c.audit_db, paths.audit_db, server_id_of(c, c.port));
+  auto audit = mcpcore_host::open_audit_db(c.audit_db, paths.audit_db, server_id_of(c, c.port),
+                                           mcpcore_host::audit_lost_rows(metrics));
   if (!audit) {
     say("{}", audit.error());
     return std::nullopt;
@@ -562,7 +570,13 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     return 1;
   }
   const std::string port = std::to_string(http.port());
-  if (c.server_id.empty() && c.port == 0) s.audit.set_server_id(server_id_of(c, http.port()));  // now known
+  if (c.server_id.empty() && c.port == 0) {
+    // Now known: the audit rows and the tickets minted from now on name it (the approval service
+    // was made with no server id: see run()).
+    const std::string id = server_id_of(c, http.port());
+    s.audit.set_server_id(id);
+    s.approval_store.set_late_server_id(id);
+  }
   const std::string scheme = http_options.tls ? "https" : "http";
 
   // The host's own tick: approval expiry, token file reload on change.
@@ -665,7 +679,9 @@ int run(int argc, char** argv) {
     }
     first_token = std::move(*token);
   }
-  auto services = open_services(c, paths);
+  // Before the services: the PostgreSQL audit sink counts its lost rows in it until it closes.
+  mcpcore::metrics_registry metrics{c.metrics_prefix};
+  auto services = open_services(c, paths, metrics);
   if (!services) return 1;
   host_services& s = *services;
 
@@ -673,8 +689,12 @@ int run(int argc, char** argv) {
   // same data directory, and a durable store shared by them would let each start abandon the
   // others' running tasks; a stdio task's result cannot outlive its one client anyway.
   mcpcore::memory_task_store stdio_tasks;
-  mcpcore::metrics_registry metrics{c.metrics_prefix};
-  mcpcore::approval_service approvals{s.approval_store, c.approvals};
+  // Every ticket this server mints names it (docs/host-server.md#several-hosts-on-postgresql). An
+  // ephemeral port (--port 0 without --server-id) is known only once bound: serve_http then has
+  // the store stamp the id on the tickets minted from then on.
+  mcpcore::approval_options approval_options = c.approvals;
+  if (c.stdio || !c.server_id.empty() || c.port != 0) approval_options.server_id = server_id_of(c, c.port);
+  mcpcore::approval_service approvals{s.approval_store, approval_options};
   mcpcore_host::command_runner runner{c.runner};
   const auto started = std::chrono::steady_clock::now();
 

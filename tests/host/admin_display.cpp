@@ -79,6 +79,7 @@ TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's
     m.lifetime = std::chrono::minutes{10};
     m.per_submitter_cap = 10;
     m.global_cap = 10;
+    m.server = "s1\u202E\x1b[2J";  // a store written by something other than the library's service
     auto minted = store->mint(m);
     REQUIRE(minted);
     id = minted->id;
@@ -90,6 +91,7 @@ TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's
   CHECK(pending.out.find("rm -rf /\\u202e#") != std::string::npos);
   CHECK(pending.out.find("\\u009b31m\\u007f\\u2028\\u200b\\ufeff") != std::string::npos);
   CHECK(pending.out.find("submitted by op\\u202eevil") != std::string::npos);
+  CHECK_MESSAGE(pending.out.find("from server s1\\u202e\\u001b[2J") != std::string::npos, pending.out);
 
   // ESC, CR and BEL in the comment, as an attacker at the reviewer's keyboard might paste them.
   const auto rejected = admin(dir, "reject " + id + " --as alice --yes --comment \"$(printf 'no\\033[2J\\r\\away')\"");
@@ -106,6 +108,57 @@ TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's
   CHECK_FALSE(holds_raw_hazard(audit.out));
   CHECK(audit.out.find("submitted_by=op\\\\u202eevil") != std::string::npos);  // the row's escape, shown
 
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("host-server.md/mcpcore-admin: pending and show name the server a ticket came from, read from the ticket") {
+  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
+  REQUIRE(::mkdtemp(templ.data()) != nullptr);
+  const std::string dir = templ;
+  std::string named;
+  std::string unnamed;
+  {
+    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
+    REQUIRE(store);
+    auto mint = [&](const char* scope, std::string_view server) {
+      auto fresh = mcpcore::make_approval_id();
+      REQUIRE(fresh);
+      mcpcore::approval_mint_request m;
+      m.id = *fresh;
+      m.definition_id = "mcp.deploy";
+      m.origin = "mcp";
+      m.submitted_by = "op";
+      m.scope = scope;
+      m.now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+      m.lifetime = std::chrono::minutes{10};
+      m.per_submitter_cap = 10;
+      m.global_cap = 10;
+      m.server = server;
+      auto minted = store->mint(m);
+      REQUIRE(minted);
+      return minted->id;
+    };
+    named = mint(R"({"n":1})", "host-a:8765");
+    unnamed = mint(R"({"n":2})", "");
+  }
+  const auto text = admin(dir, "pending");
+  CHECK(text.status == 0);
+  CHECK_MESSAGE(text.out.find("from server host-a:8765") != std::string::npos, text.out);
+  CHECK_MESSAGE(text.out.find("from server") == text.out.rfind("from server"), text.out);  // the unnamed one: none
+  const auto json = admin(dir, "pending --json");
+  CHECK(json.status == 0);
+  CHECK_MESSAGE(json.out.find(R"("server":"host-a:8765")") != std::string::npos, json.out);
+  CHECK_MESSAGE(json.out.find(R"("server":null)") != std::string::npos, json.out);
+  const auto shown = admin(dir, "show " + named);
+  CHECK(shown.status == 0);
+  CHECK_MESSAGE(shown.out.find("from server host-a:8765") != std::string::npos, shown.out);
+  const auto shown_json = admin(dir, "show --json " + named);
+  CHECK(shown_json.status == 0);
+  CHECK_MESSAGE(shown_json.out.find(R"("server":"host-a:8765")") != std::string::npos, shown_json.out);
+  CHECK_MESSAGE(shown_json.out.find(R"("approval_id":")" + named + "\"") != std::string::npos, shown_json.out);
+  const auto none = admin(dir, "show " + unnamed);
+  CHECK(none.status == 0);
+  CHECK(none.out.find("from server") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

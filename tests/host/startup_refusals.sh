@@ -4,8 +4,8 @@
 # issue: a token file with bad permissions or syntax, an allow-list entry that does not exist (and
 # an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
 # directory, a port already in use, half a TLS configuration, task flags that cannot work together
-# (docs/host-server.md#flags), --events-channel without --events-db and an --events-db that cannot be
-# reached. Loopback only. Also: --help states the defaults truly and lists the
+# (docs/host-server.md#flags), --events-channel without --events-db, an --events-db that cannot be
+# reached and a --server-id that is not 1-128 printable ASCII characters. Loopback only. Also: --help states the defaults truly and lists the
 # task flags.
 #
 # Usage: startup_refusals.sh <mcpcore-host>
@@ -133,6 +133,23 @@ expect_refusal "--task-ttl-ms above --max-task-ttl-ms" \
   --data-dir "$d" --task-ttl-ms 7200000 --max-task-ttl-ms 3600000
 expect_refusal "--max-task-ttl-ms below the shortest ttl" "--max-task-ttl-ms (500) must be at least 1000" \
   --data-dir "$d" --max-task-ttl-ms 500 --task-ttl-ms 500
+
+# --server-id (docs/host-server.md#flags): at most 128 printable ASCII characters, no blanks; the
+# option's own check refuses anything else (CLI11's usage error, naming the flag), before the
+# approval service would (approval_options::server_id, docs/approvals.md#several-servers).
+d=$(fresh_dir serverid)
+for bad in "$(printf 'caf\xc3\xa9')" "$(printf 'ctl\001x')" "$(printf 'x%.0s' $(seq 129))" "two words"; do
+  err="$work/serverid-stderr"
+  code=0
+  timeout 20 "$host" --port 0 --no-journal --data-dir "$d" --server-id "$bad" >/dev/null 2>"$err" </dev/null || code=$?
+  if [[ $code -ne 0 && $code -ne 124 ]] && grep -qF -- "--server-id" "$err" && grep -qF -- "printable ASCII" "$err"; then
+    echo "ok - --server-id ${bad:0:12}... is refused"
+    passed=$((passed + 1))
+  else
+    echo "not ok - --server-id ${bad:0:12}... is refused: exit status $code, message: $(head -c 400 "$err")"
+    failed=$((failed + 1))
+  fi
+done
 
 # The help states each default as it is: the journal is offered unless --no-journal is given.
 help="$("$host" --help 2>&1)"

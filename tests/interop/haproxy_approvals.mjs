@@ -9,7 +9,8 @@
 // Starts three hosts (--server-id s1, s2, s3, each its own data directory, all with s1's token file), HAProxy with
 // the configuration of docs/scale-out.md, and mints a supervised token with mcpcore-admin. Checks, with plain
 // 2026-07-28 requests (round robin, no session): a supervised delete_tag answers -32006 with an approval_id on one
-// server; `mcpcore-admin --db ... pending` lists it with the server it came from; `approve --as alice` approves it;
+// server; `mcpcore-admin --db ... pending` and `show` list it with the server it came from (the ticket's own `server`,
+// with no audit database given); `approve --as alice` approves it;
 // the recall lands on another server and runs (a tool result, not an error); a second recall is refused as used
 // (-32003); the audit rows (`mcpcore-admin --audit-db ... audit --json`) hold exactly one consume of the ticket,
 // each row with its server=; a second ticket approved the same way, recalled by 8 concurrent requests through the
@@ -406,14 +407,18 @@ await withAgent('a supervised delete_tag through the balancer answers -32006 wit
 
 const withTicket = checkWith(() => first, 'the mint');
 
-await withTicket('mcpcore-admin --db pending lists the ticket with the server it came from', async () => {
-  const r = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, '--audit-db', pg, 'pending', '--json');
+await withTicket('mcpcore-admin --db pending and show list the ticket with the server it came from, read from the ticket', async () => {
+  // No --audit-db: the server is the ticket's own (approval_options::server_id of the minting host).
+  const r = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'pending', '--json');
   expectEqual(r.code, 0, `mcpcore-admin pending (stderr ${fmt(r.stderr)})`);
-  const mine = JSON.parse(r.stdout).find((t) => t.id === first.id || t.approval_id === first.id);
+  const mine = JSON.parse(r.stdout).find((t) => t.approval_id === first.id);
   expect(mine, `the ticket is not pending: ${fmt(r.stdout)}`);
   expectEqual(mine.server, first.server, 'the pending ticket\'s server');
-  const text = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, '--audit-db', pg, 'pending');
+  const text = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'pending');
   expect(text.stdout.includes(`from server ${first.server}`), `the text listing: ${fmt(text.stdout)}`);
+  const shown = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'show', first.id, '--json');
+  expectEqual(shown.code, 0, `mcpcore-admin show (stderr ${fmt(shown.stderr)})`);
+  expectEqual(JSON.parse(shown.stdout).server, first.server, 'show --json: the ticket\'s server');
 });
 
 await withTicket('mcpcore-admin --db approve, then the recall lands on another server and runs', async () => {
