@@ -466,6 +466,33 @@ TEST_CASE("postgres store pool: never more than max_connections open, a call fin
   CHECK((*t)->consumed_at.has_value());  // one of the two waiting consumes won, once
 }
 
+TEST_CASE("postgres store pool: a connect_timeout of milliseconds::max() waits for a free connection instead of overflowing into busy") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  postgres_approval_store_options o;
+  o.max_connections = 1;
+  o.connect_timeout = milliseconds::max();
+  o.statement_timeout = milliseconds{5000};
+  auto s = open_store(c, o);  // libpq's connect_timeout is computed from it without overflow
+  mint_approved(s, tid(10));
+  raw_conn holder(c);
+  holder.exec("BEGIN");
+  holder.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(10)});
+  // The one pooled connection waits on the row lock; a second call waits for it.
+  std::jthread first([&] { (void)s.consume(consume_req(tid(10))); });
+  std::this_thread::sleep_for(milliseconds{300});
+  std::optional<result<std::optional<approval_ticket>>> second;
+  std::jthread waiter([&] { second.emplace(s.get(tid(10))); });
+  std::this_thread::sleep_for(milliseconds{300});
+  holder.exec("ROLLBACK");
+  first.join();
+  waiter.join();
+  REQUIRE(second.has_value());
+  REQUIRE_MESSAGE(second->has_value(), (second->has_value() ? std::string{} : second->error().message()));
+  REQUIRE((*second)->has_value());
+  CHECK((**second)->consumed_at.has_value());
+}
+
 // ---- exactly once across stores and processes (docs/approvals.md#guarantees) -------------------
 
 TEST_CASE("approvals.md/guarantees: of 8 threads, each with its own PostgreSQL store, consuming one ticket exactly one wins") {

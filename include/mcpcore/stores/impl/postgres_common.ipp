@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,12 +98,12 @@ inline std::optional<std::int64_t> parse_int(const char* s) noexcept {
   return out;
 }
 
-// libpq's `connect_timeout` for `t`: whole seconds rounded up, 2 at least (libpq takes 1 as 2),
-// without overflow for any `t`.
+// libpq's `connect_timeout` for `t`: whole seconds rounded up, 2 at least (libpq takes 1 as 2)
+// and at most what libpq reads (an int), without overflow for any `t`.
 inline std::string connect_timeout_seconds(std::chrono::milliseconds t) {
   const std::int64_t ms = t.count();
   const std::int64_t up = ms / 1000 + (ms % 1000 > 0 ? 1 : 0);
-  return std::to_string(std::max<std::int64_t>(2, up));
+  return std::to_string(std::clamp<std::int64_t>(up, 2, std::numeric_limits<int>::max()));
 }
 
 // --- the pool ---------------------------------------------------------------------------------
