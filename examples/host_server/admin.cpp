@@ -8,7 +8,10 @@
 // the assurance that the person approving is a local administrator; `--as` names them.
 #include "data_dir.hpp"
 #include "db_stores.hpp"
+#include "host_tools.hpp"
 #include "token_file.hpp"
+
+#include <mcpcore/dispatch/server.hpp>
 
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
@@ -18,6 +21,10 @@
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
+
+#if MCPCORE_HOST_POSTGRES
+#  include <mcpcore/session/postgres_event_bridge.hpp>
+#endif
 
 #include <CLI/App.hpp>
 #include <CLI/CLI.hpp>  // IWYU pragma: keep (Config.hpp and Formatter.hpp define what App.hpp declares)
@@ -62,6 +69,10 @@ struct options {
   /// PostgreSQL approvals and audit databases ("": the SQLite files of the data directory).
   std::string db;
   std::string audit_db;
+  /// approve, reject: the PostgreSQL database and channel the hosts share events on (--events-db,
+  /// --events-channel; "": nothing is sent, "" channel: the hosts' default).
+  std::string events_db;
+  std::string events_channel;
   bool json = false;
   bool yes = false;
   std::size_t limit = default_pending_limit;
@@ -259,10 +270,61 @@ void audit_review(const options& o, std::string_view action, const mcpcore::appr
   if (!sink || !sink->record(r)) say("warning: the decision was not recorded in the audit database {}", p.audit_db);
 }
 
+/// Whether `name` is a channel the hosts' event bridge accepts: 1-63 of `a-z`, `0-9`, `_`, not
+/// starting with a digit (mcpcore::postgres_event_bridge_options::channel).
+bool valid_events_channel(std::string_view name) {
+  if (name.empty() || name.size() > 63 || (name.front() >= '0' && name.front() <= '9')) return false;
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+/// Why --events-db / --events-channel cannot be used, or "": checked before anything is decided.
+std::string events_flags_problem(const options& o) {
+  if (o.events_db.empty()) return o.events_channel.empty() ? std::string{} : "--events-channel needs --events-db";
+  if (!mcpcore_host::postgres_available) return mcpcore_host::postgres_unavailable("--events-db");
+  if (!o.events_channel.empty() && !valid_events_channel(o.events_channel)) {
+    return "--events-channel takes 1-63 of a-z, 0-9 and _, not starting with a digit";
+  }
+  return {};
+}
+
+/// Tells the hosts sharing --events-db that ticket `o.id` was decided: one NOTIFY saying
+/// `host://approvals/<id>` was updated, which each host's event bridge hands to the clients
+/// subscribed to it (docs/host-server.md#approval-tickets-as-resources). Nothing without --events-db.
+/// A failure is a warning: the decision stands, and the hosts' clients see it when they read the
+/// ticket again.
+void announce_decision(const options& o, std::string_view decided) {
+  if (o.events_db.empty()) return;
+#if MCPCORE_HOST_POSTGRES
+  mcpcore::postgres_event_bridge_options eo;
+  if (!o.events_channel.empty()) eo.channel = o.events_channel;
+  const std::string uri = mcpcore_host::approval_uri(o.id);
+  mcpcore::server_event e;
+  e.kind = mcpcore::server_event_kind::resource_updated;
+  e.uri = uri;
+  // The error never repeats the connection string, which may hold a password.
+  if (auto sent = mcpcore::postgres_event_bridge::notify(o.events_db, e, eo); !sent) {
+    std::string why = sent.error().message();
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    say("warning: approval {} was {}, but the hosts were not told (--events-db, channel {}); their clients see "
+        "the decision when they read {} again. {}",
+        shown(o.id), decided, eo.channel, uri, why);
+  }
+#else
+  (void)decided;
+#endif
+}
+
 int cmd_review(const options& o, bool approve) {
   if (o.as.empty() || o.as.size() > max_approver_name_bytes ||
       o.as.find_first_of(std::string_view{" \t\r\n", 4}) != std::string::npos) {
     say("--as takes the approver's name: 1-128 characters, no blanks");
+    return usage;
+  }
+  if (const auto problem = events_flags_problem(o); !problem.empty()) {
+    say("{}", problem);
     return usage;
   }
   auto store = open_review_store(o);
@@ -312,6 +374,8 @@ int cmd_review(const options& o, bool approve) {
                        : fmt::format("outcome=rejected comment={}", mcpcore::sanitize_audit_value(o.comment)));
   fmt::print("{} {} as {}; the submitter may now call {} again with approval_id {}\n", shown(o.id),
              approve ? "approved" : "rejected", shown(o.as), shown(tool_of(t)), shown(o.id));
+  std::fflush(stdout);
+  announce_decision(o, approve ? "approved" : "rejected");
   return ok;
 }
 
@@ -519,12 +583,21 @@ int run(int argc, char** argv) {
   approve->add_option("--as", o.as, "Your name, recorded as the reviewer (must differ from the submitter)")
       ->required();
   approve->add_flag("--yes,-y", o.yes, "Do not ask for confirmation");
+  const auto add_events = [&o](CLI::App* review) {
+    review->add_option("--events-db", o.events_db,
+                       "Tell the hosts sharing events on this PostgreSQL database (their --events-db) of the decision: "
+                       "their clients subscribed to host://approvals/<id> are notified (default: none)");
+    review->add_option("--events-channel", o.events_channel,
+                       "The hosts' --events-channel (1-63 of a-z, 0-9, _; default mcpcore_events)");
+  };
+  add_events(approve);
 
   auto* reject = app.add_subcommand("reject", "Reject a pending request as a named human");
   reject->add_option("id", o.id, "The approval_id")->required();
   reject->add_option("--as", o.as, "Your name, recorded as the reviewer")->required();
   reject->add_option("--comment", o.comment, "Why (shown to the submitter's status page)");
   reject->add_flag("--yes,-y", o.yes, "Do not ask for confirmation");
+  add_events(reject);
 
   auto* audit = app.add_subcommand("audit", "Show the newest audit rows, oldest first");
   audit->add_option("--tail", o.tail, "How many rows")->capture_default_str();

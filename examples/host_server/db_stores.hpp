@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstddef>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,16 +64,26 @@ class approval_db {
   /// service (and its `approval_options::server_id`) was made (docs/host-server.md#flags).
   void set_late_server_id(std::string_view server_id) {
     std::string id{server_id};
-    const std::lock_guard lock{late_->m};
-    late_->id = std::move(id);
+    const std::lock_guard lock{hooks_->m};
+    hooks_->late_id = std::move(id);
+  }
+
+  /// Called with the ticket's id after each `review` that decided a ticket (the store answered
+  /// `approval_review_status::reviewed`), on the reviewing thread, once per decision: never for a
+  /// refused review (already reviewed, expired, self-review, unknown) nor for a store error. The
+  /// host announces `host://approvals/<id>` with it (docs/host-server.md#approval-tickets-as-resources).
+  /// `f` must not throw; empty: nothing is called. Any thread.
+  void set_on_reviewed(std::function<void(std::string_view id)> f) {
+    const std::lock_guard lock{hooks_->m};
+    hooks_->on_reviewed = std::move(f);
   }
 
   mcpcore::result<mcpcore::approval_mint_result> mint(const mcpcore::approval_mint_request& m) {
     if (m.server.empty()) {
       std::string late;
       {
-        const std::lock_guard lock{late_->m};
-        late = late_->id;
+        const std::lock_guard lock{hooks_->m};
+        late = hooks_->late_id;
       }
       if (!late.empty()) {
         mcpcore::approval_mint_request stamped = m;
@@ -89,7 +100,16 @@ class approval_db {
     return std::visit([&](auto& s) { return s.consume(c); }, s_);
   }
   mcpcore::result<mcpcore::approval_review_status> review(const mcpcore::approval_review_request& r) {
-    return std::visit([&](auto& s) { return s.review(r); }, s_);
+    auto reviewed = std::visit([&](auto& s) { return s.review(r); }, s_);
+    if (reviewed && *reviewed == mcpcore::approval_review_status::reviewed) {
+      std::function<void(std::string_view)> announce;
+      {
+        const std::lock_guard lock{hooks_->m};
+        announce = hooks_->on_reviewed;
+      }
+      if (announce) announce(r.id);
+    }
+    return reviewed;
   }
   mcpcore::result<std::size_t> expire(mcpcore::approval_time now, std::chrono::milliseconds lifetime) {
     return std::visit([&](auto& s) { return s.expire(now, lifetime); }, s_);
@@ -103,12 +123,14 @@ class approval_db {
   }
 
  private:
-  struct late_server_id {
+  /// On the heap: the store moves (std::variant), the hooks stay where the host set them.
+  struct hooks {
     std::mutex m;
-    std::string id;
+    std::string late_id;
+    std::function<void(std::string_view)> on_reviewed;
   };
   store_type s_;
-  std::unique_ptr<late_server_id> late_ = std::make_unique<late_server_id>();
+  std::unique_ptr<hooks> hooks_ = std::make_unique<hooks>();
 };
 
 static_assert(mcpcore::approval_store_prunable<approval_db>);

@@ -12,6 +12,7 @@
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/json_writer.hpp>
@@ -25,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -529,6 +531,46 @@ void declare_execution_tools(mcpcore::server_builder& b, host_context& ctx) {
 
 // ---- resources and prompts -------------------------------------------------------------------
 
+/// A fault of the approval store while `host://approvals/{id}` is read: the library answers the read
+/// -32603 (an unknown ticket is a different answer, which a store fault must not look like).
+class approval_store_fault : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// `host://approvals/{id}` (docs/host-server.md#approval-tickets-as-resources): the ticket as the
+/// host's approval endpoint serves it, to the same principals: its submitter, and approvers (whoever
+/// the authorizer allows `Approve` on the endpoint's securable). To anyone else, and for an id that is
+/// malformed or not written as `approval_uri` writes it (a percent-encoded character), the answer is
+/// the unknown resource's.
+void declare_approval_resource(mcpcore::server_builder& b, host_context& ctx) {
+  b.resource_template(std::string{approvals_uri_template})
+      .name("approval")
+      .title("Approval ticket")
+      .description("One approval ticket (status, tool, canonical arguments, reviewer) as JSON, readable by the "
+                   "principal that submitted it and by approvers. Subscribe to it to learn when a person approves "
+                   "or rejects it.")
+      .mime_type("application/json")
+      .cache(mcpcore::cache_hint{})  // never reused: a decision changes it
+      .handler([&ctx, securable = mcpcore::approval_endpoint_options{}.approver_securable](
+                   call_context& call, std::string_view uri,
+                   const mcpcore::uri_variables& vars) -> std::optional<mcpcore::resource_result> {
+        const std::string_view id = vars.find("id").value_or(std::string_view{});
+        // Checked before the store is asked; only the URI an update names reads the ticket.
+        if (!mcpcore::is_approval_id(id) || uri != approval_uri(id)) return std::nullopt;
+        auto found = ctx.approvals->get(id);
+        if (!found) throw approval_store_fault{"the approval store failed: " + found.error().message()};
+        if (!found->has_value()) return std::nullopt;
+        const mcpcore::approval_ticket& t = **found;
+        const mcpcore::principal& caller = call.caller();
+        const bool submitter = !caller.id.empty() && caller.id == t.submitted_by;
+        if (!submitter && !host_authorizer{}.allowed(caller, securable, operation::approve)) return std::nullopt;
+        std::string json;
+        mcpcore::append_ticket_json(json, t, ctx.approvals->status_url(t.id));
+        return mcpcore::resource_result{}.add_text(std::string{uri}, "application/json", std::move(json));
+      });
+}
+
 void declare_resources(mcpcore::server_builder& b, host_context& ctx) {
   b.resource("host://server/health")
       .name("server-health")
@@ -550,6 +592,7 @@ void declare_resources(mcpcore::server_builder& b, host_context& ctx) {
         if (!tags) return std::nullopt;
         return mcpcore::resource_result{}.add_text(std::string{uri}, "application/json", tags_json(*tags));
       });
+  if (ctx.approvals != nullptr) declare_approval_resource(b, ctx);
   b.resource("host://operating-model")
       .name("operating-model")
       .title("Operating model")
@@ -637,6 +680,10 @@ readable for the task's ttl, across a reconnect.
 Every error carries `error.data.correlation_id` (quote it to the operator), `retry_after_ms`
 (null: do not retry as-is) and `remediation`.
 )";
+}
+
+std::function<void(std::string_view)> announce_approval_reviews(mcpcore::server& s) {
+  return [&s](std::string_view id) { s.notify_resource_updated(approval_uri(id)); };
 }
 
 void declare_host_catalogue(mcpcore::server_builder& b, host_context& ctx) {

@@ -51,11 +51,33 @@ struct host_context {
   /// Called with a resource's URI when a tool changed it (`set_tag`, `delete_tag`: `tags_uri`);
   /// the host sets it to `server::notify_resource_updated` once the server is built. May be empty.
   std::function<void(std::string_view)> resource_updated;
+  /// The approval service whose tickets `host://approvals/{id}` serves (`approvals_uri_template`);
+  /// null: the template is not declared.
+  mcpcore::approval_service* approvals = nullptr;
 };
 
 /// The resource of this host's tags (JSON, as `get_tags` answers); updated by `set_tag` and
 /// `delete_tag` (docs/host-server.md#what-it-offers).
 inline constexpr std::string_view tags_uri = "host://tags";
+
+/// The resource template of one approval ticket (docs/host-server.md#approval-tickets-as-resources):
+/// the ticket as JSON, readable by its submitter and by approvers only; updated when the ticket is
+/// approved or rejected.
+inline constexpr std::string_view approvals_uri_template = "host://approvals/{id}";
+/// What `approval_uri` puts before the ticket's id.
+inline constexpr std::string_view approvals_uri_prefix = "host://approvals/";
+
+/// The URI of ticket `id` under `approvals_uri_template` (`host://approvals/<id>`).
+[[nodiscard]] inline std::string approval_uri(std::string_view id) {
+  std::string uri{approvals_uri_prefix};
+  uri.append(id);
+  return uri;
+}
+
+/// What the host hands to `approval_db::set_on_reviewed` once its server `s` is built: announces
+/// `approval_uri(id)` with `server::notify_resource_updated` for each ticket a review decided
+/// (docs/host-server.md#approval-tickets-as-resources). `s` must outlive the function.
+[[nodiscard]] std::function<void(std::string_view)> announce_approval_reviews(mcpcore::server& s);
 
 /// Gives `Approval:Approve` (the approver tools, the approval routes) to principals holding the
 /// role `approver_role`; every other decision is the tier policy's (mcpcore's Yuzu table). A
@@ -76,8 +98,9 @@ struct host_authorizer {
 };
 
 /// Declares every tool (host state, tags, execute_instruction, get_execution_status), the
-/// resources (`host://server/health`, `host://operating-model`, `host://tags`) and the prompts
-/// (`host_health_briefing`, `investigate_incident`).
+/// resources (`host://server/health`, `host://operating-model`, `host://tags`, and the template
+/// `host://approvals/{id}` when `ctx.approvals` is set) and the prompts (`host_health_briefing`,
+/// `investigate_incident`).
 void declare_host_catalogue(mcpcore::server_builder& b, host_context& ctx);
 
 /// The operating model served as `host://operating-model` (Markdown).

@@ -149,9 +149,9 @@ void add_flags(CLI::App& app, config& c) {
                  "PostgreSQL database of the audit rows, shared by several hosts (a libpq connection string or "
                  "postgres:// URI; default: audit.db in the data directory)");
   app.add_option("--events-db", c.events_db,
-                 "PostgreSQL database whose LISTEN/NOTIFY channel shares list changes and resource updates with the "
-                 "other hosts on it (a libpq connection string or postgres:// URI; default: none, events stay on "
-                 "this host)");
+                 "PostgreSQL database whose LISTEN/NOTIFY channel shares list changes and resource updates (tags, "
+                 "approval decisions) with the other hosts on it (a libpq connection string or postgres:// URI; "
+                 "default: none, events stay on this host)");
   app.add_option("--events-channel", c.events_channel,
                  "The channel of --events-db, the same on every host (1-63 of a-z, 0-9, _; default mcpcore_events)");
   app.add_option("--server-id", c.server_id,
@@ -707,6 +707,7 @@ int run(int argc, char** argv) {
   ctx.health_json = [started, &runner, &approvals, http = !c.stdio] {
     return health_json(started, runner, approvals, http);
   };
+  ctx.approvals = &approvals;  // host://approvals/{id}
 
   mcpcore::server_builder b{{.name = std::string{program},
                              .version = MCPCORE_VERSION_STRING,
@@ -741,11 +742,18 @@ int run(int argc, char** argv) {
   // set_tag and delete_tag announce host://tags; with --events-db the bridge carries it (and any list
   // change) to the other hosts, and theirs here. Declared after the server: it closes first.
   ctx.resource_updated = [&s = *srv](std::string_view uri) { s.notify_resource_updated(uri); };
+  // Every decision taken here (the HTTP approval routes, the approver tools) announces
+  // host://approvals/<id>; the bridge carries it too (docs/host-server.md#approval-tickets-as-resources).
+  s.approval_store.set_on_reviewed(mcpcore_host::announce_approval_reviews(*srv));
   events_bridge bridge;
-  if (!open_events_bridge(c, *srv, bridge)) return 1;
+  if (!open_events_bridge(c, *srv, bridge)) {
+    s.approval_store.set_on_reviewed({});
+    return 1;
+  }
 
   const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token);
   runner.shutdown();
+  s.approval_store.set_on_reviewed({});  // the server goes first
   return rc;
 }
 

@@ -8,8 +8,10 @@
 
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/stores/postgres_approval_store.hpp>
+#include <mcpcore/wire/json.hpp>
 
 #include <libpq-fe.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #if !defined(MCPCORE_ADMIN)
 #  error "MCPCORE_ADMIN names the mcpcore-admin program under test"
@@ -194,6 +197,137 @@ TEST_CASE("approvals.md/retention: mcpcore-admin prune --older-than --db deletes
   const auto down = admin(secret, "prune --older-than 30d");
   CHECK(down.status == 1);
   CHECK_MESSAGE(down.out.find("hunter2") == std::string::npos, down.out);
+}
+
+// A LISTEN connection on the fixture's cluster: the payloads NOTIFYed on its channels, read up to a
+// mark it sends itself (PostgreSQL delivers notifications in commit order, so what was notified
+// before the mark has arrived once the mark has).
+class listener {
+ public:
+  explicit listener(const std::vector<std::string>& channels) : conn_(PQconnectdb(base_conninfo().c_str())) {
+    REQUIRE_MESSAGE(PQstatus(conn_) == CONNECTION_OK, PQerrorMessage(conn_));
+    for (const auto& c : channels) exec(conn_, "LISTEN " + c);
+    channel_ = channels.front();
+  }
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+  ~listener() { PQfinish(conn_); }
+
+  // "<channel> <payload>" of each notification since the last call.
+  std::vector<std::string> drain() {
+    const std::string mark = "mark-" + std::to_string(++marks_);
+    exec(conn_, "NOTIFY " + channel_ + ", '" + mark + "'");
+    std::vector<std::string> got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    for (;;) {
+      REQUIRE(PQconsumeInput(conn_) == 1);
+      while (PGnotify* n = PQnotifies(conn_)) {
+        const std::string payload = n->extra;
+        const std::string line = std::string{n->relname} + " " + payload;
+        PQfreemem(n);
+        if (payload == mark) return got;
+        got.push_back(line);
+      }
+      REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the mark did not come back within 10 s");
+      pollfd pfd{PQsocket(conn_), POLLIN, 0};
+      (void)::poll(&pfd, 1, 100);
+    }
+  }
+
+ private:
+  PGconn* conn_;
+  std::string channel_;
+  int marks_ = 0;
+};
+
+// The status of ticket `id` in `store`.
+mcpcore::approval_status status_of(mcpcore::postgres_approval_store& store, const std::string& id) {
+  auto t = store.get(id);
+  REQUIRE(t);
+  REQUIRE(t->has_value());
+  return (*t)->status;
+}
+
+TEST_CASE("host-server.md#approval-tickets-as-resources: mcpcore-admin approve and reject --events-db notify "
+          "host://approvals/<id> once on the channel, a refused review nothing") {
+  const scratch_schema schema;
+  auto store = mcpcore::postgres_approval_store::open(schema.conninfo());
+  REQUIRE_MESSAGE(store, (store ? "" : store.error().message()));
+  const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  const std::string to_approve = ticket(*store, now, 1, "s1", false);
+  const std::string to_reject = ticket(*store, now, 2, "s2", false);
+  const std::string quiet = ticket(*store, now, 3, "s1", false);
+  const std::string on_default = ticket(*store, now, 4, "s1", false);
+  const std::string channel = "t_admin_" + std::to_string(::getpid());
+  listener heard{{channel, "mcpcore_events"}};
+  const std::string events = " --events-db " + shell_quoted(base_conninfo()) + " --events-channel " + channel;
+  // Each line's channel, kind and URI (the origin is fresh for each notify).
+  const auto shown = [](const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const auto& l : lines) {
+      const auto space = l.find(' ');
+      mcpcore::json::document doc;
+      const auto p = doc.parse(std::string_view{l}.substr(space + 1));
+      REQUIRE_MESSAGE(p.has_value(), l);
+      CHECK(p->find("o").is_string());
+      out.push_back(l.substr(0, space) + " " + std::string{p->find("k").as_string()} + " " +
+                    std::string{p->find("u").as_string()});
+    }
+    return out;
+  };
+
+  const auto approved = admin(schema.conninfo(), "approve " + to_approve + " --as alice --yes" + events);
+  CHECK_MESSAGE(approved.status == 0, approved.out);
+  CHECK(status_of(*store, to_approve) == mcpcore::approval_status::approved);
+  CHECK(shown(heard.drain()) == std::vector<std::string>{channel + " resource_updated host://approvals/" + to_approve});
+
+  const auto rejected =
+      admin(schema.conninfo(), "reject " + to_reject + " --as alice --comment no --yes" + events);
+  CHECK_MESSAGE(rejected.status == 0, rejected.out);
+  CHECK(status_of(*store, to_reject) == mcpcore::approval_status::rejected);
+  CHECK(shown(heard.drain()) == std::vector<std::string>{channel + " resource_updated host://approvals/" + to_reject});
+
+  // Refused (reviewed already): exit 1, nothing notified.
+  const auto again = admin(schema.conninfo(), "reject " + to_approve + " --as bob --yes" + events);
+  CHECK_MESSAGE(again.status == 1, again.out);
+  CHECK(heard.drain().empty());
+
+  // Without --events-db nothing is sent, on the default channel either.
+  const auto silent = admin(schema.conninfo(), "approve " + quiet + " --as alice --yes");
+  CHECK_MESSAGE(silent.status == 0, silent.out);
+  CHECK(heard.drain().empty());
+
+  // --events-db alone: the default channel, mcpcore_events (the host's).
+  const auto defaulted =
+      admin(schema.conninfo(), "approve " + on_default + " --as alice --yes --events-db " + shell_quoted(base_conninfo()));
+  CHECK_MESSAGE(defaulted.status == 0, defaulted.out);
+  CHECK(shown(heard.drain()) == std::vector<std::string>{"mcpcore_events resource_updated host://approvals/" + on_default});
+}
+
+TEST_CASE("host-server.md#approval-tickets-as-resources: mcpcore-admin refuses a bad --events-channel before "
+          "reviewing, and a notify that fails leaves the decision made (a warning, exit 0)") {
+  const scratch_schema schema;
+  auto store = mcpcore::postgres_approval_store::open(schema.conninfo());
+  REQUIRE_MESSAGE(store, (store ? "" : store.error().message()));
+  const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  const std::string id = ticket(*store, now, 1, "s1", false);
+
+  for (const std::string& bad : {std::string{"--events-channel mcpcore_events"},  // without --events-db
+                                 "--events-db " + shell_quoted(base_conninfo()) + " --events-channel Bad-Name",
+                                 "--events-db " + shell_quoted(base_conninfo()) + " --events-channel 9lives"}) {
+    const auto refused = admin(schema.conninfo(), "approve " + id + " --as alice --yes " + bad);
+    CHECK_MESSAGE(refused.status == 2, bad << ": " << refused.out);
+    CHECK(status_of(*store, id) == mcpcore::approval_status::pending);
+  }
+
+  const std::string secret = "host=/nonexistent-mcpcore-admin dbname=x user=postgres password=hunter2 connect_timeout=2";
+  const auto down = admin(schema.conninfo(), "approve " + id + " --as alice --yes --events-db " + shell_quoted(secret));
+  CHECK_MESSAGE(down.status == 0, down.out);
+  CHECK_MESSAGE(down.out.find("warning: approval " + id + " was approved, but the hosts were not told") !=
+                    std::string::npos,
+                down.out);
+  CHECK_MESSAGE(down.out.find("hunter2") == std::string::npos, down.out);
+  CHECK(status_of(*store, id) == mcpcore::approval_status::approved);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "command_runner.hpp"
 #include "data_dir.hpp"
+#include "db_stores.hpp"
 #include "tag_store.hpp"
 #include "token_file.hpp"
 
@@ -18,12 +19,14 @@
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/policy.hpp>
-#include <mcpcore/stores/memory_approval_store.hpp>
 #include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
+#include <mcpcore/wire/http.hpp>
+#include <mcpcore/wire/json_writer.hpp>
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -70,15 +73,25 @@ unsigned mode_of(const std::string& path) {
 
 // ---- the catalogue on a server, as main.cpp builds it --------------------------------------------
 
+/// The host's approval store wrapper (db_stores.hpp) over a SQLite file in `dir`, as main.cpp opens it.
+approval_db open_host_approvals(const temp_dir& dir) {
+  auto opened = open_approval_db({}, dir.file("approvals.db"), true);
+  REQUIRE_MESSAGE(opened.has_value(), (opened ? "" : opened.error()));
+  return std::move(*opened);
+}
+
 /// A host server over a temporary data directory: the real tag store, command runner and shipped
-/// allow-list; approvals in memory; with `tasks`, MCP tasks in memory.
+/// allow-list; approvals in the host's store wrapper over SQLite, served as `host://approvals/{id}`
+/// and through the host's approval endpoint, each decision announced as main.cpp does; with
+/// `tasks`, MCP tasks in memory.
 struct host_fixture {
   temp_dir dir;
   std::optional<tag_store> tags;
   command_runner runner;
   std::optional<allowlist> commands;
-  mcpcore::memory_approval_store store;
+  approval_db store{open_host_approvals(dir)};
   mcpcore::approval_service approvals{store};
+  mcpcore::approval_endpoint routes{approvals, host_authorizer{}};
   mcpcore::memory_audit_sink audit;
   mcpcore::memory_task_store task_store;
   host_context ctx;
@@ -99,22 +112,43 @@ struct host_fixture {
     std::ofstream{log} << "boot ok\nERROR disk sda1 failing\nlogin alice\nerror: retrying sda1\n";
     ctx.logs = {{"app.log", log}};
     ctx.health_json = [] { return std::string{R"({"server":"test"})"}; };
+    ctx.approvals = &approvals;
     mcpcore::server_builder b{{.name = "mcpcore-host", .version = "test"}};
     declare_host_catalogue(b, ctx);
     b.policy(mcpcore::yuzu_tier_policy{}).authorizer(host_authorizer{}).audit(audit).approvals(approvals).approval_tools();
     if (tasks) b.tasks(task_store, *tasks);
     srv.emplace(build(b));
+    store.set_on_reviewed(announce_approval_reviews(*srv));
   }
   host_fixture(const host_fixture&) = delete;
   host_fixture& operator=(const host_fixture&) = delete;
-  /// Running commands end (and report to the server) before the server goes.
-  ~host_fixture() { runner.shutdown(); }
+  /// Running commands end (and report to the server) before the server goes; no decision is
+  /// announced to a server that is gone.
+  ~host_fixture() {
+    runner.shutdown();
+    store.set_on_reviewed({});
+  }
 
   answer call(const mcpcore::principal& who, std::string_view tool, std::string_view args = "{}") {
     return handle(*srv, call_tool(1, tool, args), {.caller = who});
   }
   answer rpc(const mcpcore::principal& who, std::string_view method, std::string_view params = {}) {
     return handle(*srv, request(1, method, params), {.caller = who});
+  }
+  /// A request to the host's approval endpoint (mounted at its default prefix, as main.cpp does).
+  mcpcore::http_response http(const mcpcore::principal& who, std::string_view method, const std::string& target) {
+    mcpcore::http_request_view req;
+    req.method = method;
+    req.target = target;
+    auto r = routes.handle(req, &who);
+    REQUIRE(r.has_value());
+    return std::move(*r);
+  }
+  /// resources/read of `uri` as `who`.
+  answer read(const mcpcore::principal& who, std::string_view uri) {
+    std::string params;
+    mcpcore::json::writer{params}.begin_object().member("uri", uri).end_object();
+    return rpc(who, "resources/read", params);
   }
 };
 
@@ -166,6 +200,18 @@ class stdio_run {
   }
   /// Lines until the response to `id` (the last one returned); fails after `patience`.
   std::vector<std::string> until_response(std::int64_t id) {
+    return until([id](const mcpcore::json::value& m) { return !m["method"].exists() && m["id"].to_int64() == id; });
+  }
+  /// Lines until a `notifications/resources/updated` for `uri` (the last one returned).
+  std::vector<std::string> until_updated(std::string_view uri) {
+    return until([uri](const mcpcore::json::value& m) {
+      return m["method"].is_string() && m["method"].as_string() == "notifications/resources/updated" &&
+             m["params"]["uri"].is_string() && m["params"]["uri"].as_string() == uri;
+    });
+  }
+  /// Lines until one for which `last(message)` holds (that one returned last); fails after 60 s.
+  template <class Last>
+  std::vector<std::string> until(Last last) {
     std::vector<std::string> lines;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
     for (;;) {
@@ -173,10 +219,10 @@ class stdio_run {
         lines.push_back(buf_.substr(0, nl));
         buf_.erase(0, nl + 1);
         const auto p = parse(lines.back());
-        if (!p.root["method"].exists() && p.root["id"].to_int64() == id) return lines;
+        if (last(p.root)) return lines;
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      REQUIRE_MESSAGE(left.count() > 0, "no response to " << id << " over stdio");
+      REQUIRE_MESSAGE(left.count() > 0, "not the awaited line over stdio within 60 s");
       pollfd pfd{out_[0], POLLIN, 0};
       const int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
       if (r < 0 && errno == EINTR) continue;
@@ -665,6 +711,130 @@ TEST_SUITE("host_server") {
     CHECK_FALSE(f.call(op, "set_tag", R"({"key":"owner","value":"ops"})").result()["isError"].exists());
     CHECK(f.call(op, "delete_tag", R"({"key":"missing"})").code() == -32006);  // gated: nothing changed yet
     CHECK(updated.size() == 2);
+  }
+
+  TEST_CASE("host-server.md#approval-tickets-as-resources: host://approvals/{id} shows the ticket to its submitter and to approvers, to anyone else exactly as an unknown id") {
+    host_fixture f;
+    auto mint = f.call(agent, "delete_tag", R"({"key":"owner"})");
+    REQUIRE(mint.code() == -32006);
+    const std::string ticket = str(mint.data()["approval_id"]);
+    const std::string uri = approval_uri(ticket);
+    CHECK(uri == "host://approvals/" + ticket);
+
+    // The submitter reads the approval endpoint's ticket JSON, byte for byte.
+    const auto status = f.http(agent, "GET", "/api/v1/approvals/" + ticket);
+    REQUIRE(status.status == 200);
+    auto mine = f.read(agent, uri);
+    REQUIRE_MESSAGE(mine.result().exists(), mine.text);
+    const auto content = at(mine.result()["contents"], 0);
+    CHECK(str(content["uri"]) == uri);
+    CHECK(str(content["mimeType"]) == "application/json");
+    CHECK(str(content["text"]) == status.body);
+    const auto json = parse(str(content["text"]));
+    CHECK(str(json.root["approval_id"]) == ticket);
+    CHECK(str(json.root["status"]) == "pending");
+    CHECK(str(json.root["tool"]) == "delete_tag");
+    CHECK(str(json.root["submitted_by"]) == "agent");
+    CHECK(to_json(json.root["arguments"]) == R"({"key":"owner"})");
+
+    // An approver who is not the submitter reads it too; after the decision it says so.
+    CHECK(str(at(f.read(human, uri).result()["contents"], 0)["text"]) == status.body);
+    REQUIRE(f.http(human, "POST", "/api/v1/approvals/" + ticket + "/approve").status == 200);
+    const auto decided = parse(str(at(f.read(agent, uri).result()["contents"], 0)["text"]));
+    CHECK(str(decided.root["status"]) == "approved");
+    CHECK(str(decided.root["reviewed_by"]) == "carol");
+
+    // Anyone else: the resource-not-found error of an unknown id, naming only the URI asked for.
+    const std::string unknown_uri = approval_uri("0123456789abcdef0123456789abcdef");
+    const auto unknown = f.read(op, unknown_uri);
+    const auto foreign = f.read(op, uri);
+    const auto foreign_reader = f.read(reader, uri);
+    for (const auto* a : {&unknown, &foreign, &foreign_reader}) {
+      CHECK_MESSAGE(a->code() == -32002, a->text);
+      CHECK_FALSE(a->result().exists());
+    }
+    CHECK(unknown.message() == "Resource not found: " + unknown_uri);
+    CHECK(foreign.message() == "Resource not found: " + uri);
+    CHECK(foreign_reader.message() == foreign.message());
+    CHECK(to_json(foreign.data()["remediation"]) == to_json(unknown.data()["remediation"]));
+    CHECK(foreign.data()["uri"].exists() == unknown.data()["uri"].exists());
+
+    // Listed as a template only: no entry per ticket.
+    const auto templates = f.rpc(reader, "resources/templates/list");
+    CHECK(to_json(templates.result()).find(R"("uriTemplate":"host://approvals/{id}")") != std::string::npos);
+    const auto listed = f.rpc(agent, "resources/list");
+    REQUIRE(listed.result()["resources"].is_array());
+    CHECK(to_json(listed.result()).find("host://approvals/") == std::string::npos);
+  }
+
+  TEST_CASE("host-server.md#approval-tickets-as-resources: a malformed or percent-encoded ticket id in host://approvals/ reads as an unknown ticket") {
+    host_fixture f;
+    auto mint = f.call(agent, "delete_tag", R"({"key":"owner"})");
+    REQUIRE(mint.code() == -32006);
+    const std::string ticket = str(mint.data()["approval_id"]);
+    REQUIRE(f.read(agent, approval_uri(ticket)).result().exists());
+    // The same id with its first character percent-encoded names the same ticket once decoded; only
+    // the URI an update names reads it, so a subscription is always to that URI.
+    constexpr std::string_view hex = "0123456789ABCDEF";
+    const auto c = static_cast<unsigned char>(ticket[0]);
+    const std::string encoded = std::string{'%', hex[c >> 4U], hex[c & 0xFU]} + ticket.substr(1);
+    const std::vector<std::string> malformed{"host://approvals/" + encoded,
+                                             "host://approvals/" + ticket.substr(0, 31),
+                                             "host://approvals/" + ticket + "0",
+                                             "host://approvals/ABCDEF0123456789ABCDEF0123456789",
+                                             "host://approvals/..%2F..%2Ftags",
+                                             "host://approvals/%00"};
+    for (const auto& bad : malformed) {
+      const auto a = f.read(agent, bad);
+      CHECK_MESSAGE(a.code() == -32002, bad << ": " << a.text);
+      CHECK_MESSAGE(a.message() == "Resource not found: " + bad, a.text);
+    }
+  }
+
+  TEST_CASE("host-server.md#approval-tickets-as-resources: a decision through the HTTP approval endpoint or an approver tool announces host://approvals/<id> once to a subscribed session, a refused review nothing") {
+    host_fixture f;
+    const std::string first = str(f.call(agent, "delete_tag", R"({"key":"a"})").data()["approval_id"]);
+    const std::string second = str(f.call(agent, "delete_tag", R"({"key":"b"})").data()["approval_id"]);
+    REQUIRE(first.size() == 32);
+    REQUIRE(second.size() == 32);
+    stdio_run io{*f.srv, agent};
+    io.send(initialize(1));
+    (void)io.until_response(1);
+    io.send(notification("notifications/initialized"));
+    std::int64_t id = 2;
+    for (const auto& uri : {approval_uri(first), approval_uri(second), std::string{tags_uri}}) {
+      io.send(request(id, "resources/subscribe", R"({"uri":")" + uri + R"("})"));
+      const auto ack = parse(io.until_response(id).back());
+      REQUIRE_MESSAGE(ack.root["result"].exists(), to_json(ack.root));
+      ++id;
+    }
+    // The updates of `uri` among the lines up to the next host://tags update: events reach the
+    // session in the order published, so host://tags, published after the review, closes the window.
+    const auto updates_until_mark = [&](const std::string& uri) {
+      f.srv->notify_resource_updated(tags_uri);
+      std::size_t n = 0;
+      for (const auto& line : io.until_updated(tags_uri)) {
+        const auto m = parse(line);
+        if (str(m.root["method"]) == "notifications/resources/updated" && str(m.root["params"]["uri"]) == uri) ++n;
+      }
+      return n;
+    };
+
+    REQUIRE(f.http(human, "POST", "/api/v1/approvals/" + first + "/approve").status == 200);
+    CHECK(updates_until_mark(approval_uri(first)) == 1);
+    // Reviewed already: 409, nothing announced.
+    REQUIRE(f.http(human, "POST", "/api/v1/approvals/" + first + "/reject").status == 409);
+    CHECK(updates_until_mark(approval_uri(first)) == 0);
+    // Refused before the store (not an approver), and a self-review: nothing announced.
+    CHECK(f.http(op, "POST", "/api/v1/approvals/" + second + "/approve").status == 403);
+    CHECK(f.http(agent, "POST", "/api/v1/approvals/" + second + "/approve").status == 403);
+    CHECK(updates_until_mark(approval_uri(second)) == 0);
+    // The approver tool decides through the same store: announced once.
+    auto rejected = f.call(human, "reject_request", R"({"approval_id":")" + second + R"(","comment":"no"})");
+    CHECK_MESSAGE(rejected.result().exists(), rejected.text);
+    CHECK_FALSE(rejected.result()["isError"].exists());
+    CHECK(updates_until_mark(approval_uri(second)) == 1);
+    CHECK(updates_until_mark(approval_uri(first)) == 0);
   }
 
   TEST_CASE("host-server.md: resources and prompts, incident prompt arguments are wrapped as untrusted data") {

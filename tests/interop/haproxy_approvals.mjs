@@ -17,7 +17,13 @@
 // balancer, runs exactly once (one result, seven -32003, one consume row).
 // The hosts also share events (--events-db, docs/scale-out.md#events-across-hosts): a 2026-07-28
 // subscriptions/listen on host://tags held open on s1 (directly, not through the balancer) gets exactly one
-// notifications/resources/updated when set_tag runs on s2 (directly).
+// notifications/resources/updated when set_tag runs on s2 (directly). Approval decisions cross too
+// (docs/host-server.md#approval-tickets-as-resources): the submitter reads host://approvals/<id> on s1 and s2 with the
+// 2025-11-25 SDK client (another principal gets the unknown resource's -32002), subscribes to it on both, and
+// `mcpcore-admin approve --events-db` makes each subscription get exactly one notifications/resources/updated, after
+// which the read says approved; a third ticket rejected through s3's HTTP approval route (POST
+// /api/v1/approvals/<id>/reject by an assured approver) reaches a subscription on s1 once, and the refused second
+// reject (409) sends nothing.
 //
 // Prints one line per check ("ok - ..." / "not ok - ..."), then "# N passed, M failed" and "PASS" or "FAIL".
 // Every process it started is killed at the end; the whole run is bounded by a global timeout.
@@ -31,6 +37,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
   CheckFailure, createChecks, expect, expectEqual, fmt, messagesOf, printedOperatorToken, scratchRun, SseReader,
@@ -61,6 +71,8 @@ const RACERS = 8;
 const NOTIFY_WITHIN_MS = 10_000;
 /** After the first notification, how long the listen is watched for a duplicate. */
 const QUIET_MS = 1_500;
+/** After a decision reached every subscription, how long they are watched for a duplicate. */
+const DECISION_QUIET_MS = 500;
 
 const MODERN_VERSION = '2026-07-28';
 const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
@@ -70,6 +82,10 @@ const APPROVAL_REQUIRED = -32006;
 const PERMISSION_DENIED = -32003;
 const SERVERS = ['s1', 's2', 's3'];
 const TAGS_URI = 'host://tags';
+const RESOURCE_NOT_FOUND = -32002;
+const CONFLICT = 409;
+/** The approval ticket `id` as a resource (docs/host-server.md#approval-tickets-as-resources). */
+const approvalUri = (id) => `host://approvals/${id}`;
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
@@ -113,7 +129,9 @@ const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
   process.stdout.write('FAIL\n');
   cleanup();
 });
-const { check, checkWith, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
+const { check, checkWith, expectMcpError, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
+/** The SDK clients connected during the run (closed at the end). */
+const sdkClients = [];
 
 // ---- mcpcore-host and mcpcore-admin ---------------------------------------------------------------------
 
@@ -281,11 +299,52 @@ async function mintTicket(key) {
   return { id, server: r.servedBy };
 }
 
-/** Approves ticket `id` with the shared mcpcore-admin as alice. */
+/** Approves ticket `id` with the shared mcpcore-admin as alice, telling the hosts (--events-db). */
 async function approve(id) {
   const r = await admin('--data-dir', join(work, 'data-s2'), '--db', pg, '--audit-db', pg, 'approve', id, '--as',
-    'alice', '--yes');
+    'alice', '--yes', '--events-db', pg);
   expectEqual(r.code, 0, `mcpcore-admin approve (stdout ${fmt(r.stdout)}, stderr ${fmt(r.stderr)})`);
+  expect(!r.stderr.includes('warning'), `mcpcore-admin approve warned: ${fmt(r.stderr)}`);
+}
+
+/** The MCP URL of host `name` (directly, not through the balancer). */
+const hostUrl = (name) => `http://127.0.0.1:${hosts.get(name).port}/mcp`;
+
+/**
+ * A 2025-11-25 SDK 1.x client connected directly to host `name` with `bearer` (a session and its GET stream):
+ * {client, updates}, `updates` the URIs of the notifications/resources/updated it received.
+ */
+async function sdkClient(name, bearer) {
+  const transport = new StreamableHTTPClientTransport(new URL(hostUrl(name)),
+    { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } });
+  const client = new Client({ name: `mcpcore-haproxy-approvals-${name}`, version: '1.0.0' }, { capabilities: {} });
+  client.onerror = () => { /* the GET stream's end is reported here; the checks look at what arrived */ };
+  const updates = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
+  await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
+  sdkClients.push(client);
+  return { client, updates };
+}
+
+/** Ticket `id` as host://approvals/<id> reads it through `client` (the ticket JSON). */
+async function readTicket(client, id) {
+  const r = await client.readResource({ uri: approvalUri(id) }, { timeout: REQUEST_TIMEOUT_MS });
+  expectEqual([r.contents?.length, r.contents?.[0]?.uri, r.contents?.[0]?.mimeType],
+    [1, approvalUri(id), 'application/json'], 'the read\'s [contents, uri, mimeType]');
+  return JSON.parse(r.contents[0].text);
+}
+
+/**
+ * Waits until every watcher got an update (at most NOTIFY_WITHIN_MS after `started`, a performance.now()), then
+ * DECISION_QUIET_MS more for duplicates; returns how long after `started` the last first update came (ms).
+ */
+async function settle(watchers, started) {
+  while (watchers.some((w) => w.updates.length === 0) && performance.now() - started < NOTIFY_WITHIN_MS) {
+    await sleep(10);
+  }
+  const took = performance.now() - started;
+  await sleep(DECISION_QUIET_MS);
+  return took;
 }
 
 // ---- the run --------------------------------------------------------------------------------------------
@@ -327,8 +386,15 @@ await check('HAProxy starts and marks every server UP by GET /readyz', async () 
   url = `http://127.0.0.1:${port}/mcp`;
 }, { needsSdk: false });
 
-await check('mcpcore-admin mints a supervised token; every server loads it', async () => {
+let approverToken;
+
+await check('mcpcore-admin mints a supervised token and an approver\'s; every server loads them', async () => {
   expect(url, 'the balancer did not start');
+  // The approver first: once every server answers the agent's token, the file they loaded holds both.
+  const approver = await admin('--data-dir', join(work, 'data-s1'), 'token', 'mint', '--id', 'carol', '--tier',
+    'supervised', '--kind', 'human_interactive', '--role', 'approver', '--assured');
+  expectEqual(approver.code, 0, `mcpcore-admin token mint (stderr ${fmt(approver.stderr)})`);
+  approverToken = approver.stdout.trim();
   const minted = await admin('--data-dir', join(work, 'data-s1'), 'token', 'mint', '--id', 'agent', '--tier',
     'supervised');
   expectEqual(minted.code, 0, `mcpcore-admin token mint (stderr ${fmt(minted.stderr)})`);
@@ -346,7 +412,6 @@ await check('mcpcore-admin mints a supervised token; every server loads it', asy
 
 await check('a listen on s1 gets one resources/updated when set_tag runs on s2 (--events-db)', async () => {
   expect(hosts.size === SERVERS.length && token, 'the servers did not start');
-  const hostUrl = (name) => `http://127.0.0.1:${hosts.get(name).port}/mcp`;
   const id = nextId++;
   const listen = new AbortController();
   const response = await fetch(hostUrl('s1'), {
@@ -421,8 +486,68 @@ await withTicket('mcpcore-admin --db pending and show list the ticket with the s
   expectEqual(JSON.parse(shown.stdout).server, first.server, 'show --json: the ticket\'s server');
 });
 
-await withTicket('mcpcore-admin --db approve, then the recall lands on another server and runs', async () => {
+let watchers;
+let firstApproved = false;
+
+await withTicket('the submitter reads host://approvals/<id> on s1 and s2 (2025 SDK client), another principal gets -32002', async () => {
+  watchers = [await sdkClient('s1', agentToken), await sdkClient('s2', agentToken)];
+  for (const w of watchers) {
+    const t = await readTicket(w.client, first.id);
+    expectEqual([t.approval_id, t.status, t.tool, t.submitted_by], [first.id, 'pending', 'delete_tag', 'agent'],
+      'the ticket [approval_id, status, tool, submitted_by]');
+  }
+  // The operator's token is neither the submitter nor an approver: the unknown resource's answer.
+  const other = await sdkClient('s3', token);
+  const foreign = await expectMcpError(other.client.readResource({ uri: approvalUri(first.id) },
+    { timeout: REQUEST_TIMEOUT_MS }), RESOURCE_NOT_FOUND);
+  const unknown = await expectMcpError(other.client.readResource({ uri: approvalUri('0'.repeat(32)) },
+    { timeout: REQUEST_TIMEOUT_MS }), RESOURCE_NOT_FOUND);
+  expectEqual(foreign.message.replace(first.id, '<id>'), unknown.message.replace('0'.repeat(32), '<id>'),
+    'another principal\'s ticket and an unknown one: the same message');
+});
+
+const withWatchers = checkWith(() => first && watchers, 'the reads');
+
+await withWatchers('mcpcore-admin approve --events-db: subscriptions on s1 and s2 each get one resources/updated, then read approved', async () => {
+  for (const w of watchers) {
+    const r = await w.client.subscribeResource({ uri: approvalUri(first.id) }, { timeout: REQUEST_TIMEOUT_MS });
+    expectEqual(JSON.stringify(r), '{}', 'resources/subscribe result');
+  }
+  await sleep(200);  // the SDK opens its GET stream after initialization without waiting for it
+  const started = performance.now();
   await approve(first.id);
+  firstApproved = true;
+  const took = await settle(watchers, started);
+  expectEqual(watchers.map((w) => w.updates), [[approvalUri(first.id)], [approvalUri(first.id)]],
+    `the updates on [s1, s2] within ${NOTIFY_WITHIN_MS} ms (+${DECISION_QUIET_MS} ms for duplicates)`);
+  process.stdout.write(`# s1 and s2 got the decision ${Math.round(took)} ms after mcpcore-admin approve started\n`);
+  const t = await readTicket(watchers[0].client, first.id);
+  expectEqual([t.status, t.reviewed_by], ['approved', 'alice'], 'the ticket read on s1 after the approval');
+});
+
+await withWatchers('a reject through s3\'s HTTP approval route reaches a subscription on s1 once; the refused second reject nothing', async () => {
+  const third = await mintTicket(`${tagKey}r`);
+  const [watcher] = watchers;
+  watcher.updates.length = 0;
+  await watcher.client.subscribeResource({ uri: approvalUri(third.id) }, { timeout: REQUEST_TIMEOUT_MS });
+  const route = `http://127.0.0.1:${hosts.get('s3').port}/api/v1/approvals/${third.id}/reject`;
+  const reject = () => fetch(route, {
+    method: 'POST', headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ comment: 'not now' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const started = performance.now();
+  const once = await reject();
+  expectEqual(once.status, 200, `the reject on s3 (${fmt(await once.text())})`);
+  const again = await reject();
+  expectEqual(again.status, CONFLICT, `the second reject on s3 (${fmt(await again.text())})`);
+  await settle([watcher], started);
+  expectEqual(watcher.updates, [approvalUri(third.id)], 'the updates on s1');
+  const t = await readTicket(watcher.client, third.id);
+  expectEqual([t.status, t.reviewed_by, t.review_comment], ['rejected', 'carol', 'not now'], 'the ticket read on s1');
+});
+
+await withTicket('the approved ticket\'s recall lands on another server and runs', async () => {
+  if (!firstApproved) await approve(first.id);
   const r = await plainCall(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
   expect(r.servedBy !== first.server, `the recall was served by the minting server ${first.server}`);
   expect(r.message?.result !== undefined, `the recall did not run: ${fmt(r.message)}`);
@@ -453,6 +578,7 @@ await withAgent(`${RACERS} concurrent recalls of one approved ticket through the
   expectEqual((await consumeRows(second.id)).length, 1, 'consume rows of the raced ticket');
 });
 
+for (const c of sdkClients) await c.close().catch(() => undefined);
 const status = summary();
 process.stdout.write(status === 0 ? 'PASS\n' : 'FAIL\n');
 clearTimeout(globalTimer);
