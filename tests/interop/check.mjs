@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The check harness shared by the interop scripts (stdio_client.mjs, http_client.mjs, v2_client.mjs,
-// host_e2e.mjs, host_v2.mjs): assertions that throw CheckFailure, a runner that prints one line per check,
-// "ok - <name>" or "not ok - <name>: <why>", and the "# N passed, M failed" summary, the global timeout, the tap
-// transport that records the raw JSON-RPC, the recording fetch for the v2 client, and starting server processes
-// (mcpcore-host among them), and raw-HTTP reading: whole bodies and SSE events, bounded in time.
+// host_e2e.mjs, host_v2.mjs, host_tasks*.mjs, haproxy_*.mjs): the scripts' argument check, assertions that throw
+// CheckFailure, a runner that prints one line per check, "ok - <name>" or "not ok - <name>: <why>", and the
+// "# N passed, M failed" summary, the global timeout and the run's guard, the tap transport that records the raw
+// JSON-RPC, the recording fetch for the v2 client, plain 2026-07-28 requests (the envelope and the headers of
+// docs/eras.md), starting server processes (mcpcore-host among them), and raw-HTTP reading: whole bodies and SSE
+// events, bounded in time.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
@@ -14,6 +17,26 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect, isDeepStrictEqual } from 'node:util';
 
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+
+// ---- arguments ------------------------------------------------------------------------------------------
+
+/**
+ * The check of a script's arguments: unless `ok`, prints `usage` (one line) on stderr and exits with status 2;
+ * then, for the first of `files` (falsy ones left out: optional arguments) that does not exist, prints
+ * "<script>: no such file: <file>" and exits with status 2.
+ */
+export function checkArguments(script, { ok, usage, files }) {
+  if (!ok) {
+    process.stderr.write(`${usage}\n`);
+    process.exit(2);
+  }
+  for (const f of files.filter(Boolean)) {
+    if (!existsSync(f)) {
+      process.stderr.write(`${script}: no such file: ${f}\n`);
+      process.exit(2);
+    }
+  }
+}
 
 // ---- assertions -----------------------------------------------------------------------------------------
 
@@ -171,6 +194,27 @@ export function startGlobalTimer(ms, onTimeout) {
     onTimeout();
     process.exit(1);
   }, ms);
+}
+
+/**
+ * Guards a run that ends with "PASS" or "FAIL": `cleanup` (kill what the run started, remove its files) runs on
+ * exit; SIGINT and SIGTERM print "not ok - interrupted by <signal>" and "FAIL", clean up and exit with status 1;
+ * after `timeoutMs` the global timer (startGlobalTimer) prints its line and "FAIL", cleans up and exits with
+ * status 1. Returns the global timer, for clearTimeout at the end of the run.
+ */
+export function guardRun(cleanup, timeoutMs) {
+  process.on('exit', cleanup);
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      process.stdout.write(`not ok - interrupted by ${sig}\nFAIL\n`);
+      cleanup();
+      process.exit(1);
+    });
+  }
+  return startGlobalTimer(timeoutMs, () => {
+    process.stdout.write('FAIL\n');
+    cleanup();
+  });
 }
 
 // ---- transport tap --------------------------------------------------------------------------------------
@@ -393,6 +437,43 @@ export async function messagesOf(response) {
   return events.filter((e) => e.json !== undefined).map((e) => e.json);
 }
 
+// ---- plain 2026-07-28 requests (docs/eras.md) -------------------------------------------------------------
+
+export const MODERN_VERSION = '2026-07-28';
+/** The keys of the envelope every 2026-07-28 request carries in its params._meta. */
+export const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const ENVELOPE_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const ENVELOPE_CLIENT = 'io.modelcontextprotocol/clientInfo';
+
+/** The 2026-07-28 envelope of a request's params._meta: the version, `capabilities`, the client `clientName` 1.0.0. */
+export function envelope(clientName, capabilities = {}) {
+  return { [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: capabilities,
+    [ENVELOPE_CLIENT]: { name: clientName, version: '1.0.0' } };
+}
+
+/** The Mcp-Name a request names (docs/eras.md#the-checks): the tool, the URI or the task id; none otherwise. */
+export function mcpName(method, params) {
+  if (method === 'tools/call' || method === 'prompts/get') return params.name;
+  if (method === 'resources/read') return params.uri;
+  if (method.startsWith('tasks/')) return params.taskId;
+  return undefined;
+}
+
+/**
+ * POSTs the 2026-07-28 JSON-RPC `request` (its params already enveloped) to `url` with the headers of the
+ * per-request era: MCP-Protocol-Version, Mcp-Method, Mcp-Name when the request names something, and
+ * `Authorization: Bearer <bearer>` when `bearer` is given; `signal` bounds or aborts it. Resolves with the
+ * fetch Response.
+ */
+export function postModern(url, request, { bearer, signal }) {
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+  if (bearer !== undefined) headers.Authorization = `Bearer ${bearer}`;
+  headers['MCP-Protocol-Version'] = MODERN_VERSION;
+  headers['Mcp-Method'] = request.method;
+  const name = mcpName(request.method, request.params ?? {});
+  if (name !== undefined) headers['Mcp-Name'] = name;
+  return fetch(url, { method: 'POST', headers, body: JSON.stringify(request), signal });
+}
 
 // ---- waiting ------------------------------------------------------------------------------------------
 
@@ -427,12 +508,6 @@ export async function pollTask(client, taskId, done, what, { pollForMs, maxPause
 // ---- server processes -----------------------------------------------------------------------------------
 
 /**
- * Starts `binary` with `args`, which must make it write its port to `portFile` once it listens; resolves with
- * `{child, port}` when the file holds a port, rejects when the process fails to start, exits first, or writes
- * no port within `waitMs`. `child.exitInfo` is set to `{code, signal}` when it exits. `stdout` is 'inherit' or
- * 'pipe' (the caller then reads `child.stdout`).
- */
-/**
  * A scratch directory for one run (its port file inside), and the cleanup that SIGKILLs the server
  * `current()` returns (while it still runs) and removes the directory. The cleanup runs on exit and, with
  * `signals`, on SIGINT / SIGTERM (printing "not ok - interrupted by <signal>" and exiting 1).
@@ -459,9 +534,13 @@ export function scratchRun(prefix, current, { signals = false } = {}) {
   return { work, portFile: join(work, 'port'), cleanup };
 }
 
+/**
+ * Starts `binary` with `args`, which must make it write its port to `portFile` once it listens; resolves with
+ * `{child, port}` when the file holds a port, rejects when the process fails to start, exits first, or writes
+ * no port within `waitMs`. `child.exitInfo` is set to `{code, signal}` when it exits. `stdout` is 'inherit' or
+ * 'pipe' (the caller then reads `child.stdout`).
+ */
 export async function startServerProcess(binary, args, portFile, { waitMs, stdout = 'inherit', env = process.env }) {
-  const { spawn } = await import('node:child_process');
-  const { existsSync, readFileSync } = await import('node:fs');
   const child = spawn(binary, args, { stdio: ['ignore', stdout, 'inherit'], env });
   let spawnError;
   child.once('error', (error) => { spawnError = error; });
@@ -476,6 +555,20 @@ export async function startServerProcess(binary, args, portFile, { waitMs, stdou
     }
     if (Date.now() > deadline) throw new Error(`no port file within ${waitMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Whether the child process `child` was started and still runs. */
+export function running(child) {
+  return Boolean(child) && child.exitCode === null && child.signalCode === null;
+}
+
+/** SIGKILLs each of `children` (child processes; unset ones left out) that still runs. */
+export function killRunning(children) {
+  for (const child of children) {
+    if (running(child)) {
+      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
   }
 }
 
@@ -499,23 +592,22 @@ export async function stopServerProcess(child, waitMs) {
 
 /**
  * Starts mcpcore-host (`binary`) on an ephemeral 127.0.0.1 port with the data directory `dataDir`, writing its
- * port to `portFile`, without the journal as a log source, with `--allowlist` and `--tick-ms` when given;
- * resolves with `{child, url}` (the MCP endpoint). Its stdout is collected: `child.printed()` returns what it
- * printed so far.
+ * port to `portFile`, without the journal as a log source, with `--allowlist` and `--tick-ms` when given, then
+ * `extraArgs`; resolves with `{child, port, url}` (`url` the MCP endpoint). Its stdout is collected:
+ * `child.printed()` returns what it printed so far.
  */
-export async function startHost(binary, { dataDir, portFile, allowlist, tickMs, waitMs }) {
-  const { rmSync } = await import('node:fs');
+export async function startHost(binary, { dataDir, portFile, allowlist, tickMs, waitMs, extraArgs = [] }) {
   rmSync(portFile, { force: true });
   const args = ['--data-dir', dataDir, '--port', '0', '--port-file', portFile];
   if (allowlist) args.push('--allowlist', allowlist);
   if (tickMs !== undefined) args.push('--tick-ms', String(tickMs));
-  args.push('--no-journal');
+  args.push('--no-journal', ...extraArgs);
   const { child, port } = await startServerProcess(binary, args, portFile, { waitMs, stdout: 'pipe' });
   let out = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk) => { out += chunk; });
   child.printed = () => out;
-  return { child, url: `http://127.0.0.1:${port}/mcp` };
+  return { child, port, url: `http://127.0.0.1:${port}/mcp` };
 }
 
 /**

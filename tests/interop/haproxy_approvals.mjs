@@ -7,10 +7,10 @@
 // Environment: MCPCORE_TEST_PG, the libpq connection string of the database (the ctest fixture's cluster).
 //
 // Starts three hosts (--server-id s1, s2, s3, each its own data directory, all with s1's token file), HAProxy with
-// the configuration of docs/scale-out.md, and mints a supervised token with mcpcore-admin. Checks, with plain
-// 2026-07-28 requests (round robin, no session): a supervised delete_tag answers -32006 with an approval_id on one
-// server; `mcpcore-admin --db ... pending` and `show` list it with the server it came from (the ticket's own `server`,
-// with no audit database given); `approve --as alice` approves it;
+// the configuration of docs/scale-out.md (both set up by haproxy_cluster.mjs), and mints a supervised token with
+// mcpcore-admin. Checks, with plain 2026-07-28 requests (round robin, no session): a supervised delete_tag answers
+// -32006 with an approval_id on one server; `mcpcore-admin --db ... pending` and `show` list it with the server it
+// came from (the ticket's own `server`, with no audit database given); `approve --as alice` approves it;
 // the recall lands on another server and runs (a tool result, not an error); a second recall is refused as used
 // (-32003); the audit rows (`mcpcore-admin --audit-db ... audit --json`) hold exactly one consume of the ticket,
 // each row with its server=; a second ticket approved the same way, recalled by 8 concurrent requests through the
@@ -29,11 +29,8 @@
 // Every process it started is killed at the end; the whole run is bounded by a global timeout.
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,26 +40,18 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fmt, messagesOf, printedOperatorToken, scratchRun, SseReader,
-  startGlobalTimer, startServerProcess,
+  CheckFailure, checkArguments, createChecks, envelope, expect, expectEqual, fmt, guardRun, postModern, SseReader,
 } from './check.mjs';
+import { HaproxyCluster } from './haproxy_cluster.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
 
 /** The whole run is killed with exit status 1 after this long (ctest's TIMEOUT is 120 s). */
 const GLOBAL_TIMEOUT_MS = 100_000;
-/** A server must write its port file within this long (ASan builds start slowly). */
-const PORT_FILE_WAIT_MS = 20_000;
 /** Timeout of every request and of every mcpcore-admin run. */
 const REQUEST_TIMEOUT_MS = 20_000;
 /** A single check fails when it takes longer than this. */
 const CHECK_TIMEOUT_MS = 40_000;
-/** HAProxy must report the wanted server states on its stats socket within this long. */
-const STATE_WAIT_MS = 15_000;
-/** The health check's interval; a server is DOWN after HEALTH_FALL failed checks, UP after HEALTH_RISE good ones. */
-const HEALTH_INTER_MS = 300;
-const HEALTH_FALL = 2;
-const HEALTH_RISE = 1;
 /** The hosts' maintenance tick: how soon they load the minted token. */
 const TICK_MS = 200;
 /** Concurrent recalls of one approved ticket. */
@@ -74,10 +63,6 @@ const QUIET_MS = 1_500;
 /** After a decision reached every subscription, how long they are watched for a duplicate. */
 const DECISION_QUIET_MS = 500;
 
-const MODERN_VERSION = '2026-07-28';
-const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const ENVELOPE_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
-const ENVELOPE_CLIENT = 'io.modelcontextprotocol/clientInfo';
 const APPROVAL_REQUIRED = -32006;
 const PERMISSION_DENIED = -32003;
 const SERVERS = ['s1', 's2', 's3'];
@@ -92,64 +77,26 @@ const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 const [hostBinary, adminBinary, haproxyBinary, allowlist, ...extra] = process.argv.slice(2);
 const pg = process.env.MCPCORE_TEST_PG ?? '';
-if (!hostBinary || !adminBinary || !haproxyBinary || !allowlist || extra.length > 0 || pg === '') {
-  process.stderr.write('usage: MCPCORE_TEST_PG=<conninfo> node haproxy_approvals.mjs <mcpcore-host> <mcpcore-admin> '
-    + '<haproxy> <allow-list>\n');
-  process.exit(2);
-}
-for (const f of [hostBinary, adminBinary, haproxyBinary, allowlist]) {
-  if (!existsSync(f)) {
-    process.stderr.write(`haproxy_approvals.mjs: no such file: ${f}\n`);
-    process.exit(2);
-  }
-}
-
-/** name -> {child, port, dataDir}: the mcpcore-host processes. */
-const hosts = new Map();
-let haproxy;
-const { work, cleanup: cleanupRun } = scratchRun('mcpcore-haproxy-approvals-', () => undefined, { signals: false });
-const running = (child) => child && child.exitCode === null && child.signalCode === null;
-function cleanup() {
-  for (const child of [haproxy, ...[...hosts.values()].map((h) => h.child)]) {
-    if (running(child)) {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }
-  }
-  cleanupRun();
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    process.stdout.write(`not ok - interrupted by ${sig}\nFAIL\n`);
-    cleanup();
-    process.exit(1);
-  });
-}
-const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
-  process.stdout.write('FAIL\n');
-  cleanup();
+checkArguments('haproxy_approvals.mjs', {
+  ok: hostBinary && adminBinary && haproxyBinary && allowlist && extra.length === 0 && pg !== '',
+  usage: 'usage: MCPCORE_TEST_PG=<conninfo> node haproxy_approvals.mjs <mcpcore-host> <mcpcore-admin> <haproxy> '
+    + '<allow-list>',
+  files: [hostBinary, adminBinary, haproxyBinary, allowlist],
 });
+
+/** The hosts and HAProxy (haproxy_cluster.mjs), in a scratch directory. */
+const cluster = new HaproxyCluster({ prefix: 'mcpcore-haproxy-approvals-', hostBinary, haproxyBinary, allowlist,
+  servers: SERVERS, clientName: 'mcpcore-haproxy-approvals', requestTimeoutMs: REQUEST_TIMEOUT_MS });
+const globalTimer = guardRun(() => cluster.cleanup(), GLOBAL_TIMEOUT_MS);
 const { check, checkWith, expectMcpError, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
 /** The SDK clients connected during the run (closed at the end). */
 const sdkClients = [];
 
 // ---- mcpcore-host and mcpcore-admin ---------------------------------------------------------------------
 
-/** Starts mcpcore-host `name` on an ephemeral 127.0.0.1 port, on the shared database; resolves with {child, port}. */
-async function startMcpHost(name, extraArgs) {
-  const dataDir = join(work, `data-${name}`);
-  const portFile = join(work, `port-${name}`);
-  const hostArgs = ['--data-dir', dataDir, '--port', '0', '--port-file', portFile, '--allowlist', allowlist,
-    '--no-journal', '--tick-ms', String(TICK_MS), '--server-id', name, '--approvals-db', pg, '--audit-db', pg,
-    '--events-db', pg, ...extraArgs];
-  const { child, port } = await startServerProcess(hostBinary, hostArgs, portFile,
-    { waitMs: PORT_FILE_WAIT_MS, stdout: 'pipe' });
-  let out = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk) => { out += chunk; });
-  child.printed = () => out;
-  return { child, port, dataDir };
-}
+/** The arguments of host `name` on top of the cluster's: its server id and the shared database. */
+const hostArgs = (name) => ['--tick-ms', String(TICK_MS), '--server-id', name, '--approvals-db', pg, '--audit-db', pg,
+  '--events-db', pg];
 
 /** Runs mcpcore-admin with `args`; resolves with {code, stdout, stderr}. */
 function admin(...args) {
@@ -160,131 +107,11 @@ function admin(...args) {
   });
 }
 
-// ---- HAProxy --------------------------------------------------------------------------------------------
-
-/** A free 127.0.0.1 port (bound, read, released: HAProxy binds it right after). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/**
- * The configuration of docs/scale-out.md#the-haproxy-configuration (each line explained there), for `servers`
- * ({name: port}).
- */
-function haproxyConfig({ port, socket, servers }) {
-  return [
-    'global',
-    `    stats socket ${socket} mode 600 level admin`,
-    '    maxconn 1024',
-    '',
-    'defaults',
-    '    mode http',
-    '    timeout connect 2s',
-    '    timeout client 1h',
-    '    timeout server 1h',
-    '    timeout tunnel 1h',
-    '    timeout http-request 10s',
-    '    retries 2',
-    '    option redispatch',
-    '',
-    'frontend mcp_in',
-    `    bind 127.0.0.1:${port}`,
-    '    default_backend mcp',
-    '',
-    'backend mcp',
-    '    balance roundrobin',
-    '    option httpchk GET /readyz HTTP/1.1',
-    '    http-check send hdr Host localhost',
-    '    http-check expect status 200',
-    '    stick-table type string len 64 size 100k expire 35m',
-    '    stick match req.hdr(mcp-session-id)',
-    '    stick store-response res.hdr(mcp-session-id)',
-    '    http-response set-header X-Served-By %[srv_name]',
-    ...Object.entries(servers).map(([name, p]) =>
-      `    server ${name} 127.0.0.1:${p} check inter ${HEALTH_INTER_MS}ms fall ${HEALTH_FALL} rise ${HEALTH_RISE}`),
-    '',
-  ].join('\n');
-}
-
-/** One command on HAProxy's stats socket; resolves with its whole answer. */
-function statsCommand(socket, command) {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const c = createConnection(socket, () => c.end(`${command}\n`));
-    c.setEncoding('utf8');
-    c.on('data', (d) => { out += d; });
-    c.on('end', () => resolve(out));
-    c.on('error', reject);
-    c.setTimeout(5_000, () => c.destroy(new Error(`no answer to "${command}" on the stats socket`)));
-  });
-}
-
-/** {server name: status} of the backend `mcp` ("UP", "DOWN", "UP 1/2", ...), from `show stat`. */
-async function serverStates(socket) {
-  const lines = (await statsCommand(socket, 'show stat')).split('\n').filter((l) => l !== '');
-  const head = lines[0].replace(/^# /, '').split(',');
-  const [px, sv, st] = ['pxname', 'svname', 'status'].map((k) => head.indexOf(k));
-  const out = {};
-  for (const l of lines.slice(1)) {
-    const f = l.split(',');
-    if (f[px] === 'mcp' && SERVERS.includes(f[sv])) out[f[sv]] = f[st];
-  }
-  return out;
-}
-
-/** Waits until HAProxy reports `wanted` ({name: status}); fails with the last states otherwise. */
-async function waitStates(socket, wanted) {
-  const deadline = performance.now() + STATE_WAIT_MS;
-  let states;
-  for (;;) {
-    states = await serverStates(socket);
-    if (Object.entries(wanted).every(([name, status]) => states[name] === status)) return states;
-    if (performance.now() > deadline) break;
-    await sleep(50);
-  }
-  return expect(false, `HAProxy's server states: expected ${fmt(wanted)}, got ${fmt(states)}`);
-}
-
 // ---- clients --------------------------------------------------------------------------------------------
-
-let nextId = 1;
-
-/** The 2026-07-28 envelope of every request's params._meta. */
-const envelope = () => ({ [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: {},
-  [ENVELOPE_CLIENT]: { name: 'mcpcore-haproxy-approvals', version: '1.0.0' } });
-
-/**
- * One plain 2026-07-28 enveloped tools/call through the balancer (or to `target`, one host's URL); resolves with
- * {status, servedBy, message}.
- */
-async function plainCall(token, name, args, target = url) {
-  const id = nextId++;
-  const response = await fetch(target, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-      Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': MODERN_VERSION, 'Mcp-Method': 'tools/call',
-      'Mcp-Name': name,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
-      params: { name, arguments: args, _meta: envelope() } }),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  const messages = await messagesOf(response);
-  return { status: response.status, servedBy: response.headers.get('x-served-by'),
-    message: messages.find((m) => m.id === id && m.method === undefined) };
-}
 
 /** The audit rows (mcpcore-admin --audit-db audit --json) that record a consume of ticket `id`. */
 async function consumeRows(id) {
-  const r = await admin('--data-dir', join(work, 'data-s1'), '--audit-db', pg, 'audit', '--tail', '5000', '--json');
+  const r = await admin('--data-dir', cluster.dataDir('s1'), '--audit-db', pg, 'audit', '--tail', '5000', '--json');
   expectEqual(r.code, 0, `mcpcore-admin audit (stderr ${fmt(r.stderr)})`);
   const rows = JSON.parse(r.stdout);
   return rows.filter((row) => (row.detail ?? '').includes(`consumed approval_id=${id}`));
@@ -292,7 +119,7 @@ async function consumeRows(id) {
 
 /** Mints a ticket with the supervised delete_tag: {id, server}. */
 async function mintTicket(key) {
-  const r = await plainCall(agentToken, 'delete_tag', { key });
+  const r = await cluster.call(agentToken, 'delete_tag', { key });
   expectEqual(r.message?.error?.code, APPROVAL_REQUIRED, `the supervised delete_tag's answer (${fmt(r.message)})`);
   const id = r.message.error.data?.approval_id;
   expect(/^[0-9a-f]{32}$/.test(id ?? ''), `approval_id ${fmt(r.message.error.data)}`);
@@ -301,21 +128,19 @@ async function mintTicket(key) {
 
 /** Approves ticket `id` with the shared mcpcore-admin as alice, telling the hosts (--events-db). */
 async function approve(id) {
-  const r = await admin('--data-dir', join(work, 'data-s2'), '--db', pg, '--audit-db', pg, 'approve', id, '--as',
+  const r = await admin('--data-dir', cluster.dataDir('s2'), '--db', pg, '--audit-db', pg, 'approve', id, '--as',
     'alice', '--yes', '--events-db', pg);
   expectEqual(r.code, 0, `mcpcore-admin approve (stdout ${fmt(r.stdout)}, stderr ${fmt(r.stderr)})`);
   expect(!r.stderr.includes('warning'), `mcpcore-admin approve warned: ${fmt(r.stderr)}`);
 }
 
-/** The MCP URL of host `name` (directly, not through the balancer). */
-const hostUrl = (name) => `http://127.0.0.1:${hosts.get(name).port}/mcp`;
 
 /**
  * A 2025-11-25 SDK 1.x client connected directly to host `name` with `bearer` (a session and its GET stream):
  * {client, updates}, `updates` the URIs of the notifications/resources/updated it received.
  */
 async function sdkClient(name, bearer) {
-  const transport = new StreamableHTTPClientTransport(new URL(hostUrl(name)),
+  const transport = new StreamableHTTPClientTransport(new URL(cluster.hostUrl(name)),
     { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } });
   const client = new Client({ name: `mcpcore-haproxy-approvals-${name}`, version: '1.0.0' }, { capabilities: {} });
   client.onerror = () => { /* the GET stream's end is reported here; the checks look at what arrived */ };
@@ -352,38 +177,15 @@ async function settle(watchers, started) {
 let token;
 let agentToken;
 let url;
-let socket;
 const tagKey = `k${randomBytes(6).toString('hex')}`;
 
 await check('three mcpcore-host processes start on one PostgreSQL database, sharing the first one\'s token file', async () => {
-  for (const name of SERVERS) {
-    const started = await startMcpHost(name, name === 's1' ? [] : ['--token-file', join(work, 'data-s1', 'tokens')]);
-    hosts.set(name, started);
-    if (name === 's1') ({ token } = await printedOperatorToken(started.child));
-  }
-  process.stdout.write(`# hosts ${fmt(Object.fromEntries([...hosts].map(([n, h]) => [n, h.port])))}\n`);
+  token = await cluster.startHosts(hostArgs);
 }, { needsSdk: false });
 
 await check('HAProxy starts and marks every server UP by GET /readyz', async () => {
-  expect(hosts.size === SERVERS.length && token, 'the servers did not start');
-  const port = await freePort();
-  socket = join(work, 'haproxy.sock');
-  const config = haproxyConfig({ port, socket,
-    servers: Object.fromEntries([...hosts].map(([n, h]) => [n, h.port])) });
-  const file = join(work, 'haproxy.cfg');
-  writeFileSync(file, config);
-  haproxy = spawn(haproxyBinary, ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let errors = '';
-  haproxy.stderr.setEncoding('utf8');
-  haproxy.stderr.on('data', (d) => { errors += d; });
-  const deadline = performance.now() + STATE_WAIT_MS;
-  while (!existsSync(socket)) {
-    expect(running(haproxy), `haproxy exited: ${fmt(errors)}`);
-    expect(performance.now() < deadline, `no stats socket within ${STATE_WAIT_MS} ms: ${fmt(errors)}`);
-    await sleep(25);
-  }
-  await waitStates(socket, Object.fromEntries(SERVERS.map((n) => [n, 'UP'])));
-  url = `http://127.0.0.1:${port}/mcp`;
+  expect(cluster.hosts.size === SERVERS.length && token, 'the servers did not start');
+  url = await cluster.startHaproxy();
 }, { needsSdk: false });
 
 let approverToken;
@@ -391,11 +193,11 @@ let approverToken;
 await check('mcpcore-admin mints a supervised token and an approver\'s; every server loads them', async () => {
   expect(url, 'the balancer did not start');
   // The approver first: once every server answers the agent's token, the file they loaded holds both.
-  const approver = await admin('--data-dir', join(work, 'data-s1'), 'token', 'mint', '--id', 'carol', '--tier',
+  const approver = await admin('--data-dir', cluster.dataDir('s1'), 'token', 'mint', '--id', 'carol', '--tier',
     'supervised', '--kind', 'human_interactive', '--role', 'approver', '--assured');
   expectEqual(approver.code, 0, `mcpcore-admin token mint (stderr ${fmt(approver.stderr)})`);
   approverToken = approver.stdout.trim();
-  const minted = await admin('--data-dir', join(work, 'data-s1'), 'token', 'mint', '--id', 'agent', '--tier',
+  const minted = await admin('--data-dir', cluster.dataDir('s1'), 'token', 'mint', '--id', 'agent', '--tier',
     'supervised');
   expectEqual(minted.code, 0, `mcpcore-admin token mint (stderr ${fmt(minted.stderr)})`);
   agentToken = minted.stdout.trim();
@@ -404,27 +206,19 @@ await check('mcpcore-admin mints a supervised token and an approver\'s; every se
   let loaded = new Set();
   while (loaded.size < SERVERS.length) {
     expect(performance.now() < deadline, `servers that accept the token: ${fmt([...loaded])}`);
-    const r = await plainCall(agentToken, 'get_memory', {});
+    const r = await cluster.call(agentToken, 'get_memory', {});
     if (r.status === 200 && r.message?.result) loaded.add(r.servedBy);
     else await sleep(TICK_MS);
   }
 }, { needsSdk: false });
 
 await check('a listen on s1 gets one resources/updated when set_tag runs on s2 (--events-db)', async () => {
-  expect(hosts.size === SERVERS.length && token, 'the servers did not start');
-  const id = nextId++;
+  expect(cluster.hosts.size === SERVERS.length && token, 'the servers did not start');
+  const id = cluster.nextId();
   const listen = new AbortController();
-  const response = await fetch(hostUrl('s1'), {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-      Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': MODERN_VERSION,
-      'Mcp-Method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen',
-      params: { notifications: { resourceSubscriptions: [TAGS_URI] }, _meta: envelope() } }),
-    signal: listen.signal,
-  });
+  const request = { jsonrpc: '2.0', id, method: 'subscriptions/listen',
+    params: { notifications: { resourceSubscriptions: [TAGS_URI] }, _meta: envelope(cluster.clientName) } };
+  const response = await postModern(cluster.hostUrl('s1'), request, { bearer: token, signal: listen.signal });
   const stream = new SseReader(response);
   try {
     expectEqual([response.status, (response.headers.get('content-type') ?? '').split(';')[0]],
@@ -432,7 +226,7 @@ await check('a listen on s1 gets one resources/updated when set_tag runs on s2 (
     const ack = (await stream.next(REQUEST_TIMEOUT_MS))?.json;
     expectEqual([ack?.method, ack?.params?.notifications], ['notifications/subscriptions/acknowledged',
       { resourceSubscriptions: [TAGS_URI] }], `the listen's first frame (${fmt(ack)})`);
-    const set = await plainCall(token, 'set_tag', { key: `${tagKey}e`, value: 'v1' }, hostUrl('s2'));
+    const set = await cluster.call(token, 'set_tag', { key: `${tagKey}e`, value: 'v1' }, cluster.hostUrl('s2'));
     expect(set.message?.result !== undefined && !set.message.result.isError, `set_tag on s2: ${fmt(set.message)}`);
     const got = [];
     const started = performance.now();
@@ -474,14 +268,14 @@ const withTicket = checkWith(() => first, 'the mint');
 
 await withTicket('mcpcore-admin --db pending and show list the ticket with the server it came from, read from the ticket', async () => {
   // No --audit-db: the server is the ticket's own (approval_options::server_id of the minting host).
-  const r = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'pending', '--json');
+  const r = await admin('--data-dir', cluster.dataDir('s3'), '--db', pg, 'pending', '--json');
   expectEqual(r.code, 0, `mcpcore-admin pending (stderr ${fmt(r.stderr)})`);
   const mine = JSON.parse(r.stdout).find((t) => t.approval_id === first.id);
   expect(mine, `the ticket is not pending: ${fmt(r.stdout)}`);
   expectEqual(mine.server, first.server, 'the pending ticket\'s server');
-  const text = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'pending');
+  const text = await admin('--data-dir', cluster.dataDir('s3'), '--db', pg, 'pending');
   expect(text.stdout.includes(`from server ${first.server}`), `the text listing: ${fmt(text.stdout)}`);
-  const shown = await admin('--data-dir', join(work, 'data-s3'), '--db', pg, 'show', first.id, '--json');
+  const shown = await admin('--data-dir', cluster.dataDir('s3'), '--db', pg, 'show', first.id, '--json');
   expectEqual(shown.code, 0, `mcpcore-admin show (stderr ${fmt(shown.stderr)})`);
   expectEqual(JSON.parse(shown.stdout).server, first.server, 'show --json: the ticket\'s server');
 });
@@ -530,7 +324,7 @@ await withWatchers('a reject through s3\'s HTTP approval route reaches a subscri
   const [watcher] = watchers;
   watcher.updates.length = 0;
   await watcher.client.subscribeResource({ uri: approvalUri(third.id) }, { timeout: REQUEST_TIMEOUT_MS });
-  const route = `http://127.0.0.1:${hosts.get('s3').port}/api/v1/approvals/${third.id}/reject`;
+  const route = `http://127.0.0.1:${cluster.hosts.get('s3').port}/api/v1/approvals/${third.id}/reject`;
   const reject = () => fetch(route, {
     method: 'POST', headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ comment: 'not now' }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
@@ -548,7 +342,7 @@ await withWatchers('a reject through s3\'s HTTP approval route reaches a subscri
 
 await withTicket('the approved ticket\'s recall lands on another server and runs', async () => {
   if (!firstApproved) await approve(first.id);
-  const r = await plainCall(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
+  const r = await cluster.call(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
   expect(r.servedBy !== first.server, `the recall was served by the minting server ${first.server}`);
   expect(r.message?.result !== undefined, `the recall did not run: ${fmt(r.message)}`);
   // The tags are each host's own: the tool ran and says so ("no tag ... on this host" is its answer).
@@ -556,7 +350,7 @@ await withTicket('the approved ticket\'s recall lands on another server and runs
 });
 
 await withTicket('a second recall is refused as used (-32003); the audit rows hold one consume, with its server', async () => {
-  const r = await plainCall(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
+  const r = await cluster.call(agentToken, 'delete_tag', { key: tagKey, approval_id: first.id });
   expectEqual(r.message?.error?.code, PERMISSION_DENIED, `the second recall (${fmt(r.message)})`);
   const rows = await consumeRows(first.id);
   expectEqual(rows.length, 1, `consume rows of the ticket (${fmt(rows)})`);
@@ -568,7 +362,7 @@ await withAgent(`${RACERS} concurrent recalls of one approved ticket through the
   const second = await mintTicket(`${tagKey}x`);
   await approve(second.id);
   const answers = await Promise.all(Array.from({ length: RACERS },
-    () => plainCall(agentToken, 'delete_tag', { key: `${tagKey}x`, approval_id: second.id })));
+    () => cluster.call(agentToken, 'delete_tag', { key: `${tagKey}x`, approval_id: second.id })));
   const ran = answers.filter((a) => a.message?.result !== undefined);
   const refused = answers.filter((a) => a.message?.error?.code === PERMISSION_DENIED);
   expect(ran.length === 1 && refused.length === RACERS - 1,
@@ -582,5 +376,5 @@ for (const c of sdkClients) await c.close().catch(() => undefined);
 const status = summary();
 process.stdout.write(status === 0 ? 'PASS\n' : 'FAIL\n');
 clearTimeout(globalTimer);
-cleanup();
+cluster.cleanup();
 process.exit(status);

@@ -15,8 +15,8 @@
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
 import { promisify } from 'node:util';
@@ -26,8 +26,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  createChecks, expect, expectEqual, fmt, printedOperatorToken, serverMessage, startGlobalTimer,
-  startHost as startHostProcess, stopServerProcess, TapTransport,
+  checkArguments, createChecks, expect, expectEqual, fmt, printedOperatorToken, scratchRun, serverMessage,
+  startGlobalTimer, startHost as startHostProcess, stopServerProcess, TapTransport,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -55,29 +55,15 @@ const EXPECTED_TOOLS = [
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
 
 const [hostBinary, adminBinary, allowlist] = process.argv.slice(2);
-if (!hostBinary || !adminBinary || !allowlist) {
-  process.stderr.write('usage: node host_e2e.mjs <mcpcore-host> <mcpcore-admin> <allow-list>\n');
-  process.exit(2);
-}
-for (const f of [hostBinary, adminBinary, allowlist]) {
-  if (!existsSync(f)) {
-    process.stderr.write(`host_e2e.mjs: no such file: ${f}\n`);
-    process.exit(2);
-  }
-}
+checkArguments('host_e2e.mjs', {
+  ok: hostBinary && adminBinary && allowlist,
+  usage: 'usage: node host_e2e.mjs <mcpcore-host> <mcpcore-admin> <allow-list>',
+  files: [hostBinary, adminBinary, allowlist],
+});
 
-const work = mkdtempSync(join(tmpdir(), 'mcpcore-host-e2e-'));
-const dataDir = join(work, 'data');
-const portFile = join(work, 'port');
 let server;
-
-function cleanup() {
-  if (server && server.exitInfo === undefined) {
-    try { process.kill(server.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
-  try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
-}
-process.on('exit', cleanup);
+const { work, portFile, cleanup } = scratchRun('mcpcore-host-e2e-', () => server);
+const dataDir = join(work, 'data');
 const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, cleanup);
 const { check, describe, expectMcpError, markInitialized, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS });
 

@@ -24,7 +24,6 @@
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
@@ -38,8 +37,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  createChecks, expect, expectEqual, fail, fmt, printedOperatorToken, scratchRun, serverMessage, startGlobalTimer,
-  startHost, stopServerProcess, TapTransport, textOf, withTimeout, pollTask, TASK_TERMINAL, waitFor,
+  checkArguments, createChecks, expect, expectEqual, fail, fmt, printedOperatorToken, scratchRun, serverMessage,
+  startGlobalTimer, startHost, stopServerProcess, TapTransport, textOf, withTimeout, pollTask, TASK_TERMINAL, waitFor,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -82,16 +81,11 @@ const sleepFor = (seconds) => ({ command: 'sleep', args: [String(seconds)] });
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
 
 const [hostBinary, allowlist] = process.argv.slice(2);
-if (!hostBinary || !allowlist) {
-  process.stderr.write('usage: node host_tasks.mjs <mcpcore-host> <allow-list>\n');
-  process.exit(2);
-}
-for (const f of [hostBinary, allowlist]) {
-  if (!existsSync(f)) {
-    process.stderr.write(`host_tasks.mjs: no such file: ${f}\n`);
-    process.exit(2);
-  }
-}
+checkArguments('host_tasks.mjs', {
+  ok: hostBinary && allowlist,
+  usage: 'usage: node host_tasks.mjs <mcpcore-host> <allow-list>',
+  files: [hostBinary, allowlist],
+});
 
 let server;
 const { work, portFile, cleanup } = scratchRun('mcpcore-host-tasks-', () => server, { signals: true });

@@ -30,7 +30,6 @@
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import process from 'node:process';
@@ -40,8 +39,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 
 import {
-  createChecks, expect, expectEqual, fail, fmt, messagesOf, printedOperatorToken, scratchRun, startGlobalTimer,
-  startHost, stopServerProcess, TASK_TERMINAL, textOf, withTimeout,
+  checkArguments, createChecks, envelope, expect, expectEqual, fail, fmt, killRunning, messagesOf,
+  MODERN_VERSION, postModern, printedOperatorToken, scratchRun, startGlobalTimer, startHost,
+  stopServerProcess, TASK_TERMINAL, textOf, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -67,10 +67,6 @@ const TICK_MS = 200;
 
 // ---- expected server surface (docs/host-server.md, docs/tasks.md, docs/eras.md) --------------------------
 
-const VERSION = '2026-07-28';
-const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const ENVELOPE_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
-const ENVELOPE_CLIENT = 'io.modelcontextprotocol/clientInfo';
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const EXECUTION_META = 'mcpcore/executionId';
@@ -88,16 +84,11 @@ const sleepFor = (seconds) => ({ command: 'sleep', args: [String(seconds)] });
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
 
 const [hostBinary, allowlist, adminBinary, ...extra] = process.argv.slice(2);
-if (!hostBinary || !allowlist || extra.length > 0) {
-  process.stderr.write('usage: node host_tasks_v2.mjs <mcpcore-host> <allow-list> [<mcpcore-admin>]\n');
-  process.exit(2);
-}
-for (const f of [hostBinary, allowlist, adminBinary].filter(Boolean)) {
-  if (!existsSync(f)) {
-    process.stderr.write(`host_tasks_v2.mjs: no such file: ${f}\n`);
-    process.exit(2);
-  }
-}
+checkArguments('host_tasks_v2.mjs', {
+  ok: hostBinary && allowlist && extra.length === 0,
+  usage: 'usage: node host_tasks_v2.mjs <mcpcore-host> <allow-list> [<mcpcore-admin>]',
+  files: [hostBinary, allowlist, adminBinary],
+});
 
 let server;
 /** The `--stdio` child, killed at the end if still up. */
@@ -105,9 +96,7 @@ let stdioChild;
 const { work, portFile, cleanup: cleanupRun } = scratchRun('mcpcore-host-tasks-v2-', () => server, { signals: true });
 const dataDir = join(work, 'data');
 const cleanup = () => {
-  if (stdioChild && stdioChild.exitCode === null && stdioChild.signalCode === null) {
-    try { process.kill(stdioChild.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
+  killRunning([stdioChild]);
   cleanupRun();
 };
 process.on('exit', cleanup);
@@ -124,19 +113,9 @@ function enveloped(params, tasks) {
     ...params,
     _meta: {
       ...(params._meta ?? {}),
-      [ENVELOPE_VERSION]: VERSION,
-      [ENVELOPE_CAPABILITIES]: tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
-      [ENVELOPE_CLIENT]: { name: 'mcpcore-host-tasks-v2', version: '1.0.0' },
+      ...envelope('mcpcore-host-tasks-v2', tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
     },
   };
-}
-
-/** The Mcp-Name a request names (docs/eras.md#the-checks): the tool, the URI or the task id; none otherwise. */
-function mcpName(method, params) {
-  if (method === 'tools/call' || method === 'prompts/get') return params.name;
-  if (method === 'resources/read') return params.uri;
-  if (method.startsWith('tasks/')) return params.taskId;
-  return undefined;
 }
 
 /**
@@ -146,15 +125,7 @@ function mcpName(method, params) {
 async function httpRpc(bearer, method, params = {}, { tasks = true } = {}) {
   const id = nextId++;
   const request = { jsonrpc: '2.0', id, method, params: enveloped(params, tasks) };
-  const headers = {
-    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-    Authorization: `Bearer ${bearer}`, 'MCP-Protocol-Version': VERSION, 'Mcp-Method': method,
-  };
-  const name = mcpName(method, params);
-  if (name !== undefined) headers['Mcp-Name'] = name;
-  const response = await fetch(url, {
-    method: 'POST', headers, body: JSON.stringify(request), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
+  const response = await postModern(url, request, { bearer, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   const messages = await messagesOf(response);
   // A refusal before the body is read (401, say) answers with id null.
   const message = messages.find((m) => m.method === undefined && (m.id === id || (m.id === null && m.error)));
@@ -324,7 +295,7 @@ const c = (name, body) => check(name, async () => {
 
 await c('server/discover advertises capabilities.extensions["io.modelcontextprotocol/tasks"]', async () => {
   const r = resultOf(await httpRpc(token, 'server/discover'), 'server/discover');
-  expect(r.supportedVersions?.includes(VERSION), `supportedVersions: ${fmt(r.supportedVersions)}`);
+  expect(r.supportedVersions?.includes(MODERN_VERSION), `supportedVersions: ${fmt(r.supportedVersions)}`);
   expectEqual(r.capabilities?.extensions?.[TASKS_EXTENSION], {}, `capabilities.extensions["${TASKS_EXTENSION}"]`);
   expect(r.capabilities?.tasks === undefined, `a 2025-11-25 capabilities.tasks in discover: ${fmt(r.capabilities)}`);
 });

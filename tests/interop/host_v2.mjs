@@ -23,8 +23,8 @@
 // always killed at the end, and the whole run is bounded by a global timeout.
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
 
@@ -32,7 +32,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
-  createChecks, expect, expectEqual, fmt, posts, printedOperatorToken, recordingFetch, startGlobalTimer, startHost,
+  checkArguments, createChecks, ENVELOPE_CAPABILITIES, ENVELOPE_VERSION, expect, expectEqual, fmt, guardRun,
+  killRunning, MODERN_VERSION, postModern, posts, printedOperatorToken, recordingFetch, scratchRun, startHost,
   stopServerProcess, textOf, wireResponse,
 } from './check.mjs';
 
@@ -51,9 +52,7 @@ const SERVER_EXIT_WAIT_MS = 10_000;
 
 // ---- expected server surface (examples/host_server, docs/host-server.md) ---------------------------------
 
-const MODERN_VERSION = '2026-07-28';
 const SERVER_NAME = 'mcpcore-host';
-const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
 /** The read-only tools always offered (get_recent_logs is offered only when a log source exists). */
 const READ_ONLY_TOOLS = [
   'get_execution_status', 'get_memory', 'get_system_summary', 'get_tags', 'list_filesystems', 'list_listening_sockets',
@@ -69,44 +68,22 @@ const COMMAND = { command: 'list_directory', args: ['/'] };
 // ---- arguments, work directory, cleanup -----------------------------------------------------------------
 
 const [hostBinary, allowlist, ...extra] = process.argv.slice(2);
-if (!hostBinary || hostBinary.startsWith('-') || extra.length > 0) {
-  process.stderr.write('usage: node host_v2.mjs <mcpcore-host> [<allow-list>]\n');
-  process.exit(2);
-}
-for (const f of [hostBinary, allowlist].filter(Boolean)) {
-  if (!existsSync(f)) {
-    process.stderr.write(`host_v2.mjs: no such file: ${f}\n`);
-    process.exit(2);
-  }
-}
+checkArguments('host_v2.mjs', {
+  ok: hostBinary && !hostBinary.startsWith('-') && extra.length === 0,
+  usage: 'usage: node host_v2.mjs <mcpcore-host> [<allow-list>]',
+  files: [hostBinary, allowlist],
+});
 
-const work = mkdtempSync(join(tmpdir(), 'mcpcore-host-v2-'));
-const dataDir = join(work, 'data');
-const portFile = join(work, 'port');
 let server;
 /** The `--stdio` children the stdio transport spawned (the session child), killed at the end if still up. */
 const stdioChildren = [];
-
-function cleanup() {
-  for (const child of [server, ...stdioChildren]) {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }
-  }
-  try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    process.stdout.write(`not ok - interrupted by ${sig}\nFAIL\n`);
-    cleanup();
-    process.exit(1);
-  });
-}
-const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
-  process.stdout.write('FAIL\n');
-  cleanup();
-});
+const { work, portFile, cleanup: cleanupRun } = scratchRun('mcpcore-host-v2-', () => server);
+const dataDir = join(work, 'data');
+const cleanup = () => {
+  killRunning(stdioChildren);
+  cleanupRun();
+};
+const globalTimer = guardRun(cleanup, GLOBAL_TIMEOUT_MS);
 const { check, checkWith, summary } = createChecks({ timeoutMs: CHECK_TIMEOUT_MS, showCause: true });
 
 const opts = (more = {}) => ({ timeout: REQUEST_TIMEOUT_MS, ...more });
@@ -353,16 +330,9 @@ if (operatorToken) {
   for (const mode of ['pin', 'auto']) await httpChecks(mode);
 
   await check('raw: an enveloped tools/list without a token is 401 with WWW-Authenticate: Bearer', async () => {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-        'MCP-Protocol-Version': MODERN_VERSION, 'Mcp-Method': 'tools/list',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list',
-        params: { _meta: { [ENVELOPE_VERSION]: MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
+    const response = await postModern(url, { jsonrpc: '2.0', id: 1, method: 'tools/list',
+      params: { _meta: { [ENVELOPE_VERSION]: MODERN_VERSION, [ENVELOPE_CAPABILITIES]: {} } } },
+    { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     await response.text();
     expectEqual(response.status, 401, 'HTTP status');
     expect(/^Bearer\b/i.test(response.headers.get('www-authenticate') ?? ''),

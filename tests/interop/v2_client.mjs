@@ -23,9 +23,6 @@
 // wire (requests sent, results before the client strips them).
 // Exit status: 0 when every check passed, 1 otherwise (also after the global timeout), 2 on bad usage.
 
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,8 +34,8 @@ import { StdioClientTransport as StdioTransportV1 } from '@modelcontextprotocol/
 import { StreamableHTTPClientTransport as HttpTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CheckFailure, createChecks, expect, expectEqual, fail, fmt, posts, recordingFetch, startGlobalTimer, startServerProcess,
-  stopServerProcess, TapTransport, textOf, wireResponse, withTimeout,
+  CheckFailure, checkArguments, createChecks, expect, expectEqual, fail, fmt, guardRun, MODERN_VERSION, posts,
+  recordingFetch, scratchRun, startServerProcess, stopServerProcess, TapTransport, textOf, wireResponse, withTimeout,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -71,7 +68,6 @@ const STDIO_EXIT_WITHIN_MS = 2_000;
 
 // ---- expected server surface (examples/conformance_server/{main.cpp,per_request_fixtures.hpp}) -----------
 
-const MODERN_VERSION = '2026-07-28';
 const LEGACY_VERSION = '2025-11-25';
 const SERVER_NAME = 'mcpcore-conformance-server';
 /** Handshake-era fixture tools (main.cpp); listed in both eras. */
@@ -104,7 +100,7 @@ const PROMPT_CONTEXT_TEXT = 'Prompt with context:\n' +
 
 // ---- arguments ------------------------------------------------------------------------------------------
 
-const USAGE = 'usage: node v2_client.mjs <path-to-mcpcore-conformance-server> [--mode pin|auto] [--transport stdio|http]\n';
+const USAGE = 'usage: node v2_client.mjs <path-to-mcpcore-conformance-server> [--mode pin|auto] [--transport stdio|http]';
 const argv = process.argv.slice(2);
 const serverBinary = argv[0];
 let modes = ['pin', 'auto'];
@@ -123,14 +119,7 @@ for (let i = 1; i < argv.length; i += 2) {
   else transportKind = value;
 }
 const overStdio = transportKind === 'stdio';
-if (badUsage) {
-  process.stderr.write(USAGE);
-  process.exit(2);
-}
-if (!existsSync(serverBinary)) {
-  process.stderr.write(`v2_client: no such file: ${serverBinary}\n`);
-  process.exit(2);
-}
+checkArguments('v2_client', { ok: !badUsage, usage: USAGE, files: [serverBinary] });
 
 const negotiation = (mode) => (mode === 'pin' ? { mode: { pin: MODERN_VERSION } } : { mode: 'auto' });
 
@@ -140,29 +129,9 @@ const { check, checkWith, describe, summary } = createChecks({ timeoutMs: CHECK_
 
 // ---- the server: spawn, kill by PID ---------------------------------------------------------------------
 
-const work = mkdtempSync(join(tmpdir(), 'mcpcore-v2-interop-'));
-const portFile = join(work, 'port');
 let server;
-
-function cleanup() {
-  if (server && server.exitInfo === undefined) {
-    try { process.kill(server.pid, 'SIGKILL'); } catch { /* already gone */ }
-  }
-  try { rmSync(work, { recursive: true, force: true }); } catch { /* best effort */ }
-}
-
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    process.stdout.write(`not ok - interrupted by ${sig}\nFAIL\n`);
-    cleanup();
-    process.exit(1);
-  });
-}
-const globalTimer = startGlobalTimer(GLOBAL_TIMEOUT_MS, () => {
-  process.stdout.write('FAIL\n');
-  cleanup();
-});
+const { portFile, cleanup } = scratchRun('mcpcore-v2-interop-', () => server);
+const globalTimer = guardRun(cleanup, GLOBAL_TIMEOUT_MS);
 
 // ---- the wire over stdio: the session child's lines, recorded both ways -----------------------------------
 
