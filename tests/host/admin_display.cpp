@@ -4,42 +4,30 @@
 // (docs/security.md#text-shown-to-people). The real program runs on a real data directory.
 #include <doctest/doctest.h>
 
-#include <mcpcore/governance/approval.hpp>
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 
-#include <sys/wait.h>
-#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): POSIX mkdtemp
+#include "support/admin_program.hpp"
+#include "support/process.hpp"
+#include "support/store_opener.hpp"
 
-#include <array>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
-#if !defined(MCPCORE_ADMIN)
-#  error "MCPCORE_ADMIN names the mcpcore-admin program under test"
-#endif
-
 namespace {
 
-struct ran {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
+using admin_program::ran;
+using test_process::temp_dir;
 
-// Runs mcpcore-admin with `args` (already shell-quoted) and returns what it printed.
+// Runs mcpcore-admin on the data directory `data_dir` with `args` (already shell-quoted).
 ran admin(const std::string& data_dir, const std::string& args) {
-  const std::string command = std::string{"'"} + MCPCORE_ADMIN + "' --data-dir '" + data_dir + "' " + args + " 2>&1";
-  ran r;
-  FILE* pipe = ::popen(command.c_str(), "r");  // NOLINT(cert-env33-c): the test's own program
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return admin_program::run("--data-dir " + admin_program::shell_quoted(data_dir) + " " + args);
+}
+
+// The approval store of the data directory `data_dir`, as mcpcore-host keeps it.
+mcpcore::sqlite_approval_store approvals(const std::string& data_dir) {
+  return mcpcore_test::open_or_fail<mcpcore::sqlite_approval_store>(data_dir + "/approvals.db");
 }
 
 // Whether `out` holds any byte or sequence a terminal would act on or not show.
@@ -56,33 +44,21 @@ bool holds_raw_hazard(std::string_view out) {
 }
 
 TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's arguments and a reviewer's comment") {
-  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
-  REQUIRE(::mkdtemp(templ.data()) != nullptr);
-  const std::string dir = templ;
+  const temp_dir tmp;
+  const std::string& dir = tmp.path();
 
   // A ticket as mcpcore-host would store it for a hostile caller: canonical JSON arguments keep
   // C1 controls, DEL and the invisible characters as they are (JSON escapes only C0).
   const std::string scope = "{\"command\":\"rm -rf /\u202E#\",\"note\":\"\xC2\x9B" "31m\x7F\u2028\u200B\uFEFF\"}";
   std::string id;
   {
-    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
-    REQUIRE(store);
-    auto fresh = mcpcore::make_approval_id();
-    REQUIRE(fresh);
-    mcpcore::approval_mint_request m;
-    m.id = *fresh;
-    m.definition_id = "mcp.execute_instruction";
-    m.origin = "mcp";
-    m.submitted_by = "op\u202Eevil";
-    m.scope = scope;
-    m.now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
-    m.lifetime = std::chrono::minutes{10};
-    m.per_submitter_cap = 10;
-    m.global_cap = 10;
-    m.server = "s1\u202E\x1b[2J";  // a store written by something other than the library's service
-    auto minted = store->mint(m);
-    REQUIRE(minted);
-    id = minted->id;
+    auto store = approvals(dir);
+    id = admin_program::mint(store, {.definition_id = "mcp.execute_instruction",
+                                     .submitted_by = "op\u202Eevil",
+                                     .scope = scope,
+                                     .lifetime = std::chrono::minutes{10},
+                                     // a store written by something other than the library's service
+                                     .server = "s1\u202E\x1b[2J"});
   }
 
   const auto pending = admin(dir, "pending");
@@ -107,39 +83,18 @@ TEST_CASE("security.md/text-shown-to-people: mcpcore-admin escapes a submitter's
   CHECK(audit.status == 0);
   CHECK_FALSE(holds_raw_hazard(audit.out));
   CHECK(audit.out.find("submitted_by=op\\\\u202eevil") != std::string::npos);  // the row's escape, shown
-
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("host-server.md/mcpcore-admin: pending and show name the server a ticket came from, read from the ticket") {
-  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
-  REQUIRE(::mkdtemp(templ.data()) != nullptr);
-  const std::string dir = templ;
+  const temp_dir tmp;
+  const std::string& dir = tmp.path();
   std::string named;
   std::string unnamed;
   {
-    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
-    REQUIRE(store);
-    auto mint = [&](const char* scope, std::string_view server) {
-      auto fresh = mcpcore::make_approval_id();
-      REQUIRE(fresh);
-      mcpcore::approval_mint_request m;
-      m.id = *fresh;
-      m.definition_id = "mcp.deploy";
-      m.origin = "mcp";
-      m.submitted_by = "op";
-      m.scope = scope;
-      m.now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
-      m.lifetime = std::chrono::minutes{10};
-      m.per_submitter_cap = 10;
-      m.global_cap = 10;
-      m.server = server;
-      auto minted = store->mint(m);
-      REQUIRE(minted);
-      return minted->id;
-    };
-    named = mint(R"({"n":1})", "host-a:8765");
-    unnamed = mint(R"({"n":2})", "");
+    auto store = approvals(dir);
+    using std::chrono::minutes;
+    named = admin_program::mint(store, {.scope = R"({"n":1})", .lifetime = minutes{10}, .server = "host-a:8765"});
+    unnamed = admin_program::mint(store, {.scope = R"({"n":2})", .lifetime = minutes{10}});
   }
   const auto text = admin(dir, "pending");
   CHECK(text.status == 0);
@@ -159,48 +114,22 @@ TEST_CASE("host-server.md/mcpcore-admin: pending and show name the server a tick
   const auto none = admin(dir, "show " + unnamed);
   CHECK(none.status == 0);
   CHECK(none.out.find("from server") == std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("approvals.md/retention: mcpcore-admin prune --older-than deletes old finished tickets and prints the count") {
-  std::string templ = (std::filesystem::temp_directory_path() / "mcpcore-admin-XXXXXX").string();
-  REQUIRE(::mkdtemp(templ.data()) != nullptr);
-  const std::string dir = templ;
+  const temp_dir tmp;
+  const std::string& dir = tmp.path();
   using std::chrono::days;
-  const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  const auto now = admin_program::now();
   std::string old_rejected;
   std::string young_rejected;
   std::string old_pending;
   {
-    auto store = mcpcore::sqlite_approval_store::open(dir + "/approvals.db");
-    REQUIRE(store);
-    // A ticket of its own scope minted at `at`, rejected at `at` when asked.
-    auto ticket = [&](mcpcore::approval_time at, bool reject, const std::string& scope) {
-      auto fresh = mcpcore::make_approval_id();
-      REQUIRE(fresh);
-      mcpcore::approval_mint_request m;
-      m.id = *fresh;
-      m.definition_id = "mcp.deploy";
-      m.origin = "mcp";
-      m.submitted_by = "op";
-      m.scope = scope;
-      m.now = at;
-      m.lifetime = days{365};
-      m.per_submitter_cap = 10;
-      m.global_cap = 10;
-      auto minted = store->mint(m);
-      REQUIRE(minted);
-      if (reject) {
-        const mcpcore::approval_review_request r{*fresh, "alice", mcpcore::approval_status::rejected, "no", at,
-                                                 days{365}};
-        auto reviewed = store->review(r);
-        REQUIRE(reviewed);
-      }
-      return *fresh;
-    };
-    old_rejected = ticket(now - days{40}, true, R"({"n":1})");
-    young_rejected = ticket(now - days{10}, true, R"({"n":2})");
-    old_pending = ticket(now - days{40}, false, R"({"n":3})");
+    auto store = approvals(dir);
+    // Each of its own scope, minted (and rejected when asked) at its time.
+    old_rejected = admin_program::mint(store, {.scope = R"({"n":1})", .at = now - days{40}, .reject = true});
+    young_rejected = admin_program::mint(store, {.scope = R"({"n":2})", .at = now - days{10}, .reject = true});
+    old_pending = admin_program::mint(store, {.scope = R"({"n":3})", .at = now - days{40}});
   }
 
   const auto bad = admin(dir, "prune --older-than 30x");
@@ -214,8 +143,6 @@ TEST_CASE("approvals.md/retention: mcpcore-admin prune --older-than deletes old 
   const auto again = admin(dir, "prune --older-than 5d --batch 1");
   CHECK(again.status == 0);
   CHECK_MESSAGE(again.out.find("pruned 1 finished approval ticket older than 5d") != std::string::npos, again.out);
-
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

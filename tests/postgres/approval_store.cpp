@@ -15,150 +15,35 @@
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
-#include "support/process.hpp"
+#include "support/approval_tickets.hpp"
+#include "support/pg_cluster.hpp"
+#include "support/store_opener.hpp"
 
-#include <libpq-fe.h>
-#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <memory>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 using namespace mcpcore;
 using std::chrono::milliseconds;
+using namespace approval_tickets;
+using test_pg::base_conninfo;
+using test_pg::scratch_schemas;
 
 static_assert(approval_store<postgres_approval_store>);
-static_assert(std::is_nothrow_move_constructible_v<postgres_approval_store>);
-static_assert(std::is_nothrow_move_assignable_v<postgres_approval_store>);
-static_assert(!std::is_copy_constructible_v<postgres_approval_store>);
+static_assert(mcpcore_test::move_only<postgres_approval_store>);
 
 namespace {
 
-constexpr milliseconds lifetime = std::chrono::days{7};
-const approval_time t0{milliseconds{1'700'000'000'000}};
-
-// The fixture's cluster. Missing: the test fails (it is never skipped).
-std::string base_conninfo() {
-  const char* e = std::getenv("MCPCORE_TEST_PG");
-  REQUIRE_MESSAGE(e != nullptr, "MCPCORE_TEST_PG is not set: run through ctest, or scripts/pg-test-cluster start");
-  return e;
-}
-// The cluster's directory: the connection string's host (its socket directory).
-std::string cluster_dir() {
-  const std::string c = base_conninfo();
-  const auto at = c.find("host=");
-  REQUIRE(at != std::string::npos);
-  const auto end = c.find(' ', at);
-  return c.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
-}
-
-// A raw libpq connection for the tests' own statements.
-class raw_conn {
- public:
-  explicit raw_conn(const std::string& conninfo) : c_(PQconnectdb(conninfo.c_str())) {
-    REQUIRE_MESSAGE(PQstatus(c_) == CONNECTION_OK, PQerrorMessage(c_));
-  }
-  raw_conn(const raw_conn&) = delete;
-  raw_conn& operator=(const raw_conn&) = delete;
-  ~raw_conn() { PQfinish(c_); }
-  [[nodiscard]] PGconn* get() const { return c_; }
-  // Runs `sql` (parameters bound); the first column of the first row, "" when none.
-  std::string exec(const char* sql, std::vector<std::string> params = {}) {
-    std::vector<const char*> v;
-    for (const auto& p : params) v.push_back(p.c_str());
-    PGresult* r = PQexecParams(c_, sql, static_cast<int>(v.size()), nullptr, v.data(), nullptr, nullptr, 0);
-    const auto st = PQresultStatus(r);
-    const bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    std::string out = ok && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-    const std::string err = PQresultErrorMessage(r);
-    PQclear(r);
-    REQUIRE_MESSAGE(ok, sql << ": " << err);
-    return out;
-  }
-
- private:
-  PGconn* c_;
-};
-
-// A fresh, empty PostgreSQL schema of its own per store, dropped at the end: the connection
-// string selects it through search_path.
-class scratch_schemas {
- public:
-  scratch_schemas() : admin_(base_conninfo()) {}
-  scratch_schemas(const scratch_schemas&) = delete;
-  scratch_schemas& operator=(const scratch_schemas&) = delete;
-  ~scratch_schemas() {
-    for (const auto& s : names_) {
-      PQclear(PQexec(admin_.get(), ("DROP SCHEMA IF EXISTS " + s + " CASCADE").c_str()));
-    }
-  }
-  // A new schema; the connection string of a store in it (`extra` appended).
-  std::string make(std::string_view extra = "") {
-    std::string name = "t" + std::to_string(::getpid()) + "_" + std::to_string(names_.size());
-    admin_.exec(("DROP SCHEMA IF EXISTS " + name + " CASCADE").c_str());
-    admin_.exec(("CREATE SCHEMA " + name).c_str());
-    names_.push_back(name);
-    std::string c = base_conninfo() + " options='-csearch_path=" + name + "'";
-    if (!extra.empty()) c.append(" ").append(extra);
-    return c;
-  }
-  raw_conn& admin() { return admin_; }
-
- private:
-  raw_conn admin_;
-  std::vector<std::string> names_;
-};
-
-std::string tid(unsigned n) {
-  std::array<char, 40> buf{};
-  std::snprintf(buf.data(), buf.size(), "%032x", n);
-  return buf.data();
-}
-
-approval_mint_request mint_req(std::string_view id, std::string_view scope = R"({"n":1})") {
-  return {id, "mcp.deploy", approval_origin_mcp, "alice", scope, t0, lifetime, 25, 1000};
-}
-approval_review_request review_req(std::string_view id) {
-  return {id, "bob", approval_status::approved, "ok", t0 + std::chrono::minutes{1}, lifetime};
-}
-approval_consume_request consume_req(std::string_view id) {
-  return {id, "alice", approval_origin_mcp, t0 + std::chrono::hours{1}, lifetime};
-}
-
 postgres_approval_store open_store(const std::string& conninfo, postgres_approval_store_options o = {}) {
-  auto s = postgres_approval_store::open(conninfo, o);
-  if (!s) FAIL("open failed: " << s.error().message());
-  return std::move(*s);
-}
-
-void mint_approved(postgres_approval_store& s, const std::string& id) {
-  const auto m = s.mint(mint_req(id));
-  REQUIRE(m);
-  REQUIRE(m->status == approval_mint_status::created);
-  const auto r = s.review(review_req(id));
-  REQUIRE(r);
-  REQUIRE(*r == approval_review_status::reviewed);
-}
-
-// The ticket is approved and not consumed: a failed call changed nothing.
-void check_intact(postgres_approval_store& s, const std::string& id) {
-  const auto t = s.get(id);
-  REQUIRE(t);
-  REQUIRE(t->has_value());
-  CHECK((*t)->status == approval_status::approved);
-  CHECK_FALSE((*t)->consumed_at.has_value());
+  return mcpcore_test::open_or_fail<postgres_approval_store>(conninfo, o);
 }
 
 void check_transient(const error& e) {
@@ -167,29 +52,40 @@ void check_transient(const error& e) {
   CHECK((e == approval_store_errc::io_error || e == approval_store_errc::busy));
 }
 
-int run_cluster_script(const std::string& command) {
-  const std::string cmd = std::string("bash ") + MCPCORE_PG_TEST_CLUSTER + " " + command + " " + cluster_dir();
-  return std::system(cmd.c_str());  // NOLINT(concurrency-mt-unsafe,cert-env33-c)
+// The failed call changed nothing, and the store serves again: the ticket intact, then consumed.
+void check_recovers(postgres_approval_store& s, const std::string& id) {
+  check_intact(s, id);
+  const auto r = s.consume(consume_req(id));
+  REQUIRE(r);
+  CHECK(*r == approval_consume_status::consumed);
 }
+
+// Ticket `id`'s row lock, held on a connection of its own (as a consume in its transaction holds
+// it) until `release()`.
+class row_lock {
+ public:
+  row_lock(const std::string& conninfo, const std::string& id) : c_(conninfo) {
+    c_.exec("BEGIN");
+    c_.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {id});
+  }
+  void release() { c_.exec("ROLLBACK"); }
+
+ private:
+  test_pg::connection c_;
+};
 
 }  // namespace
 
 TEST_CASE("plugins.md: the PostgreSQL store passes the approval_store conformance suite") {
   scratch_schemas schemas;
-  mcpcore_test::approval_store_conformance([&] {
-    auto s = postgres_approval_store::open(schemas.make());
-    REQUIRE_MESSAGE(s, (s ? "" : s.error().message()));
-    return std::make_unique<postgres_approval_store>(std::move(*s));
-  });
+  mcpcore_test::approval_store_conformance(
+      mcpcore_test::store_opener<postgres_approval_store>([&] { return schemas.make(); }));
 }
 
 TEST_CASE("approvals.md/retention: the PostgreSQL store passes the prune suite") {
   scratch_schemas schemas;
-  mcpcore_test::approval_store_prune_conformance([&] {
-    auto s = postgres_approval_store::open(schemas.make());
-    REQUIRE_MESSAGE(s, (s ? "" : s.error().message()));
-    return std::make_unique<postgres_approval_store>(std::move(*s));
-  });
+  mcpcore_test::approval_store_prune_conformance(
+      mcpcore_test::store_opener<postgres_approval_store>([&] { return schemas.make(); }));
 }
 
 TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds instead of waiting, and a consume during a prune is not blocked") {
@@ -206,9 +102,7 @@ TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds in
   {
     // A second consume of ticket 1 on another connection, caught inside its transaction: it
     // holds the row's lock (the probe's SELECT ... FOR UPDATE).
-    raw_conn other(c);
-    other.exec("BEGIN");
-    other.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(1)});
+    row_lock other(c, tid(1));
     const auto start = std::chrono::steady_clock::now();
     const auto n = s.prune(after);
     const auto took = std::chrono::steady_clock::now() - start;
@@ -218,14 +112,14 @@ TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds in
     const auto held = s.get(tid(1));
     REQUIRE(held);
     CHECK(held->has_value());
-    other.exec("COMMIT");
+    other.release();
   }
   const auto rest = s.prune(after);
   REQUIRE(rest);
   CHECK(*rest == 1);
 
   // Many old rows, pruned in batches on one store while another (its own connection) consumes.
-  raw_conn bulk(c);
+  test_pg::connection bulk(c);
   bulk.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
             " reviewed_by, reviewed_at, scope) SELECT 'bulk' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', 1,"
             " 'bob', 2, '{}' FROM generate_series(1, 20000) g");
@@ -265,7 +159,7 @@ TEST_CASE("postgres store schema: open creates version 1 with the server column 
     auto s = open_store(c);
     mint_approved(s, tid(1));
   }
-  raw_conn raw(c);
+  test_pg::connection raw(c);
   CHECK(raw.exec("SELECT version FROM mcpcore_schema WHERE component = 'approvals'") == "1");
   CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
                  " AND tablename = 'mcpcore_approvals'") == "6");
@@ -300,14 +194,14 @@ TEST_CASE("postgres store: quotes, SQL text and Unicode are bound parameters and
   scratch_schemas schemas;
   auto s = open_store(schemas.make());
   const std::string scope = R"({"q":"'; DROP TABLE mcpcore_approvals; --","u":"é✓"})";
-  const auto m = s.mint(mint_req(tid(2), scope));
+  const auto m = s.mint(mint_req(tid(2), "alice", scope));
   REQUIRE(m);
   REQUIRE(m->status == approval_mint_status::created);
   const auto t = s.get(tid(2));
   REQUIRE(t);
   REQUIRE(t->has_value());
   CHECK((*t)->scope == scope);
-  const auto again = s.mint(mint_req(tid(3), scope));
+  const auto again = s.mint(mint_req(tid(3), "alice", scope));
   REQUIRE(again);
   CHECK(again->status == approval_mint_status::deduped);
 }
@@ -316,7 +210,7 @@ TEST_CASE("approvals.md/retention: the PostgreSQL prune batch selects finished t
   scratch_schemas schemas;
   const auto c = schemas.make();
   { auto s = open_store(c); }
-  raw_conn raw(c);
+  test_pg::connection raw(c);
   // A table worth an index: 20,000 finished tickets and 2,000 pending ones, with statistics.
   raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
            " reviewed_by, reviewed_at, scope) SELECT 'r' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', g, 'bob', g,"
@@ -327,14 +221,8 @@ TEST_CASE("approvals.md/retention: the PostgreSQL prune batch selects finished t
   for (const char* older_than : {"100", "30000"}) {
     CAPTURE(older_than);
     const std::string explain = std::string{"EXPLAIN "} + detail::pg_store::sql_approval_prune_batch;
-    const std::array<const char*, 2> params{older_than, "500"};
-    PGresult* r = PQexecParams(raw.get(), explain.c_str(), 2, nullptr, params.data(), nullptr, nullptr, 0);
     std::string plan;
-    const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-    for (int i = 0; ok && i < PQntuples(r); ++i) plan.append(PQgetvalue(r, i, 0)).append("\n");
-    const std::string err = PQresultErrorMessage(r);
-    PQclear(r);
-    REQUIRE_MESSAGE(ok, err);
+    for (const auto& line : raw.rows(explain, {older_than, "500"})) plan.append(line).append("\n");
     CAPTURE(plan);
     CHECK(plan.find("Index") != std::string::npos);
     CHECK(plan.find("using mcpcore_approvals_finished") != std::string::npos);
@@ -349,14 +237,11 @@ TEST_CASE("postgres store fault: a server restart between calls is transient, th
   scratch_schemas schemas;
   auto s = open_store(schemas.make());
   mint_approved(s, tid(4));
-  REQUIRE(run_cluster_script("restart") == 0);
+  REQUIRE(test_pg::run_cluster_script("restart") == 0);
   const auto first = s.consume(consume_req(tid(4)));  // on the pooled connection the restart closed
   REQUIRE_FALSE(first);
   check_transient(first.error());
-  check_intact(s, tid(4));
-  const auto second = s.consume(consume_req(tid(4)));
-  REQUIRE(second);
-  CHECK(*second == approval_consume_status::consumed);
+  check_recovers(s, tid(4));
 }
 
 TEST_CASE("postgres store fault: pg_terminate_backend of the pool's connection is transient, then it reconnects") {
@@ -369,10 +254,7 @@ TEST_CASE("postgres store fault: pg_terminate_backend of the pool's connection i
   const auto first = s.consume(consume_req(tid(5)));
   REQUIRE_FALSE(first);
   check_transient(first.error());
-  check_intact(s, tid(5));
-  const auto second = s.consume(consume_req(tid(5)));
-  REQUIRE(second);
-  CHECK(*second == approval_consume_status::consumed);
+  check_recovers(s, tid(5));
 }
 
 TEST_CASE("postgres store fault: a row lock held past statement_timeout is busy (transient), the ticket intact") {
@@ -382,9 +264,7 @@ TEST_CASE("postgres store fault: a row lock held past statement_timeout is busy 
   o.statement_timeout = milliseconds{300};
   auto s = open_store(c, o);
   mint_approved(s, tid(6));
-  raw_conn holder(c);
-  holder.exec("BEGIN");
-  holder.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(6)});
+  row_lock holder(c, tid(6));
   const auto start = std::chrono::steady_clock::now();
   const auto blocked = s.consume(consume_req(tid(6)));
   const auto waited = std::chrono::steady_clock::now() - start;
@@ -393,21 +273,18 @@ TEST_CASE("postgres store fault: a row lock held past statement_timeout is busy 
   CHECK(blocked.error() == approval_store_errc::busy);
   CHECK(blocked.error().message().find("57014") != std::string::npos);
   CHECK(waited < std::chrono::seconds{3});
-  holder.exec("ROLLBACK");
-  check_intact(s, tid(6));
-  const auto after = s.consume(consume_req(tid(6)));
-  REQUIRE(after);
-  CHECK(*after == approval_consume_status::consumed);
+  holder.release();
+  check_recovers(s, tid(6));
 }
 
 TEST_CASE("postgres store fault: a read-only server (default_transaction_read_only) is transient, the ticket intact") {
   scratch_schemas schemas;
   auto s = open_store(schemas.make());
   mint_approved(s, tid(7));
-  raw_conn admin(base_conninfo());
+  test_pg::connection admin(base_conninfo());
   // Server-wide, as a standby or a server put read-only; reset whatever happens below.
   struct reset_guard {
-    raw_conn& a;
+    test_pg::connection& a;
     ~reset_guard() {
       try {
         a.exec("ALTER SYSTEM RESET default_transaction_read_only");
@@ -426,10 +303,7 @@ TEST_CASE("postgres store fault: a read-only server (default_transaction_read_on
   admin.exec("ALTER SYSTEM RESET default_transaction_read_only");
   admin.exec("SELECT pg_reload_conf()");
   std::this_thread::sleep_for(milliseconds{300});
-  check_intact(s, tid(7));
-  const auto after = s.consume(consume_req(tid(7)));
-  REQUIRE(after);
-  CHECK(*after == approval_consume_status::consumed);
+  check_recovers(s, tid(7));
 }
 
 TEST_CASE("postgres store pool: never more than max_connections open, a call finding none free within connect_timeout is busy") {
@@ -442,9 +316,7 @@ TEST_CASE("postgres store pool: never more than max_connections open, a call fin
   o.statement_timeout = milliseconds{3000};
   auto s = open_store(c, o);
   mint_approved(s, tid(9));
-  raw_conn holder(c);
-  holder.exec("BEGIN");
-  holder.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(9)});
+  row_lock holder(c, tid(9));
   // Two consumes wait on the row lock, holding both pooled connections.
   std::vector<std::jthread> blocked;
   blocked.reserve(2);
@@ -458,7 +330,7 @@ TEST_CASE("postgres store pool: never more than max_connections open, a call fin
   CHECK_FALSE(is_permanent_store_error(third.error()));
   // The holder's own session has the same application_name.
   CHECK(schemas.admin().exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", {app}) == "3");
-  holder.exec("ROLLBACK");
+  holder.release();
   blocked.clear();
   const auto t = s.get(tid(9));
   REQUIRE(t);
@@ -475,16 +347,14 @@ TEST_CASE("postgres store pool: a connect_timeout of milliseconds::max() waits f
   o.statement_timeout = milliseconds{5000};
   auto s = open_store(c, o);  // libpq's connect_timeout is computed from it without overflow
   mint_approved(s, tid(10));
-  raw_conn holder(c);
-  holder.exec("BEGIN");
-  holder.exec("SELECT id FROM mcpcore_approvals WHERE id = $1 FOR UPDATE", {tid(10)});
+  row_lock holder(c, tid(10));
   // The one pooled connection waits on the row lock; a second call waits for it.
   std::jthread first([&] { (void)s.consume(consume_req(tid(10))); });
   std::this_thread::sleep_for(milliseconds{300});
   std::optional<result<std::optional<approval_ticket>>> second;
   std::jthread waiter([&] { second.emplace(s.get(tid(10))); });
   std::this_thread::sleep_for(milliseconds{300});
-  holder.exec("ROLLBACK");
+  holder.release();
   first.join();
   waiter.join();
   REQUIRE(second.has_value());
@@ -498,57 +368,13 @@ TEST_CASE("postgres store pool: a connect_timeout of milliseconds::max() waits f
 TEST_CASE("approvals.md/guarantees: of 8 threads, each with its own PostgreSQL store, consuming one ticket exactly one wins") {
   scratch_schemas schemas;
   const auto c = schemas.make();
-  mcpcore_test::approval_store_consume_race(
-      [&] {
-        auto s = postgres_approval_store::open(c);
-        REQUIRE(s);
-        return std::make_unique<postgres_approval_store>(std::move(*s));
-      },
-      8);
+  mcpcore_test::approval_store_consume_race(mcpcore_test::store_opener<postgres_approval_store>([&] { return c; }), 8);
 }
 
 TEST_CASE("approvals.md/guarantees: of 8 processes consuming one ticket on PostgreSQL at once, exactly one wins") {
-  using namespace test_process;
   scratch_schemas schemas;
   const auto c = schemas.make();
-  const auto id = tid(8);
-  {
-    auto s = open_store(c);
-    mint_approved(s, id);
-  }  // closed before the fork: a child must not inherit a connection
-  constexpr int n = 8;
-  std::vector<pid_t> children;
-  {
-    start_gate gate;
-    for (int i = 0; i < n; ++i) {
-      children.push_back(spawn([&] {
-        auto s = postgres_approval_store::open(c);  // connected before the start: the race is the consume
-        if (!s) return 10;
-        gate.wait();
-        const auto r = s->consume(consume_req(id));
-        if (!r) return 11;
-        if (*r == approval_consume_status::consumed) return 0;
-        return *r == approval_consume_status::not_consumable ? 1 : 12;
-      }));
-    }
-    std::this_thread::sleep_for(milliseconds{300});  // let them connect
-    gate.open();
-  }
-  int winners = 0;
-  int losers = 0;
-  for (const pid_t pid : children) {
-    const int code = wait_exit(pid);
-    CAPTURE(code);
-    CHECK((code == 0 || code == 1));
-    winners += code == 0 ? 1 : 0;
-    losers += code == 1 ? 1 : 0;
-  }
-  CHECK(winners == 1);
-  CHECK(losers == n - 1);
-  auto s = open_store(c);
-  const auto t = s.get(id);
-  REQUIRE(t);
-  REQUIRE(t->has_value());
-  CHECK((*t)->consumed_at.has_value());
-  CHECK((*t)->consumed_by == "alice");
+  // Each connected before the start: the race is the consume.
+  mcpcore_test::approval_store_consume_process_race([&] { return postgres_approval_store::open(c); }, 8,
+                                                    mcpcore_test::race_connect::before_start);
 }

@@ -8,28 +8,25 @@
 #include <mcpcore/stores/postgres_audit_sink.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
-#include <mcpcore/expected.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 
 #include <doctest/doctest.h>
 
+#include "support/pg_cluster.hpp"
 #include "support/server_fixture.hpp"
-
-#include <libpq-fe.h>
-#include <unistd.h>
+#include "support/store_opener.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
 
 using namespace mcpcore;
@@ -37,85 +34,14 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string pg_base() {
-  const char* e = std::getenv("MCPCORE_TEST_PG");  // NOLINT(concurrency-mt-unsafe)
-  REQUIRE_MESSAGE(e != nullptr, "MCPCORE_TEST_PG is not set: run through ctest");
-  return e;
-}
-std::string pg_cluster_dir() {
-  const std::string c = pg_base();
-  const auto at = c.find("host=");
-  REQUIRE(at != std::string::npos);
-  const auto end = c.find(' ', at);
-  return c.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
-}
-int cluster(const std::string& command) {
-  const std::string cmd = std::string("bash ") + MCPCORE_PG_TEST_CLUSTER + " " + command + " " + pg_cluster_dir();
-  return std::system(cmd.c_str());  // NOLINT(concurrency-mt-unsafe,cert-env33-c)
-}
-
-// A raw connection; `rows(sql)` returns every row's columns joined by '|'.
-class pg {
- public:
-  explicit pg(const std::string& conninfo) : c_(PQconnectdb(conninfo.c_str())) {
-    REQUIRE_MESSAGE(PQstatus(c_) == CONNECTION_OK, PQerrorMessage(c_));
-  }
-  pg(const pg&) = delete;
-  pg& operator=(const pg&) = delete;
-  ~pg() { PQfinish(c_); }
-  std::vector<std::string> rows(const std::string& sql) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    const auto st = PQresultStatus(r);
-    const std::string err = PQresultErrorMessage(r);
-    std::vector<std::string> out;
-    if (st == PGRES_TUPLES_OK) {
-      for (int i = 0; i < PQntuples(r); ++i) {
-        std::string line;
-        for (int k = 0; k < PQnfields(r); ++k) {
-          if (k != 0) line += '|';
-          line += PQgetvalue(r, i, k);
-        }
-        out.push_back(line);
-      }
-    }
-    PQclear(r);
-    REQUIRE_MESSAGE((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK), sql << ": " << err);
-    return out;
-  }
-  std::string one(const std::string& sql) {
-    const auto r = rows(sql);
-    REQUIRE(r.size() == 1);
-    return r[0];
-  }
-
- private:
-  PGconn* c_;
-};
-
-// A fresh schema per test, dropped at the end.
-struct scratch {
-  pg admin{pg_base()};
-  std::string name = "a" + std::to_string(::getpid());
-  scratch() {
-    admin.rows("DROP SCHEMA IF EXISTS " + name + " CASCADE");
-    admin.rows("CREATE SCHEMA " + name);
-  }
-  scratch(const scratch&) = delete;
-  scratch& operator=(const scratch&) = delete;
-  ~scratch() {
-    // A fresh connection: a test may have restarted the server under `admin`.
-    PGconn* c = PQconnectdb(pg_base().c_str());
-    PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + name + " CASCADE").c_str()));
-    PQfinish(c);
-  }
-  [[nodiscard]] std::string conninfo() const { return pg_base() + " options='-csearch_path=" + name + "'"; }
-  std::string count() { pg a{pg_base()}; return a.one("SELECT count(*) FROM " + name + ".mcpcore_audit"); }
+// A fresh schema of the test's own (test_pg::scratch_schemas), and the count of the sink's rows in it.
+struct scratch : test_pg::scratch_schemas {
+  scratch() : scratch_schemas("a") { make(); }
+  std::string count() { return test_pg::connection{}.one("SELECT count(*) FROM " + name() + ".mcpcore_audit"); }
 };
 
 std::unique_ptr<postgres_audit_sink> open_sink(const std::string& c, postgres_audit_sink_options o = {}) {
-  auto s = postgres_audit_sink::open(c, o);
-  if (!s) FAIL("open failed: " << s.error().message());
-  return std::move(*s);
+  return mcpcore_test::open_or_fail<postgres_audit_sink>(c, o);
 }
 
 const std::chrono::system_clock::time_point t0{milliseconds{1'700'000'000'123}};
@@ -124,20 +50,28 @@ audit_record rec(std::string_view action, std::string_view detail = "n=1") {
   return {action, "mcp_tool", "deploy", "alice", audit_result::denied, detail, "req-1", t0};
 }
 
+// The family a server counts lost audit rows in (docs/metrics.md), in a registry of prefix "t".
+auto lost_rows_family(metrics_registry& m) {
+  return m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+}
+long long lost_rows_counted(const metrics_registry& m) {
+  return server_fixture::series_value(m, "t_mcp_audit_write_failures_total");
+}
+
 // A trigger on the sink's table that raises the SQLSTATE `faults` names for a row's action:
 // the test decides which rows fail, and how (23514 permanent, 40001 transient).
 void install_faults(scratch& s) {
-  s.admin.rows("CREATE TABLE " + s.name + ".faults (action text PRIMARY KEY, sqlstate text NOT NULL)");
-  s.admin.rows("CREATE FUNCTION " + s.name + ".fault() RETURNS trigger LANGUAGE plpgsql AS $$"
-               " DECLARE st text; BEGIN"
-               " SELECT sqlstate INTO st FROM " + s.name + ".faults WHERE action = NEW.action;"
-               " IF st IS NOT NULL THEN RAISE EXCEPTION 'injected %', st USING ERRCODE = st; END IF;"
-               " RETURN NEW; END $$");
-  s.admin.rows("CREATE TRIGGER fault BEFORE INSERT ON " + s.name + ".mcpcore_audit FOR EACH ROW EXECUTE FUNCTION " +
-               s.name + ".fault()");
+  s.admin().rows("CREATE TABLE " + s.name() + ".faults (action text PRIMARY KEY, sqlstate text NOT NULL)");
+  s.admin().rows("CREATE FUNCTION " + s.name() + ".fault() RETURNS trigger LANGUAGE plpgsql AS $$"
+                 " DECLARE st text; BEGIN"
+                 " SELECT sqlstate INTO st FROM " + s.name() + ".faults WHERE action = NEW.action;"
+                 " IF st IS NOT NULL THEN RAISE EXCEPTION 'injected %', st USING ERRCODE = st; END IF;"
+                 " RETURN NEW; END $$");
+  s.admin().rows("CREATE TRIGGER fault BEFORE INSERT ON " + s.name() + ".mcpcore_audit FOR EACH ROW EXECUTE FUNCTION " +
+                 s.name() + ".fault()");
 }
 void set_fault(scratch& s, const std::string& action, const std::string& sqlstate) {
-  s.admin.rows("INSERT INTO " + s.name + ".faults VALUES ('" + action + "', '" + sqlstate + "')");
+  s.admin().rows("INSERT INTO " + s.name() + ".faults VALUES ('" + action + "', '" + sqlstate + "')");
 }
 
 // Holds ACCESS EXCLUSIVE on the sink's table while it lives (or until `release`): the writer's
@@ -154,9 +88,16 @@ class table_lock {
   }
 
  private:
-  pg c_;
+  test_pg::connection c_;
   bool held_ = true;
 };
+
+// Every one of the `n` rows the sink accepted is in its table, none lost.
+void check_all_written(const postgres_audit_sink& sink, scratch& s, std::uint64_t n) {
+  CHECK(sink.lost() == 0);
+  CHECK(sink.written() == n);
+  CHECK(s.count() == std::to_string(n));
+}
 
 // Waits up to 10 s for `done`.
 template <class F>
@@ -180,15 +121,15 @@ TEST_CASE("postgres audit sink: rows land in order with every field and the sche
   REQUIRE(sink->flush(milliseconds{10'000}));
   CHECK(sink->written() == 21);
   CHECK(sink->lost() == 0);
-  const auto rows = s.admin.rows("SELECT time_ms, action, target_type, target_id, principal, result, detail,"
-                                 " correlation_id FROM " + s.name + ".mcpcore_audit ORDER BY seq");
+  const auto rows = s.admin().rows("SELECT time_ms, action, target_type, target_id, principal, result, detail,"
+                                   " correlation_id FROM " + s.name() + ".mcpcore_audit ORDER BY seq");
   REQUIRE(rows.size() == 21);
   CHECK(rows[0] == "1700000000123|mcp.a|mcp_tool|a||success|" + bytes + "|cid-a");
   for (int i = 0; i < 20; ++i) {
     CHECK(rows[static_cast<std::size_t>(i) + 1] ==
           "1700000000123|mcp.r" + std::to_string(i) + "|mcp_tool|deploy|alice|denied|n=1|req-1");
   }
-  CHECK(s.admin.one("SELECT version FROM " + s.name + ".mcpcore_schema WHERE component = 'audit'") == "1");
+  CHECK(s.admin().one("SELECT version FROM " + s.name() + ".mcpcore_schema WHERE component = 'audit'") == "1");
 }
 
 TEST_CASE("postgres audit sink: a burst larger than the queue is refused and never blocks") {
@@ -196,10 +137,7 @@ TEST_CASE("postgres audit sink: a burst larger than the queue is refused and nev
   postgres_audit_sink_options o;
   o.max_queued_rows = 10;
   auto sink = open_sink(s.conninfo(), o);
-  // Hold the table: the writer's INSERT waits behind the lock.
-  pg locker{s.conninfo()};
-  locker.rows("BEGIN");
-  locker.rows("LOCK TABLE mcpcore_audit IN ACCESS EXCLUSIVE MODE");
+  table_lock lock{s};  // the writer's INSERT waits behind the lock
   int accepted = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 100; ++i) accepted += sink->record(rec("mcp.burst")) ? 1 : 0;
@@ -208,12 +146,10 @@ TEST_CASE("postgres audit sink: a burst larger than the queue is refused and nev
   CHECK(accepted == 10);
   CHECK(sink->refused() == 90);  // the server counts these: record said false
   CHECK(sink->lost() == 0);
-  locker.rows("COMMIT");
+  lock.release();
   REQUIRE(sink->flush(milliseconds{10'000}));
-  CHECK(s.count() == "10");
-  CHECK(sink->written() == 10);
+  check_all_written(*sink, s, 10);
   CHECK(sink->refused() == 90);
-  CHECK(sink->lost() == 0);
 }
 
 TEST_CASE("postgres audit sink: a server restart in the middle of a batch loses nothing that was queued") {
@@ -227,19 +163,15 @@ TEST_CASE("postgres audit sink: a server restart in the middle of a batch loses 
   {
     // The writer's INSERT waits behind a lock when the server restarts: its connection dies
     // mid-statement (transient), the rows stay queued.
-    pg locker{s.conninfo()};
-    locker.rows("BEGIN");
-    locker.rows("LOCK TABLE mcpcore_audit IN ACCESS EXCLUSIVE MODE");
+    table_lock lock{s};
     for (int i = 0; i < 20; ++i) CHECK(sink->record(rec("mcp.during")));
     std::this_thread::sleep_for(milliseconds{200});
     CHECK(sink->queued() == 20);
-    REQUIRE(cluster("restart") == 0);
+    REQUIRE(test_pg::run_cluster_script("restart") == 0);
   }
   for (int i = 0; i < 5; ++i) CHECK(sink->record(rec("mcp.after")));
   REQUIRE(sink->flush(milliseconds{20'000}));
-  CHECK(sink->lost() == 0);
-  CHECK(sink->written() == 30);
-  CHECK(s.count() == "30");
+  check_all_written(*sink, s, 30);
 }
 
 TEST_CASE("postgres audit sink: close writes the queue, then refuses rows") {
@@ -262,9 +194,7 @@ TEST_CASE("postgres audit sink: close gives up at close_timeout and counts the r
   o.close_timeout = milliseconds{300};
   o.statement_timeout = milliseconds{200};
   auto sink = open_sink(s.conninfo(), o);
-  pg locker{s.conninfo()};
-  locker.rows("BEGIN");
-  locker.rows("LOCK TABLE mcpcore_audit IN ACCESS EXCLUSIVE MODE");
+  table_lock lock{s};
   for (int i = 0; i < 30; ++i) CHECK(sink->record(rec("mcp.stuck")));
   CHECK_FALSE(sink->flush(milliseconds{100}));
   // The writer's statement waits for the lock until the statement timeout (transient, retried)
@@ -272,7 +202,7 @@ TEST_CASE("postgres audit sink: close gives up at close_timeout and counts the r
   sink->close();
   CHECK(sink->lost() == 30);
   CHECK(sink->written() == 0);
-  locker.rows("COMMIT");
+  lock.release();
   CHECK(s.count() == "0");
 }
 
@@ -280,23 +210,21 @@ TEST_CASE("postgres audit sink: a permanent error loses only the bad row, counte
   scratch s;
   metrics_registry m{"t"};
   postgres_audit_sink_options o;
-  o.lost_rows = m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+  o.lost_rows = lost_rows_family(m);
   auto sink = open_sink(s.conninfo(), o);
-  s.admin.rows("ALTER TABLE " + s.name + ".mcpcore_audit ADD CHECK (action <> 'mcp.bad')");  // 23514: permanent
-  pg locker{s.conninfo()};  // the writer blocks on good1's batch: bad and good2 then go in one batch
-  locker.rows("BEGIN");
-  locker.rows("LOCK TABLE mcpcore_audit IN ACCESS EXCLUSIVE MODE");
+  s.admin().rows("ALTER TABLE " + s.name() + ".mcpcore_audit ADD CHECK (action <> 'mcp.bad')");  // 23514: permanent
+  table_lock lock{s};  // the writer blocks on good1's batch: bad and good2 then go in one batch
   CHECK(sink->record(rec("mcp.good1")));
   std::this_thread::sleep_for(milliseconds{100});
   CHECK(sink->record(rec("mcp.bad")));
   CHECK(sink->record(rec("mcp.good2")));
-  locker.rows("COMMIT");
+  lock.release();
   REQUIRE(sink->flush(milliseconds{10'000}));
   CHECK(sink->lost() == 1);
   CHECK(sink->written() == 2);
   CHECK(s.count() == "2");
-  CHECK(server_fixture::series_value(m, "t_mcp_audit_write_failures_total") == 1);  // exactly the row lost
-  CHECK(s.admin.rows("SELECT action FROM " + s.name + ".mcpcore_audit ORDER BY seq") ==
+  CHECK(lost_rows_counted(m) == 1);  // exactly the row lost
+  CHECK(s.admin().rows("SELECT action FROM " + s.name() + ".mcpcore_audit ORDER BY seq") ==
         std::vector<std::string>{"mcp.good1", "mcp.good2"});
 }
 
@@ -309,8 +237,8 @@ TEST_CASE("postgres audit sink: the table keeps at most max_rows rows, the newes
   for (int i = 0; i < 25; ++i) CHECK(sink->record(rec("mcp.n" + std::to_string(i))));
   REQUIRE(sink->flush(milliseconds{10'000}));
   CHECK(s.count() == "7");
-  CHECK(s.admin.one("SELECT min(action) FROM " + s.name + ".mcpcore_audit WHERE action = 'mcp.n18'") == "mcp.n18");
-  CHECK(s.admin.rows("SELECT 1 FROM " + s.name + ".mcpcore_audit WHERE action = 'mcp.n17'").empty());
+  CHECK(s.admin().one("SELECT min(action) FROM " + s.name() + ".mcpcore_audit WHERE action = 'mcp.n18'") == "mcp.n18");
+  CHECK(s.admin().rows("SELECT 1 FROM " + s.name() + ".mcpcore_audit WHERE action = 'mcp.n17'").empty());
 }
 
 TEST_CASE("postgres audit sink: a transient failure during the row-by-row retry keeps the rest queued, not lost") {
@@ -319,7 +247,7 @@ TEST_CASE("postgres audit sink: a transient failure during the row-by-row retry 
   postgres_audit_sink_options o;
   o.retry_backoff = milliseconds{20};
   o.max_retry_backoff = milliseconds{100};
-  o.lost_rows = m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+  o.lost_rows = lost_rows_family(m);
   auto sink = open_sink(s.conninfo(), o);
   install_faults(s);
   set_fault(s, "mcp.bad", "23514");    // check_violation: permanent
@@ -338,12 +266,12 @@ TEST_CASE("postgres audit sink: a transient failure during the row-by-row retry 
   std::this_thread::sleep_for(milliseconds{300});
   CHECK(sink->lost() == 1);
   CHECK(sink->queued() == 2);
-  s.admin.rows("DELETE FROM " + s.name + ".faults WHERE action = 'mcp.flaky'");  // the conflict clears
+  s.admin().rows("DELETE FROM " + s.name() + ".faults WHERE action = 'mcp.flaky'");  // the conflict clears
   REQUIRE(sink->flush(milliseconds{10'000}));
   CHECK(sink->lost() == 1);
   CHECK(sink->written() == 3);
-  CHECK(server_fixture::series_value(m, "t_mcp_audit_write_failures_total") == 1);
-  CHECK(s.admin.rows("SELECT action FROM " + s.name + ".mcpcore_audit ORDER BY seq") ==
+  CHECK(lost_rows_counted(m) == 1);
+  CHECK(s.admin().rows("SELECT action FROM " + s.name() + ".mcpcore_audit ORDER BY seq") ==
         std::vector<std::string>{"mcp.good0", "mcp.flaky", "mcp.good1"});
 }
 
@@ -354,7 +282,7 @@ TEST_CASE("postgres audit sink: close returns at close_timeout even in the middl
   o.retry_backoff = milliseconds{3000};
   o.max_retry_backoff = milliseconds{3000};
   o.close_timeout = milliseconds{200};
-  o.lost_rows = m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+  o.lost_rows = lost_rows_family(m);
   auto sink = open_sink(s.conninfo(), o);
   install_faults(s);
   set_fault(s, "mcp.flaky", "40001");
@@ -365,7 +293,7 @@ TEST_CASE("postgres audit sink: close returns at close_timeout even in the middl
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < milliseconds{1500});
   CHECK(sink->lost() == 1);
-  CHECK(server_fixture::series_value(m, "t_mcp_audit_write_failures_total") == 1);
+  CHECK(lost_rows_counted(m) == 1);
 }
 
 TEST_CASE("postgres audit sink: close returns at close_timeout without a statement_timeout, the stuck INSERT cancelled") {
@@ -407,9 +335,7 @@ TEST_CASE("postgres audit sink: a close_timeout of milliseconds::max() writes th
     std::this_thread::sleep_for(milliseconds{100});
   }
   sink->close();
-  CHECK(sink->lost() == 0);
-  CHECK(sink->written() == 5);
-  CHECK(s.count() == "5");
+  check_all_written(*sink, s, 5);
 }
 
 TEST_CASE("postgres audit sink: two threads closing at once both return, the rows counted once") {
@@ -436,9 +362,7 @@ TEST_CASE("postgres audit sink: a max_rows beyond bigint is unbounded, not a rea
   auto sink = open_sink(s.conninfo(), o);
   for (int i = 0; i < 3; ++i) CHECK(sink->record(rec("mcp.kept")));
   REQUIRE(sink->flush(milliseconds{10'000}));
-  CHECK(sink->lost() == 0);
-  CHECK(sink->written() == 3);
-  CHECK(s.count() == "3");
+  check_all_written(*sink, s, 3);
 }
 
 TEST_CASE("postgres audit sink: invalid UTF-8 and NUL bytes are stored as U+FFFD, the row neither lost nor cut") {
@@ -454,8 +378,8 @@ TEST_CASE("postgres audit sink: invalid UTF-8 and NUL bytes are stored as U+FFFD
   REQUIRE(sink->flush(milliseconds{10'000}));
   CHECK(sink->lost() == 0);
   CHECK(sink->written() == 3);
-  const auto rows = s.admin.rows("SELECT action, target_id, principal, detail, correlation_id FROM " + s.name +
-                                 ".mcpcore_audit ORDER BY seq");
+  const auto rows = s.admin().rows("SELECT action, target_id, principal, detail, correlation_id FROM " + s.name() +
+                                   ".mcpcore_audit ORDER BY seq");
   REQUIRE_FALSE(rows.empty());
   CHECK(rows[0] == "mcp.nul|deploy|alice|before\xef\xbf\xbd" "after|req-1");
   REQUIRE(rows.size() == 3);
@@ -493,7 +417,7 @@ TEST_CASE("postgres audit sink: on a server, a full queue answers audit_persiste
   metrics_registry m{"t"};
   postgres_audit_sink_options o;
   o.max_queued_rows = 1;
-  o.lost_rows = m.make_counter("mcp_audit_write_failures_total", "audit rows that were not persisted");
+  o.lost_rows = lost_rows_family(m);
   auto sink = open_sink(s.conninfo(), o);
 
   server_builder b{{.name = "notes", .version = "1.0.0"}};
@@ -505,7 +429,7 @@ TEST_CASE("postgres audit sink: on a server, a full queue answers audit_persiste
       .handler([](call_context&, const arguments&) { return tool_result::text("done"); });
   b.audit(*sink).metrics(m);
   auto server = build(b);
-  const auto gaps = [&] { return series_value(m, "t_mcp_audit_write_failures_total"); };
+  const auto gaps = [&] { return lost_rows_counted(m); };
   connection rita{{.id = "rita", .tier = "readonly"}};
   {
     table_lock lock{s};
@@ -525,7 +449,7 @@ TEST_CASE("postgres audit sink: on a server, a full queue answers audit_persiste
   CHECK(s.count() == "1");
   // A row PostgreSQL refuses after the answer went out: accepted, so the answer cannot say it; the
   // family counts it.
-  s.admin.rows("ALTER TABLE " + s.name + ".mcpcore_audit ADD CHECK (principal <> 'mallory')");
+  s.admin().rows("ALTER TABLE " + s.name() + ".mcpcore_audit ADD CHECK (principal <> 'mallory')");
   connection mallory{{.id = "mallory", .tier = "readonly"}};
   const auto third = mallory.send(server, call_tool(3, "delete_note", R"({"id":"n1"})"));
   REQUIRE(third.code() == -32004);
@@ -546,15 +470,15 @@ TEST_CASE("postgres audit sink: mcpcore-host's --audit-db counts rows lost after
   {
     auto db = mcpcore_host::open_audit_db(s.conninfo(), {}, "srv-1", mcpcore_host::audit_lost_rows(m));
     REQUIRE_MESSAGE(db.has_value(), (db ? std::string{} : db.error()));
-    s.admin.rows("ALTER TABLE " + s.name + ".mcpcore_audit ADD CHECK (principal <> 'mallory')");
+    s.admin().rows("ALTER TABLE " + s.name() + ".mcpcore_audit ADD CHECK (principal <> 'mallory')");
     CHECK(db->record(rec("mcp.kept")));
     audit_record refused = rec("mcp.refused");
     refused.principal_id = "mallory";
     CHECK(db->record(refused));  // accepted: the host's answer cannot report it, /metrics does
-    CHECK(eventually([&] { return server_fixture::series_value(m, "t_mcp_audit_write_failures_total") == 1; }));
+    CHECK(eventually([&] { return lost_rows_counted(m) == 1; }));
   }
-  CHECK(server_fixture::series_value(m, "t_mcp_audit_write_failures_total") == 1);
-  CHECK(s.admin.rows("SELECT action, detail FROM " + s.name + ".mcpcore_audit") ==
+  CHECK(lost_rows_counted(m) == 1);
+  CHECK(s.admin().rows("SELECT action, detail FROM " + s.name() + ".mcpcore_audit") ==
         std::vector<std::string>{"mcp.kept|n=1 server=srv-1"});
 }
 #endif

@@ -7,18 +7,20 @@
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/expected.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 #include <doctest/doctest.h>
 
 #include "support/http_endpoint_fixture.hpp"
+#include "support/pg_cluster.hpp"
 #include "support/server_fixture.hpp"
+#include "support/store_opener.hpp"
 
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,25 +36,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string pg_base() {
-  const char* e = std::getenv("MCPCORE_TEST_PG");  // NOLINT(concurrency-mt-unsafe)
-  REQUIRE_MESSAGE(e != nullptr, "MCPCORE_TEST_PG is not set: run through ctest");
-  return e;
-}
+using http_endpoint_fixture::eventually;  // up to 5 s
+using test_pg::base_conninfo;
 
-// Runs one statement on a fresh connection; the first column of the first row ("" if none).
-std::string sql_one(const std::string& sql) {
-  PGconn* c = PQconnectdb(pg_base().c_str());
-  REQUIRE_MESSAGE(PQstatus(c) == CONNECTION_OK, PQerrorMessage(c));
-  PGresult* r = PQexec(c, sql.c_str());
-  const auto st = PQresultStatus(r);
-  const std::string err = PQresultErrorMessage(r);
-  std::string out = (st == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "";
-  PQclear(r);
-  PQfinish(c);
-  REQUIRE_MESSAGE((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK), sql << ": " << err);
-  return out;
-}
+// Runs one statement on a fresh connection; the first row ("" if none).
+std::string sql_one(const std::string& sql) { return test_pg::connection{}.exec(sql); }
 
 std::string channel(std::string_view tag) { return "evt_" + std::string(tag) + "_" + std::to_string(::getpid()); }
 
@@ -97,122 +85,103 @@ std::string ev(server_event_kind k, std::string_view uri = {}) {
 
 std::unique_ptr<postgres_event_bridge> open_bridge(server& s, const std::string& ch, postgres_event_bridge_options o = {}) {
   o.channel = ch;
-  auto b = postgres_event_bridge::open(s, pg_base(), std::move(o));
-  if (!b) FAIL("open failed: " << b.error().message());
-  return std::move(*b);
+  return mcpcore_test::open_or_fail<postgres_event_bridge>(s, base_conninfo(), std::move(o));
 }
+
+// Servers A and B, each with a subscriber recording its events and a bridge on one channel of
+// their own (named after `tag`).
+struct bridged_pair {
+  explicit bridged_pair(std::string_view tag, const postgres_event_bridge_options& o = {})
+      : ch(channel(tag)), bridge_a(open_bridge(a, ch, o)), bridge_b(open_bridge(b, ch, o)) {}
+  server a = make_server("a");
+  server b = make_server("b");
+  recorder on_a;
+  recorder on_b;
+  event_subscription sub_a = a.subscribe(on_a.callback());
+  event_subscription sub_b = b.subscribe(on_b.callback());
+  std::string ch;
+  std::unique_ptr<postgres_event_bridge> bridge_a;
+  std::unique_ptr<postgres_event_bridge> bridge_b;
+};
 
 // Lets a wrong second delivery (an echo, a duplicate) arrive before the counts are checked.
 void settle() { std::this_thread::sleep_for(milliseconds(300)); }
 
-// Waits up to 5 s for `pred`.
-bool eventually(const std::function<bool()>& pred) {
-  for (int i = 0; i < 500; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return pred();
-}
-
 }  // namespace
 
 TEST_CASE("server.md/events-across-servers: a resource update on A reaches B's subscriber once and does not echo back to A") {
-  server a = make_server("a");
-  server b = make_server("b");
-  recorder on_a;
-  recorder on_b;
-  auto sub_a = a.subscribe(on_a.callback());
-  auto sub_b = b.subscribe(on_b.callback());
-  const std::string ch = channel("update");
-  auto bridge_a = open_bridge(a, ch);
-  auto bridge_b = open_bridge(b, ch);
-  CHECK(bridge_a->origin() != bridge_b->origin());
+  bridged_pair p{"update"};
+  CHECK(p.bridge_a->origin() != p.bridge_b->origin());
 
-  a.notify_resource_updated("test://doc");
-  const auto got = on_b.wait_for(1);
+  p.a.notify_resource_updated("test://doc");
+  const auto got = p.on_b.wait_for(1);
   settle();
-  CHECK(on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(p.on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
   // A saw its own local event only: B did not send it back.
-  CHECK(on_a.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
-  CHECK(bridge_a->sent() == 1);
-  CHECK(bridge_b->sent() == 0);
-  CHECK(bridge_b->received() == 1);
-  CHECK(bridge_a->received() == 0);
-  CHECK(bridge_a->gaps() == 0);
-  CHECK(bridge_b->gaps() == 0);
+  CHECK(p.on_a.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(p.bridge_a->sent() == 1);
+  CHECK(p.bridge_b->sent() == 0);
+  CHECK(p.bridge_b->received() == 1);
+  CHECK(p.bridge_a->received() == 0);
+  CHECK(p.bridge_a->gaps() == 0);
+  CHECK(p.bridge_b->gaps() == 0);
 }
 
 TEST_CASE("server.md/events-across-servers: a list change on A reaches B once, task_status is not bridged") {
-  server a = make_server("a");
-  server b = make_server("b");
-  recorder on_a;
-  recorder on_b;
-  auto sub_a = a.subscribe(on_a.callback());
-  auto sub_b = b.subscribe(on_b.callback());
-  const std::string ch = channel("lists");
-  auto bridge_a = open_bridge(a, ch);
-  auto bridge_b = open_bridge(b, ch);
+  bridged_pair p{"lists"};
 
-  a.publish(server_event{.kind = server_event_kind::task_status, .task_id = "t1", .owner = "alice", .task_json = "{}"});
-  REQUIRE(a.remove_tool("spare"));
-  on_b.wait_for(1);
+  p.a.publish(server_event{.kind = server_event_kind::task_status, .task_id = "t1", .owner = "alice", .task_json = "{}"});
+  REQUIRE(p.a.remove_tool("spare"));
+  p.on_b.wait_for(1);
   settle();
-  CHECK(on_b.now() == std::vector<std::string>{ev(server_event_kind::tools_list_changed)});
-  CHECK(on_a.now().size() == 2);  // its own task_status and list change
-  CHECK(bridge_a->sent() == 1);
-  CHECK(bridge_b->sent() == 0);
-  CHECK(bridge_a->received() == 0);
+  CHECK(p.on_b.now() == std::vector<std::string>{ev(server_event_kind::tools_list_changed)});
+  CHECK(p.on_a.now().size() == 2);  // its own task_status and list change
+  CHECK(p.bridge_a->sent() == 1);
+  CHECK(p.bridge_b->sent() == 0);
+  CHECK(p.bridge_a->received() == 0);
 
   // And back the other way.
-  b.publish(server_event{server_event_kind::prompts_list_changed, {}});
-  on_a.wait_for(3);
+  p.b.publish(server_event{server_event_kind::prompts_list_changed, {}});
+  p.on_a.wait_for(3);
   settle();
-  CHECK(on_a.now().back() == ev(server_event_kind::prompts_list_changed));
-  CHECK(on_a.now().size() == 3);
-  CHECK(on_b.now().size() == 2);
-  CHECK(bridge_b->sent() == 1);
-  CHECK(bridge_a->sent() == 1);
+  CHECK(p.on_a.now().back() == ev(server_event_kind::prompts_list_changed));
+  CHECK(p.on_a.now().size() == 3);
+  CHECK(p.on_b.now().size() == 2);
+  CHECK(p.bridge_b->sent() == 1);
+  CHECK(p.bridge_a->sent() == 1);
 }
 
 TEST_CASE("server.md/events-across-servers: B's killed listener reconnects, counts one gap, publishes the list_changed burst, and events flow again") {
-  server a = make_server("a");
-  server b = make_server("b");
-  recorder on_a;
-  recorder on_b;
-  auto sub_a = a.subscribe(on_a.callback());
-  auto sub_b = b.subscribe(on_b.callback());
-  const std::string ch = channel("gap");
   postgres_event_bridge_options o;
   o.retry_backoff = milliseconds(20);
-  auto bridge_a = open_bridge(a, ch, o);
-  auto bridge_b = open_bridge(b, ch, o);
+  bridged_pair p{"gap", o};
 
   const std::string killed = sql_one("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
-                                     "'mcpcore-events-" + bridge_b->origin() + "'");
+                                     "'mcpcore-events-" + p.bridge_b->origin() + "'");
   REQUIRE(killed == "1");
-  REQUIRE(eventually([&] { return bridge_b->gaps() == 1; }));
-  on_b.wait_for(3);
+  REQUIRE(eventually([&] { return p.bridge_b->gaps() == 1; }));
+  p.on_b.wait_for(3);
   settle();
   const std::vector<std::string> burst{ev(server_event_kind::tools_list_changed), ev(server_event_kind::prompts_list_changed),
                                        ev(server_event_kind::resources_list_changed)};
-  CHECK(on_b.now() == burst);
-  CHECK(bridge_b->gaps() == 1);
-  CHECK(bridge_a->gaps() == 0);
+  CHECK(p.on_b.now() == burst);
+  CHECK(p.bridge_b->gaps() == 1);
+  CHECK(p.bridge_a->gaps() == 0);
   // The burst is B's own business: not sent to A.
-  CHECK(on_a.now().empty());
-  CHECK(bridge_b->sent() == 0);
+  CHECK(p.on_a.now().empty());
+  CHECK(p.bridge_b->sent() == 0);
 
-  a.notify_resource_updated("test://doc");
-  on_b.wait_for(4);
+  p.a.notify_resource_updated("test://doc");
+  p.on_b.wait_for(4);
   settle();
-  CHECK(on_b.now().size() == 4);
-  CHECK(on_b.now().back() == ev(server_event_kind::resource_updated, "test://doc"));
+  CHECK(p.on_b.now().size() == 4);
+  CHECK(p.on_b.now().back() == ev(server_event_kind::resource_updated, "test://doc"));
   // And B's own events reach A over the new connection.
-  b.notify_resource_updated("test://doc");
-  on_a.wait_for(2);
+  p.b.notify_resource_updated("test://doc");
+  p.on_a.wait_for(2);
   settle();
-  CHECK(on_a.now().size() == 2);
-  CHECK(bridge_b->sent() == 1);
+  CHECK(p.on_a.now().size() == 2);
+  CHECK(p.bridge_b->sent() == 1);
 }
 
 TEST_CASE("server.md/events-across-servers: close returns promptly and later events are not sent") {
@@ -230,29 +199,23 @@ TEST_CASE("server.md/events-across-servers: close returns promptly and later eve
 }
 
 TEST_CASE("server.md/events-across-servers: a URI past the payload bound is counted, not sent, a bad payload is rejected, a bad channel refused") {
-  server a = make_server("a");
-  server b = make_server("b");
-  recorder on_b;
-  auto sub_b = b.subscribe(on_b.callback());
-  const std::string ch = channel("bounds");
-  auto bridge_a = open_bridge(a, ch);
-  auto bridge_b = open_bridge(b, ch);
+  bridged_pair p{"bounds"};
 
-  a.notify_resource_updated("test://" + std::string(postgres_event_max_payload, 'x'));
-  CHECK(bridge_a->oversized() == 1);
-  sql_one("SELECT pg_notify('" + ch + "', 'not json')");
-  sql_one("SELECT pg_notify('" + ch + R"(', '{"o":"zz","k":"resource_updated"}'))");
-  REQUIRE(eventually([&] { return bridge_b->rejected() == 2; }));
+  p.a.notify_resource_updated("test://" + std::string(postgres_event_max_payload, 'x'));
+  CHECK(p.bridge_a->oversized() == 1);
+  sql_one("SELECT pg_notify('" + p.ch + "', 'not json')");
+  sql_one("SELECT pg_notify('" + p.ch + R"(', '{"o":"zz","k":"resource_updated"}'))");
+  REQUIRE(eventually([&] { return p.bridge_b->rejected() == 2; }));
   // A URI just under the bound still crosses.
   const std::string fits = "test://" + std::string(postgres_event_max_payload - 80, 'y');
-  a.notify_resource_updated(fits);
-  on_b.wait_for(1);
-  CHECK(on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, fits)});
-  CHECK(bridge_a->oversized() == 1);
+  p.a.notify_resource_updated(fits);
+  p.on_b.wait_for(1);
+  CHECK(p.on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, fits)});
+  CHECK(p.bridge_a->oversized() == 1);
 
   postgres_event_bridge_options bad;
   bad.channel = "Bad-Channel";
-  auto refused = postgres_event_bridge::open(a, pg_base(), bad);
+  auto refused = postgres_event_bridge::open(p.a, base_conninfo(), bad);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code() == std::make_error_code(std::errc::invalid_argument));
 }
@@ -276,44 +239,36 @@ TEST_CASE("server.md/events-across-servers: the outgoing queue is bounded and dr
 }
 
 TEST_CASE("server.md/events-across-servers: notify sends one event from a process without a server, and every bridge publishes it") {
-  server a = make_server("a");
-  server b = make_server("b");
-  recorder on_a;
-  recorder on_b;
-  auto sub_a = a.subscribe(on_a.callback());
-  auto sub_b = b.subscribe(on_b.callback());
-  const std::string ch = channel("oneshot");
-  auto bridge_a = open_bridge(a, ch);
-  auto bridge_b = open_bridge(b, ch);
+  bridged_pair p{"oneshot"};
 
   postgres_event_bridge_options o;
-  o.channel = ch;
+  o.channel = p.ch;
   const auto sent = postgres_event_bridge::notify(
-      pg_base(), server_event{.kind = server_event_kind::resource_updated, .uri = "test://doc"}, o);
+      base_conninfo(), server_event{.kind = server_event_kind::resource_updated, .uri = "test://doc"}, o);
   REQUIRE_MESSAGE(sent.has_value(), (sent ? std::string{} : sent.error().message()));
-  on_a.wait_for(1);
-  on_b.wait_for(1);
+  p.on_a.wait_for(1);
+  p.on_b.wait_for(1);
   settle();
   // Its origin is its own, so both bridges publish it, once each; neither sends it back.
-  CHECK(on_a.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
-  CHECK(on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
-  CHECK(bridge_a->received() == 1);
-  CHECK(bridge_b->received() == 1);
-  CHECK(bridge_a->sent() == 0);
-  CHECK(bridge_b->sent() == 0);
+  CHECK(p.on_a.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(p.on_b.now() == std::vector<std::string>{ev(server_event_kind::resource_updated, "test://doc")});
+  CHECK(p.bridge_a->received() == 1);
+  CHECK(p.bridge_b->received() == 1);
+  CHECK(p.bridge_a->sent() == 0);
+  CHECK(p.bridge_b->sent() == 0);
 
   // What it cannot send is refused before it connects.
   o.channel = "Bad-Channel";
-  const auto bad = postgres_event_bridge::notify(pg_base(), server_event{.kind = server_event_kind::tools_list_changed}, o);
+  const auto bad = postgres_event_bridge::notify(base_conninfo(), server_event{.kind = server_event_kind::tools_list_changed}, o);
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().code() == std::make_error_code(std::errc::invalid_argument));
-  o.channel = ch;
+  o.channel = p.ch;
   const auto task = postgres_event_bridge::notify(
-      pg_base(), server_event{.kind = server_event_kind::task_status, .task_id = "t", .owner = "o", .task_json = "{}"}, o);
+      base_conninfo(), server_event{.kind = server_event_kind::task_status, .task_id = "t", .owner = "o", .task_json = "{}"}, o);
   REQUIRE_FALSE(task.has_value());
   CHECK(task.error().code() == std::make_error_code(std::errc::message_size));
   const auto too_long = postgres_event_bridge::notify(
-      pg_base(), server_event{.kind = server_event_kind::resource_updated, .uri = std::string(9000, 'u')}, o);
+      base_conninfo(), server_event{.kind = server_event_kind::resource_updated, .uri = std::string(9000, 'u')}, o);
   REQUIRE_FALSE(too_long.has_value());
   CHECK(too_long.error().code() == std::make_error_code(std::errc::message_size));
   // An unreachable database is an io_error.
@@ -322,6 +277,6 @@ TEST_CASE("server.md/events-across-servers: notify sends one event from a proces
   REQUIRE_FALSE(down.has_value());
   CHECK(down.error().code() == make_error_code(approval_store_errc::io_error));
   settle();
-  CHECK(on_a.now().size() == 1);
-  CHECK(on_b.now().size() == 1);
+  CHECK(p.on_a.now().size() == 1);
+  CHECK(p.on_b.now().size() == 1);
 }

@@ -2,8 +2,8 @@
 // The store-agnostic conformance suite of the approval_store concept (approval.hpp;
 // docs/concepts/approval_store.md#valid-expressions, docs/approvals.md#the-flow,
 // #what-the-machine-checks-in-order, #lifetime, #guarantees): every documented check order, the
-// sweep, the caps, dedup, round-trips, and the at-most-once consume race. Every store model runs
-// it.
+// sweep, the caps, dedup, round-trips, retention, and the at-most-once consume race among threads
+// and among processes. Every store model runs it.
 #ifndef MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 #define MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 
@@ -11,8 +11,13 @@
 
 #include <doctest/doctest.h>
 
+#include "support/process.hpp"
+
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <latch>
 #include <optional>
@@ -805,21 +810,6 @@ void approval_store_conformance(MakeStore make) {
   }
 }
 
-/// The at-most-once race of `approval_store` requirement 1
-/// (docs/approvals.md#what-the-machine-checks-in-order, #guarantees): for each of a few tickets,
-/// minted and approved, `threads` threads released together by one latch each call `consume` with
-/// the same consumer. Exactly one sees `consumed`, all the others `not_consumable`, and the ticket
-/// records the winner's time once.
-///
-/// `make_connection()` returns an owning pointer-like handle (`std::unique_ptr<S>` or
-/// `std::shared_ptr<S>`) to the SAME underlying store on every call: a new connection to it
-/// (a database file opened again: the race then crosses connections, as processes do) or a
-/// shared handle to one object (a `std::shared_ptr` copy, for an in-process store). All calls
-/// happen on the calling thread: per ticket, one handle mints and approves, then one handle
-/// per thread is made before the threads start; every handle is destroyed on the calling
-/// thread after the threads joined. The store may already hold tickets: each ticket has a fresh
-/// id and its own scope, and the caps are large. A store error in a racing thread fails the
-/// test (a store shared by connections must wait for its locks, e.g. with a busy timeout).
 /// The retention capability (`mcpcore::approval_store_prunable`, docs/approvals.md#retention):
 /// `prune(older_than, options)` removes consumed, rejected and expired tickets whose last change
 /// is before `older_than`, batch by batch, keeps everything else, and counts what it removed.
@@ -921,6 +911,21 @@ void approval_store_prune_conformance(MakeStore make) {
   }
 }
 
+/// The at-most-once race of `approval_store` requirement 1
+/// (docs/approvals.md#what-the-machine-checks-in-order, #guarantees): for each of a few tickets,
+/// minted and approved, `threads` threads released together by one latch each call `consume` with
+/// the same consumer. Exactly one sees `consumed`, all the others `not_consumable`, and the ticket
+/// records the winner's time once.
+///
+/// `make_connection()` returns an owning pointer-like handle (`std::unique_ptr<S>` or
+/// `std::shared_ptr<S>`) to the SAME underlying store on every call: a new connection to it
+/// (a database file opened again: the race then crosses connections, as processes do) or a
+/// shared handle to one object (a `std::shared_ptr` copy, for an in-process store). All calls
+/// happen on the calling thread: per ticket, one handle mints and approves, then one handle
+/// per thread is made before the threads start; every handle is destroyed on the calling
+/// thread after the threads joined. The store may already hold tickets: each ticket has a fresh
+/// id and its own scope, and the caps are large. A store error in a racing thread fails the
+/// test (a store shared by connections must wait for its locks, e.g. with a busy timeout).
 template <class MakeConnection>
 void approval_store_consume_race(MakeConnection make_connection, int threads) {
   namespace d = approval_store_suite_detail;
@@ -994,6 +999,77 @@ void approval_store_consume_race(MakeConnection make_connection, int threads) {
     CHECK(to_string(d::consume(*setup, m.id, m.submitted_by, d::at(1000))) == "not_consumable");
     handles.clear();
   }
+}
+
+/// When each racing process of `approval_store_consume_process_race` opens its store.
+enum class race_connect : std::uint8_t {
+  after_start,   ///< after the start: the opening races too (a file store's open is cheap)
+  before_start,  ///< before the start: the race is the consume alone (a server's connect is slow)
+};
+
+/// The at-most-once race of `approval_store` requirement 1 across processes
+/// (docs/approvals.md#guarantees): one ticket, minted and approved, then `processes` forked
+/// children, released together by one start gate, each consume it through a store of its own.
+/// Exactly one child sees `consumed`, every other `not_consumable`, and the ticket records one
+/// consume, by its submitter.
+///
+/// `open()` returns `mcpcore::result<S>`, a new connection to the SAME underlying store (a
+/// database file, a connection string) on every call. The calling process holds no connection
+/// when it forks (a child must not inherit one), and no other thread runs. Call it inside a
+/// TEST_CASE.
+template <class Open>
+void approval_store_consume_process_race(Open open, int processes, race_connect when) {
+  namespace d = approval_store_suite_detail;
+  REQUIRE(processes >= 2);
+  d::mint_spec m;
+  {
+    auto setup = open();
+    REQUIRE_MESSAGE(setup.has_value(), (setup ? std::string{} : setup.error().message()));
+    d::mint_created(*setup, m);
+    REQUIRE(to_string(d::review(*setup, m.id, "bob", mcpcore::approval_status::approved, d::at(1))) == "reviewed");
+  }  // closed before the fork
+  const mcpcore::approval_consume_request request{m.id, m.submitted_by, m.origin, d::at(100), d::lifetime};
+  // A child's exit code: 0 consumed, 1 not_consumable, 10 no store, 11 a store error, 12 another answer.
+  const auto consume_once = [&](auto& store) {
+    const auto r = store.consume(request);
+    if (!r) return 11;
+    if (*r == mcpcore::approval_consume_status::consumed) return 0;
+    return *r == mcpcore::approval_consume_status::not_consumable ? 1 : 12;
+  };
+  std::vector<pid_t> children;
+  {
+    test_process::start_gate gate;
+    for (int i = 0; i < processes; ++i) {
+      children.push_back(test_process::spawn([&] {
+        if (when == race_connect::before_start) {
+          auto s = open();
+          gate.wait();
+          return s ? consume_once(*s) : 10;
+        }
+        gate.wait();
+        auto s = open();
+        return s ? consume_once(*s) : 10;
+      }));
+    }
+    if (when == race_connect::before_start) std::this_thread::sleep_for(std::chrono::milliseconds{300});  // connect
+    gate.open();
+  }
+  int winners = 0;
+  int losers = 0;
+  for (const pid_t pid : children) {
+    const int code = test_process::wait_exit(pid);
+    CAPTURE(code);
+    CHECK((code == 0 || code == 1));
+    winners += code == 0 ? 1 : 0;
+    losers += code == 1 ? 1 : 0;
+  }
+  CHECK(winners == 1);
+  CHECK(losers == processes - 1);
+  auto s = open();
+  REQUIRE_MESSAGE(s.has_value(), (s ? std::string{} : s.error().message()));
+  const auto t = d::ticket(*s, m.id);
+  CHECK(t.consumed_at.has_value());
+  CHECK(t.consumed_by == m.submitted_by);
 }
 
 }  // namespace mcpcore_test

@@ -5,6 +5,7 @@
 // #what-the-machine-checks-in-order, #lifetime, #every-answer-of-the-machine, #guarantees;
 // docs/plugins.md, docs/approvals.md), and the shared approval_store conformance suite.
 #include <mcpcore/stores/sqlite_approval_store.hpp>
+#include <mcpcore/governance/approval.hpp>
 
 // The prune batch's exact SQL text (inline data only: no definitions of the compiled library).
 #include <mcpcore/stores/impl/sqlite_common.ipp>
@@ -12,83 +13,42 @@
 #include <doctest/doctest.h>
 
 #include "support/approval_store_suite.hpp"
+#include "support/approval_tickets.hpp"
 #include "support/process.hpp"
 #include "support/raw_sqlite.hpp"
+#include "support/store_opener.hpp"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 using namespace mcpcore;
 using namespace test_process;
+using namespace approval_tickets;
 using std::chrono::milliseconds;
 
 static_assert(approval_store<sqlite_approval_store>);
-static_assert(std::is_nothrow_move_constructible_v<sqlite_approval_store>);
-static_assert(std::is_nothrow_move_assignable_v<sqlite_approval_store>);
-static_assert(!std::is_copy_constructible_v<sqlite_approval_store>);
-static_assert(!std::is_copy_assignable_v<sqlite_approval_store>);
+static_assert(mcpcore_test::move_only<sqlite_approval_store>);
 
 namespace {
-
-constexpr milliseconds lifetime = std::chrono::days{7};
-const approval_time t0{milliseconds{1'700'000'000'000}};
 
 using test_sqlite::damage_table_root_page;
 using test_sqlite::raw_db;
 
-// Ticket id number `n`: 32 lowercase hex characters.
-std::string tid(unsigned n) {
-  std::array<char, 40> buf{};
-  std::snprintf(buf.data(), buf.size(), "%032x", n);
-  return buf.data();
-}
-
-approval_mint_request mint_req(std::string_view id, std::string_view submitter = "alice",
-                               std::string_view scope = R"({"n":1})", approval_time now = t0) {
-  return {id, "mcp.deploy", approval_origin_mcp, submitter, scope, now, lifetime, 25, 1000};
-}
-approval_review_request review_req(std::string_view id, std::string_view reviewer = "bob",
-                                   approval_status decision = approval_status::approved,
-                                   approval_time now = t0 + std::chrono::minutes{1}) {
-  return {id, reviewer, decision, "ok", now, lifetime};
-}
-approval_consume_request consume_req(std::string_view id, std::string_view consumer = "alice",
-                                     approval_time now = t0 + std::chrono::hours{1}) {
-  return {id, consumer, approval_origin_mcp, now, lifetime};
-}
-
 sqlite_approval_store open_store(const std::string& path, sqlite_approval_store_options o = {}) {
-  auto s = sqlite_approval_store::open(path, o);
-  if (!s) FAIL("open failed: " << s.error().message());
-  return std::move(*s);
-}
-
-// Mints ticket `id` for alice and has bob approve it.
-void mint_approved(sqlite_approval_store& s, const std::string& id) {
-  const auto m = s.mint(mint_req(id));
-  REQUIRE(m);
-  REQUIRE(m->status == approval_mint_status::created);
-  const auto r = s.review(review_req(id));
-  REQUIRE(r);
-  REQUIRE(*r == approval_review_status::reviewed);
+  return mcpcore_test::open_or_fail<sqlite_approval_store>(path, o);
 }
 
 }  // namespace
@@ -378,43 +338,9 @@ TEST_CASE("approvals.md/guarantees: a ticket approved by a process that then die
 TEST_CASE("approvals.md/guarantees: of four processes consuming one ticket at once, exactly one wins") {
   const temp_dir dir;
   const std::string path = dir.file();
-  const auto id = tid(9);
-  {
-    auto s = open_store(path);
-    mint_approved(s, id);
-  }  // closed before the fork: a child must not inherit a connection
-  constexpr int n = 4;
-  start_gate gate;
-  std::vector<pid_t> children;
-  for (int i = 0; i < n; ++i) {
-    children.push_back(spawn([&] {
-      gate.wait();
-      auto s = sqlite_approval_store::open(path);
-      if (!s) return 10;
-      const auto c = s->consume(consume_req(id));
-      if (!c) return 11;
-      if (*c == approval_consume_status::consumed) return 0;
-      return *c == approval_consume_status::not_consumable ? 1 : 12;
-    }));
-  }
-  gate.open();
-  int winners = 0;
-  int losers = 0;
-  for (const pid_t pid : children) {
-    const int code = wait_exit(pid);
-    CAPTURE(code);
-    CHECK((code == 0 || code == 1));
-    winners += code == 0 ? 1 : 0;
-    losers += code == 1 ? 1 : 0;
-  }
-  CHECK(winners == 1);
-  CHECK(losers == n - 1);
-  auto s = open_store(path);
-  const auto t = s.get(id);
-  REQUIRE(t);
-  REQUIRE(t->has_value());
-  CHECK((*t)->consumed_at.has_value());
-  CHECK((*t)->consumed_by == "alice");
+  // Each opens its store after the start: the opening races too.
+  mcpcore_test::approval_store_consume_process_race([&] { return sqlite_approval_store::open(path); }, 4,
+                                                    mcpcore_test::race_connect::after_start);
 }
 
 // ---- faults (docs/approvals.md#every-answer-of-the-machine: transient vs permanent)
@@ -455,11 +381,7 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a database locked past the 
   CHECK(e.error() == approval_store_errc::busy);
 
   // WAL: readers are not blocked by the writer, and nothing changed.
-  const auto t = s.get(armed);
-  REQUIRE(t);
-  REQUIRE(t->has_value());
-  CHECK((*t)->status == approval_status::approved);
-  CHECK_FALSE((*t)->consumed_at);
+  check_intact(s, armed);
   // A second store can open the already-migrated file while the lock is held.
   auto other = sqlite_approval_store::open(dir.file(), o);
   CHECK(other.has_value());
@@ -499,11 +421,7 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a read-only store refuses e
   const auto e = s.expire(t0, lifetime);
   REQUIRE_FALSE(e);
   CHECK(e.error() == approval_store_errc::read_only);
-  const auto t = s.get(id);
-  REQUIRE(t);
-  REQUIRE(t->has_value());
-  CHECK((*t)->status == approval_status::approved);
-  CHECK_FALSE((*t)->consumed_at);
+  check_intact(s, id);
   const auto p = s.pending(10);
   REQUIRE(p);
   CHECK(p->empty());
@@ -788,7 +706,8 @@ TEST_CASE("concepts/approval_store.md/valid-expressions: quotes, SQL text and Un
   REQUIRE(minted);
   REQUIRE(minted->status == approval_mint_status::created);
   // Dedup compares the same exact strings.
-  const approval_mint_request again{tid(2), definition, origin, submitter, scope, t0, lifetime, 25, 1000};
+  const auto other_id = tid(2);  // alive while `again` views it
+  const approval_mint_request again{other_id, definition, origin, submitter, scope, t0, lifetime, 25, 1000};
   const auto deduped = s.mint(again);
   REQUIRE(deduped);
   CHECK(deduped->status == approval_mint_status::deduped);
@@ -874,12 +793,7 @@ TEST_CASE("approval_store: pending lists oldest first and honours any limit") {
 
 TEST_CASE("approvals.md/retention: the SQLite store passes the prune suite, and a read-only store refuses to prune") {
   const temp_dir dir;
-  unsigned n = 0;
-  mcpcore_test::approval_store_prune_conformance([&] {
-    auto s = sqlite_approval_store::open(dir.file("prune-" + std::to_string(++n) + ".db"));
-    REQUIRE(s);
-    return std::make_unique<sqlite_approval_store>(std::move(*s));
-  });
+  mcpcore_test::approval_store_prune_conformance(mcpcore_test::store_files<sqlite_approval_store>(dir, "prune"));
   const auto path = dir.file("prune-ro.db");
   REQUIRE(sqlite_approval_store::open(path));
   sqlite_approval_store_options ro;
@@ -893,10 +807,5 @@ TEST_CASE("approvals.md/retention: the SQLite store passes the prune suite, and 
 
 TEST_CASE("plugins.md: the SQLite store passes the approval_store conformance suite") {
   const temp_dir dir;
-  unsigned n = 0;
-  mcpcore_test::approval_store_conformance([&] {
-    auto s = sqlite_approval_store::open(dir.file("suite-" + std::to_string(++n) + ".db"));
-    REQUIRE(s);
-    return std::make_unique<sqlite_approval_store>(std::move(*s));
-  });
+  mcpcore_test::approval_store_conformance(mcpcore_test::store_files<sqlite_approval_store>(dir, "suite"));
 }

@@ -8,6 +8,7 @@
 
 #include "support/process.hpp"
 #include "support/raw_sqlite.hpp"
+#include "support/store_opener.hpp"
 
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/audit.hpp>
@@ -24,12 +25,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,10 +37,7 @@ using namespace test_process;
 using std::chrono::milliseconds;
 
 static_assert(audit_sink<sqlite_audit_sink>);
-static_assert(std::is_nothrow_move_constructible_v<sqlite_audit_sink>);
-static_assert(std::is_nothrow_move_assignable_v<sqlite_audit_sink>);
-static_assert(!std::is_copy_constructible_v<sqlite_audit_sink>);
-static_assert(!std::is_copy_assignable_v<sqlite_audit_sink>);
+static_assert(mcpcore_test::move_only<sqlite_audit_sink>);
 static_assert(noexcept(std::declval<sqlite_audit_sink&>().record(std::declval<const audit_record&>())));
 static_assert(std::is_error_code_enum_v<sqlite_audit_errc>);
 static_assert(sqlite_audit_sink_options{}.busy_timeout == milliseconds{5000});
@@ -56,9 +52,7 @@ const audit_time t0{milliseconds{1'700'000'000'000}};
 using test_sqlite::raw_db;
 
 sqlite_audit_sink open_sink(const std::string& path, sqlite_audit_sink_options o = {}) {
-  auto s = sqlite_audit_sink::open(path, o);
-  if (!s) FAIL("open failed: " << s.error().message());
-  return std::move(*s);
+  return mcpcore_test::open_or_fail<sqlite_audit_sink>(path, o);
 }
 
 // A tool-call row of docs/security.md#audit-and-the-one-cid-pattern, told apart by its correlation

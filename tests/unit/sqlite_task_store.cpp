@@ -9,9 +9,11 @@
 
 #include "support/process.hpp"
 #include "support/raw_sqlite.hpp"
+#include "support/store_opener.hpp"
 #include "support/task_store_suite.hpp"
 
 #include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/task.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 #include <mcpcore/stores/sqlite_audit_sink.hpp>
@@ -26,9 +28,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,17 +40,12 @@ using test_sqlite::raw_db;
 namespace suite = mcpcore_test::task_store_suite_detail;
 
 static_assert(task_store<sqlite_task_store>);
-static_assert(std::is_nothrow_move_constructible_v<sqlite_task_store>);
-static_assert(std::is_nothrow_move_assignable_v<sqlite_task_store>);
-static_assert(!std::is_copy_constructible_v<sqlite_task_store>);
-static_assert(!std::is_copy_assignable_v<sqlite_task_store>);
+static_assert(mcpcore_test::move_only<sqlite_task_store>);
 
 namespace {
 
 sqlite_task_store open_store(const std::string& path, sqlite_task_store_options o = {}) {
-  auto s = sqlite_task_store::open(path, o);
-  if (!s) FAIL("open failed: " << s.error().message());
-  return std::move(*s);
+  return mcpcore_test::open_or_fail<sqlite_task_store>(path, o);
 }
 
 std::string tasks_db(const temp_dir& dir) { return dir.file("tasks.db"); }
@@ -490,12 +485,7 @@ TEST_CASE("concepts/task_store.md/errors: a moved-from store is closed (permanen
 
 TEST_CASE("plugins.md: the SQLite task store passes the task_store conformance suite") {
   const temp_dir dir;
-  unsigned n = 0;
-  mcpcore_test::task_store_conformance([&] {
-    auto s = sqlite_task_store::open(dir.file("suite-" + std::to_string(++n) + ".db"));
-    REQUIRE(s);
-    return std::make_unique<sqlite_task_store>(std::move(*s));
-  });
+  mcpcore_test::task_store_conformance(mcpcore_test::store_files<sqlite_task_store>(dir, "suite"));
 }
 
 TEST_CASE("concepts/task_store.md/semantic-requirements: requirements 1 and 5 across connections: one racing terminal transition wins, racing creates never overrun a cap") {
