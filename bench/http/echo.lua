@@ -7,7 +7,10 @@
 --   MCP-Protocol-Version: 2025-11-25
 --   Mcp-Session-Id: $MCP_SESSION_ID        (omitted when the variable is empty)
 --
--- Environment: MCP_PATH (default /mcp), MCP_SESSION_ID.
+-- Environment: MCP_PATH (default /mcp), MCP_SESSION_ID: one session id, or several separated by
+-- spaces; with several, the requests rotate over them (each wrk thread sends its n-th request on
+-- the n-th session, modulo their number), so that a balancer in front of several servers sends
+-- each session's requests to the server that holds it (run.sh's targets behind HAProxy).
 -- Script arguments (after wrk's `--`):
 --   1. check mode: "id" (default) — a response is correct when it is a 200 whose body holds the
 --      echo result and the id of a request this thread sent and has not had answered yet (a
@@ -26,7 +29,8 @@
 local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "echo_common.lua")
 
 local path = os.getenv("MCP_PATH") or "/mcp"
-local session = os.getenv("MCP_SESSION_ID") or ""
+local sessions = {}
+for id in string.gmatch(os.getenv("MCP_SESSION_ID") or "", "%S+") do table.insert(sessions, id) end
 -- The request after its id, and what a correct body holds.
 local after_id = ',"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
 local expected = { '"result":{"content":[{"type":"text","text":"hello"}]}' }
@@ -36,9 +40,24 @@ local headers = {
   ["Accept"] = "application/json, text/event-stream",
   ["MCP-Protocol-Version"] = "2025-11-25",
 }
-if session ~= "" then headers["Mcp-Session-Id"] = session end
+if #sessions == 1 then headers["Mcp-Session-Id"] = sessions[1] end
 
-common.define("echo.lua", path, headers, after_id, expected)
+if #sessions > 1 then
+  -- One header table per session, taken in turn.
+  local per_session = {}
+  for k, id in ipairs(sessions) do
+    local h = { ["Mcp-Session-Id"] = id }
+    for name, value in pairs(headers) do h[name] = value end
+    per_session[k] = h
+  end
+  local turn = 0
+  common.define("echo.lua", path, function()
+    turn = turn % #per_session + 1
+    return per_session[turn]
+  end, after_id, expected)
+else
+  common.define("echo.lua", path, headers, after_id, expected)
+end
 
 function init(args)
   common.start(args[2], args[1] ~= "fixed")

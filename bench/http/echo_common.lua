@@ -17,6 +17,7 @@ outstanding = {}
 ok = 0
 non200 = 0
 wrong = 0
+first_bad = ""
 local check_ids = true
 
 local common = {}
@@ -31,7 +32,8 @@ function common.start(first, ids)
 end
 
 -- define(script, path, headers, after_id, expected): defines wrk's functions for that script.
---   request()  a POST to path with the headers and the JSON-RPC request
+--   request()  a POST to path with the headers (a table, or a function that returns the table of
+--              each request: echo.lua's rotation over several sessions) and the JSON-RPC request
 --              {"jsonrpc":"2.0","id":<a new id> followed by after_id (the method and params);
 --              the id is awaited until a response carries it
 --   response() counts one response: it is correct when it is a 200 whose body holds every string
@@ -42,7 +44,8 @@ end
 --   done()     prints the one line run.sh parses:
 --                RESULT requests=N duration_us=N rps=X p50_us=N p99_us=N ok=N non200=N wrong=N
 --                       connect_errors=N read_errors=N write_errors=N timeouts=N
---              and exits non-zero (os.exit(3)) when any response was not a correct 200
+--              and exits non-zero (os.exit(3)) when any response was not a correct 200, after
+--              the first incorrect response of each thread (its status and the start of its body)
 function common.define(script, path, headers, after_id, expected)
   -- Numbers the threads, so that their ids never meet.
   function setup(thread)
@@ -54,21 +57,33 @@ function common.define(script, path, headers, after_id, expected)
     local id = next_id
     next_id = next_id + 1
     outstanding[id] = true
-    return wrk.format("POST", path, headers, '{"jsonrpc":"2.0","id":' .. id .. after_id)
+    local h = headers
+    if type(h) == "function" then h = h() end
+    return wrk.format("POST", path, h, '{"jsonrpc":"2.0","id":' .. id .. after_id)
+  end
+
+  -- The first incorrect response of the thread, for done()'s report.
+  local function bad(status, body)
+    if first_bad == "" then
+      first_bad = string.format("HTTP %d %s", status, string.sub(string.gsub(body or "", "%s+", " "), 1, 300))
+    end
   end
 
   function response(status, hdrs, body)
     if status ~= 200 then
       non200 = non200 + 1
+      bad(status, body)
       return
     end
     if body == nil then
       wrong = wrong + 1
+      bad(status, body)
       return
     end
     for _, e in ipairs(expected) do
       if not string.find(body, e, 1, true) then
         wrong = wrong + 1
+        bad(status, body)
         return
       end
     end
@@ -76,6 +91,7 @@ function common.define(script, path, headers, after_id, expected)
       local id = tonumber(string.match(body, '"id":(%d+)'))
       if id == nil or not outstanding[id] then
         wrong = wrong + 1
+        bad(status, body)
         return
       end
       outstanding[id] = nil
@@ -100,6 +116,10 @@ function common.define(script, path, headers, after_id, expected)
       e.connect, e.read, e.write, e.timeout))
     if t_non200 > 0 or t_wrong > 0 then
       io.write(string.format("%s: %d non-200 responses and %d wrong bodies\n", script, t_non200, t_wrong))
+      for _, thread in ipairs(threads) do
+        local first = thread:get("first_bad") or ""
+        if first ~= "" then io.write(string.format("%s: the first of a thread: %s\n", script, first)) end
+      end
       os.exit(3)
     end
   end

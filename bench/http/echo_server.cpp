@@ -4,7 +4,7 @@
 //
 //   mcpcore_bench_http_echo_server [--port N] [--port-file PATH] [--io-threads N]
 //                                  [--handler-threads N] [--max-sessions N] [--max-streams N]
-//                                  [--transport-only | --inline-dispatch]
+//                                  [--max-dispatch N] [--transport-only | --inline-dispatch]
 //
 //   --port             port on 127.0.0.1 (default 0: ephemeral)
 //   --port-file        write the bound port there once listening (the harness waits for it)
@@ -14,6 +14,12 @@
 //                      principal "bench") to N; for the idle-session and idle-stream measurements
 //   --max-streams      raise the stream budget's global cap, the per-principal GET stream cap and
 //                      the server's connection cap to N (plus a margin); for the idle-stream one
+//   --max-dispatch     http_endpoint_options::max_dispatch_per_principal (default: the endpoint's,
+//                      16; docs/sessions.md#fair-dispatch). Every request is the one principal, so
+//                      the load client's connections all count against it: run.sh sets it above
+//                      its connection count, so that a request sent the moment the previous answer
+//                      arrived (before its dispatch slot is released) or a request left running by
+//                      the previous wrk run is not refused 429
 //   --transport-only   no MCP: the Asio server with a handler that answers every request, on its
 //                      I/O thread, 200 with the fixed body of the echo response to id 1 (what the
 //                      nginx ceiling serves); the transport's own cost, for comparison
@@ -64,7 +70,8 @@ constexpr std::size_t connection_margin = 64;
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "echo_server: %s\nusage: echo_server [--port N] [--port-file PATH] [--io-threads N] "
-               "[--handler-threads N] [--max-sessions N] [--max-streams N] [--transport-only | --inline-dispatch]\n",
+               "[--handler-threads N] [--max-sessions N] [--max-streams N] [--max-dispatch N]\n"
+               "                   [--transport-only | --inline-dispatch]\n",
                why);
   std::exit(2);
 }
@@ -112,6 +119,8 @@ int main(int argc, char** argv) {
       const std::size_t n = positive(v);
       endpoint_options.session.max_sessions = n;
       endpoint_options.session.max_sessions_per_principal = n;
+    } else if (a == "--max-dispatch") {
+      endpoint_options.max_dispatch_per_principal = positive(v);
     } else if (a == "--max-streams") {
       const std::size_t n = positive(v);
       endpoint_options.budget.global_cap = n;

@@ -17,6 +17,24 @@
 #          ts2026       bench/http/ts2026_echo_server.mjs: the official TypeScript SDK v2
 #                       (@modelcontextprotocol/server), createMcpHandler, a new McpServer per
 #                       request, JSON responses (its default)
+#          and, with --only haproxy (which has its own default targets), the cost of a balancer
+#          in front of mcpcore (docs/performance.md, "Behind HAProxy"): HAProxy (Debian haproxy)
+#          started by this script with bench/http/haproxy.cfg, the configuration of
+#          docs/scale-out.md that scale.haproxy_sessions tests (a stick table on the
+#          Mcp-Session-Id learned from the response, round robin otherwise, /readyz checks, no
+#          compression), over echo servers with the default or given threads:
+#          direct         one echo_server, no balancer; echo.lua rotating over --sessions sessions
+#          haproxy1       HAProxy in front of that same echo_server, the sessions opened through it
+#          haproxy3       HAProxy round robin over three echo_servers (that one and two more): the
+#                         sessions opened through it land one per server in turn and stick there
+#          direct-2026, haproxy1-2026, haproxy3-2026
+#                         the same three with echo2026.lua (2026-07-28, no session: each request
+#                         goes to the next server in turn)
+#          nginx-haproxy  the same HAProxy configuration in front of the nginx ceiling: the
+#                         balancer's own cost apart from mcpcore's (to compare with nginx)
+#          the CPU time of a balanced target is that of HAProxy and every server behind it, and
+#          HAProxy's alone is reported beside it; after each run through a balancer, the requests
+#          each server received (HAProxy's stats socket);
 #          after a warm-up run of each, in rounds that alternate them (the order rotates each
 #          round); requests/s, p50, p99, the server's RSS after each run and its CPU time per
 #          request; with --out, the medians of requests/s and of CPU time per request also as bar
@@ -24,7 +42,9 @@
 #   idle   memory of idle sessions and of idle open SSE GET streams (idle_streams.cpp), on fresh
 #          servers: mcpcore and, as the reference, the TypeScript SDK server.
 # Every server is started by this script, checked (its first echo answer must be right) before it
-# is loaded, and killed by PID on exit. Every wrk run is bounded (-d); the defaults take about
+# is loaded, and killed by PID on exit. mcpcore's echo servers run with the endpoint's
+# per-principal dispatch cap at 4 times --connections (echo_server --max-dispatch): every request
+# is the one principal, so the default cap (16) would refuse some of wrk's 16 connections' calls. Every wrk run is bounded (-d); the defaults take about
 # 5 minutes on a quiet 2-core machine. Result lines go to stdout (progress to stderr).
 #
 # Usage: bench/http/run.sh [options]
@@ -38,20 +58,31 @@
 #   --idle-streams N      idle GET streams (one session each) on mcpcore (default 10000)
 #   --idle-sessions N     idle sessions on mcpcore (default 10000)
 #   --ts-idle N           idle sessions, then idle streams, on the TypeScript server (default 1000)
-#   --only load|idle      run one part only
+#   --only load|idle|haproxy
+#                         run one part only; haproxy is the load part with the balancer's
+#                         targets (default: "direct haproxy1 haproxy3 direct-2026 haproxy1-2026
+#                         haproxy3-2026 nginx nginx-haproxy")
 #   --targets "LIST"      servers to measure, among mcpcore ts nginx asio inline mcpcore2026
-#                         ts2026 (default: "mcpcore ts nginx asio"); idle measures mcpcore and ts
+#                         ts2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026
+#                         nginx-haproxy (default: "mcpcore ts nginx asio"); idle measures mcpcore
+#                         and ts
+#   --sessions N          sessions that the 2025 request of direct, haproxy1 and haproxy3 rotates
+#                         over (default 3: one per server behind haproxy3)
 #   --build-dir DIR       where to build mcpcore in Release (default: build/release-bench, the
 #                         release-bench preset's directory)
 #   --bin-dir DIR         use mcpcore_bench_http_echo_server and mcpcore_bench_http_idle_streams
 #                         from DIR instead of building
 #   --smoke               a short self-check of the mcpcore side only (no wrk, nginx or Node):
-#                         start, first echo, 20 idle streams; what ctest runs
+#                         start, first echo, 20 idle streams; what ctest runs. With --only
+#                         haproxy, the balancer's instead (no wrk, nginx or Node; HAProxy is
+#                         needed): three echo servers behind HAProxy with haproxy.cfg, all UP,
+#                         three sessions opened through it land on three different servers and
+#                         their calls stick there, three 2026 calls go to the three in turn
 #   --out FILE            also write the result lines to FILE and, after a load run,
 #                         FILE.rps.tsv and FILE.cpu.tsv (per target: the median requests/s, or
 #                         server CPU µs per request, and each round's value), drawn by bars.pl as
 #                         FILE.rps.svg and FILE.cpu.svg
-# Missing tools are installed once with apt-get (wrk, nginx, curl) and npm ci (tests/interop).
+# Missing tools are installed once with apt-get (wrk, nginx, curl, haproxy) and npm ci (tests/interop).
 # shellcheck disable=SC2034,SC2154 # each server's <name>_pid, _port and _sid are set by printf -v and read as ${!var}; set -u still stops on an unset one
 set -euo pipefail
 
@@ -61,7 +92,7 @@ root="$(cd "$here/../.." && pwd)"
 rounds=3 duration=10 warmup=3 connections=16 wrk_threads=1
 io_threads="" handler_threads=""
 idle_streams=10000 idle_sessions=10000 ts_idle=1000
-only="" targets_arg="mcpcore ts nginx asio" build_dir="$root/build/release-bench" bin_dir="" smoke=0 out=""
+only="" targets_arg="" build_dir="$root/build/release-bench" bin_dir="" smoke=0 out="" sessions=3
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -75,6 +106,7 @@ while (($#)); do
     --idle-sessions) idle_sessions="$2"; shift 2 ;;
     --ts-idle) ts_idle="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
+    --sessions) sessions="$2"; shift 2 ;;
     --targets) targets_arg="$2"; shift 2 ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --bin-dir) bin_dir="$2"; shift 2 ;;
@@ -85,25 +117,34 @@ while (($#)); do
   esac
 done
 for n in "$rounds" "$duration" "$warmup" "$connections" "$wrk_threads" "${io_threads:-1}" "${handler_threads:-1}" \
-         "$idle_streams" "$idle_sessions" "$ts_idle"; do
+         "$idle_streams" "$idle_sessions" "$ts_idle" "$sessions"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: counts and durations must be positive integers" >&2; exit 2; }
 done
 # The --out file's folder is made here, so that a run's results are never lost at the end.
 if [[ -n "$out" ]]; then mkdir -p "$(dirname "$out")"; fi
-run_load=1 run_idle=1
+run_load=1 run_idle=1 default_targets="mcpcore ts nginx asio"
 case "$only" in
   "") ;;
   load) run_idle=0 ;;
   idle) run_load=0 ;;
-  *) echo "run.sh: --only takes load or idle" >&2; exit 2 ;;
+  haproxy) run_idle=0 default_targets="direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026 nginx nginx-haproxy" ;;
+  *) echo "run.sh: --only takes load, idle or haproxy" >&2; exit 2 ;;
 esac
-read -r -a targets <<<"$targets_arg"
+read -r -a targets <<<"${targets_arg:-$default_targets}"
 has() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 for t in "${targets[@]}"; do
-  [[ " mcpcore ts nginx asio inline mcpcore2026 ts2026 " == *" $t "* ]] ||
+  [[ " mcpcore ts nginx asio inline mcpcore2026 ts2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026 nginx-haproxy " == *" $t "* ]] ||
     { echo "run.sh: unknown target $t" >&2; exit 2; }
 done
-((smoke)) && targets=(mcpcore)
+# The smoke checks mcpcore alone, or with --only haproxy the balancer in front of three servers.
+smoke_haproxy=0
+if ((smoke)); then
+  if [[ "$only" == haproxy ]]; then smoke_haproxy=1 targets=(haproxy3); else targets=(mcpcore); fi
+fi
+# A target's shell variables (<var>_pid, _port, _sid) are named after it, "-" written "_".
+var() { printf '%s' "${1//-/_}"; }
+# The targets that go through a balancer, and those that need the echo servers behind it.
+balanced() { has haproxy1 || has haproxy3 || has haproxy1-2026 || has haproxy3-2026 || has nginx-haproxy; }
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
@@ -133,12 +174,16 @@ ensure_apt() {  # ensure_apt <command> <package>...: installs the packages when 
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 ensure_apt curl curl
-nginx_bin=""
+nginx_bin="" haproxy_bin=""
+if ((run_load)) && balanced; then
+  ensure_apt haproxy haproxy
+  haproxy_bin="$(command -v haproxy || echo /usr/sbin/haproxy)"
+fi
 if ((smoke == 0)); then
   if ((run_load)); then
     ensure_apt wrk wrk
   fi
-  if ((run_load)) && has nginx; then
+  if ((run_load)) && { has nginx || has nginx-haproxy; }; then
     ensure_apt nginx nginx
     nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
   fi
@@ -173,7 +218,9 @@ if [[ -z "$bin_dir" ]]; then  # (the idle client is built with it; the TypeScrip
 fi
 echo_server="$bin_dir/mcpcore_bench_http_echo_server"
 idle_client="$bin_dir/mcpcore_bench_http_idle_streams"
-if { has mcpcore || has asio || has inline || has mcpcore2026; } && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
+for t in mcpcore asio inline mcpcore2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026; do
+  if has "$t" && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
+done
 if ((run_idle)) && [[ ! -x "$idle_client" ]]; then die "missing $idle_client"; fi
 
 # ---- file descriptors for the idle streams (the client and each server hold one per stream) -------
@@ -211,6 +258,11 @@ wait_port() {
 thread_args=()
 [[ -n "$io_threads" ]] && thread_args+=(--io-threads "$io_threads")
 [[ -n "$handler_threads" ]] && thread_args+=(--handler-threads "$handler_threads")
+# Every request is the one principal, and the endpoint releases a request's dispatch slot only
+# after the answer has gone out: with the default cap (16) and wrk's 16 connections, a request
+# sent the moment the previous answer arrived is sometimes refused 429 "Too many requests in
+# flight". The cap is raised well above the connections, so that no run measures refusals.
+thread_args+=(--max-dispatch $(( 4 * connections )))
 # started <name> <pid>: the bookkeeping of a server just started in the background that writes
 # its port to $work/<name>.port: killed on exit, ${name}_pid set, its port awaited.
 started() {
@@ -262,6 +314,70 @@ start_nginx() {
   done
   log "run.sh: nginx did not start:"; cat "$dir/error.log" "$work/$name.log" >&2 || true
   return 1
+}
+# start_haproxy <name> <server port>...: HAProxy with bench/http/haproxy.cfg in front of the servers
+# (s1, s2, ... in that order), its stats socket at $work/<name>.sock; sets ${name}_pid and
+# ${name}_port, and returns once HAProxy listens and its health checks have every server UP.
+start_haproxy() {
+  local name="$1" attempt port pid i up
+  shift
+  for attempt in 1 2 3 4 5 6 7 8; do  # a port is chosen here, as for nginx
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    awk -v port="$port" -v sock="$work/$name.sock" -v list="$*" '
+      BEGIN { n = split(list, servers, " ") }
+      /^[ \t]*#/ { next }
+      /@NAME@/ {  # the server line, once per server
+        for (k = 1; k <= n; k++) { line = $0; sub(/@NAME@/, "s" k, line); sub(/@SERVER_PORT@/, servers[k], line); print line }
+        next
+      }
+      { sub(/@PORT@/, port); sub(/@SOCKET@/, sock); print }' "$here/haproxy.cfg" >"$work/$name.cfg"
+    "$haproxy_bin" -db -f "$work/$name.cfg" 2>"$work/$name.log" &
+    pid=$!
+    up=0
+    for ((i = 0; i < 100; ++i)); do  # 10 s at most: listening, and every server UP
+      kill -0 "$pid" 2>/dev/null || break
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null &&
+         [[ "$(haproxy_stat "$name" status | awk '$2 == "UP" { k++ } END { print k + 0 }')" == "$#" ]]; then
+        up=1; break
+      fi
+      sleep 0.1
+    done
+    if ((up)); then
+      pids+=("$pid")
+      printf -v "${name}_pid" '%s' "$pid"
+      printf -v "${name}_port" '%s' "$port"
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+    if grep -q "cannot bind\|Address already in use" "$work/$name.log"; then continue; fi
+    break
+  done
+  log "run.sh: haproxy $name did not start with every server UP:"; cat "$work/$name.log" >&2 || true
+  haproxy_stat "$name" status >&2 || true
+  return 1
+}
+# haproxy_stat <name> <column>: one line per server of the backend: its name and that column of
+# `show stat` on the balancer's stats socket (status: UP, DOWN, ...; stot: requests sent to it).
+haproxy_stat() {
+  perl -MIO::Socket::UNIX -e '
+    my ($sock, $column) = @ARGV;
+    my $s = IO::Socket::UNIX->new(Peer => $sock) or exit 1;
+    print $s "show stat\n";
+    my @names;
+    while (my $line = <$s>) {
+      chomp $line;
+      if ($line =~ s/^# //) { @names = split /,/, $line; next; }
+      my %row; @row{@names} = split /,/, $line, -1;
+      next unless ($row{pxname} // "") eq "mcp" && $row{svname} !~ /^(FRONTEND|BACKEND)$/;
+      print "$row{svname} $row{$column}\n";
+    }' "$work/$1.sock" "$2" 2>/dev/null
+}
+# served_by <head file>: the server HAProxy named in an answer (X-Served-By), or "-".
+served_by() {
+  local s
+  s=$(awk 'tolower($1) == "x-served-by:" {print $2}' "$1" | tr -d '\r')
+  echo "${s:--}"
 }
 stop_server() {  # stop_server <name>: kill by PID and wait
   local pid_var="${1}_pid"
@@ -338,7 +454,41 @@ check_first_echo() {
   log "run.sh: $name: first echo answer OK ($type, $(printf '%s' "$body" | wc -c) bytes)"
 }
 
+# served_by_check <expected server> <head file> <what>: fails unless HAProxy's answer names it.
+served_by_check() {
+  local got
+  got=$(served_by "$2")
+  [[ "$got" == "$1" ]] || { log "run.sh: $3 was served by $got, not by $1 (the server that holds the session)"; return 1; }
+}
+
 # ---- smoke ---------------------------------------------------------------------------------------
+if ((smoke_haproxy)); then
+  # Seconds, no wrk: the balancer's configuration does what the load targets rely on.
+  for k in 1 2 3; do start_mcpcore "be$k" --max-sessions 100 --max-streams 100; done
+  start_haproxy h3 "$be1_port" "$be2_port" "$be3_port"
+  log "run.sh: haproxy $("$haproxy_bin" -v | awk '{print $3; exit}') on port $h3_port, servers s1 s2 s3 UP"
+  declare -A seen=()
+  for k in 1 2 3; do
+    sid=$(open_session "$h3_port")
+    by=$(served_by "$work/init.head")
+    seen[$by]=1
+    check_first_echo smoke_h3 "$h3_port" "$sid" id
+    served_by_check "$by" "$work/smoke_h3.first.head" "session $k's echo call"
+  done
+  if ((${#seen[@]} != 3)) || [[ -n "${seen[-]:-}" ]]; then
+    die "three sessions opened through HAProxy landed on ${!seen[*]}, not on three different servers"
+  fi
+  seen=()
+  for k in 1 2 3; do
+    check_first_echo smoke_h3_2026 "$h3_port" "" 2026
+    seen[$(served_by "$work/smoke_h3_2026.first.head")]=1
+  done
+  if ((${#seen[@]} != 3)) || [[ -n "${seen[-]:-}" ]]; then
+    die "three 2026-07-28 calls through HAProxy went to ${!seen[*]}, not to the three servers in turn"
+  fi
+  log "run.sh: haproxy smoke passed"
+  exit 0
+fi
 if ((smoke)); then
   start_mcpcore smoke_mcpcore --max-sessions 100 --max-streams 100
   sid=$(open_session "$smoke_mcpcore_port")
@@ -372,7 +522,7 @@ if ((run_load)); then
     ts_sid=$(open_session "$ts_port")
     check_first_echo ts "$ts_port" "$ts_sid" id
   fi
-  if has nginx; then
+  if has nginx || has nginx-haproxy; then
     start_nginx nginx
     nginx_sid=""
     check_first_echo nginx "$nginx_port" "" fixed
@@ -399,64 +549,170 @@ if ((run_load)); then
     ts2026_sid=""
     check_first_echo ts2026 "$ts2026_port" "" 2026
   fi
-  declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id [mcpcore2026]=2026 [ts2026]=2026)
+  # Behind HAProxy: echo servers be1 (direct's, and the one behind haproxy1) and be2, be3 (with
+  # be1, behind haproxy3); balancers h1, h3 and hn (in front of nginx). Each 2025 target opens its
+  # --sessions sessions through its own front, so a balancer learns them as it would in production.
+  # procs: the processes whose CPU time and RSS a target counts; bal: its balancer.
+  declare -A procs=() bal=()
+  # open_sessions <target> <port>: opens the sessions, checks each one's first echo (and that it
+  # was served where the session was opened), sets <var>_sid to their ids, space-separated.
+  open_sessions() {
+    local t="$1" port="$2" v k sid by list="" where=""
+    v=$(var "$t")
+    for ((k = 1; k <= sessions; ++k)); do
+      sid=$(open_session "$port")
+      by=$(served_by "$work/init.head")
+      check_first_echo "$v" "$port" "$sid" id
+      [[ "$by" == - ]] || served_by_check "$by" "$work/$v.first.head" "$t's session $k's echo call"
+      list+="${list:+ }$sid" where+=" $by"
+    done
+    printf -v "${v}_sid" '%s' "$list"
+    [[ -z "${bal[$t]:-}" ]] || result "# $t: $sessions sessions, opened on$where"
+  }
+  if has direct || has direct-2026 || has haproxy1 || has haproxy1-2026 || has haproxy3 || has haproxy3-2026; then
+    start_mcpcore be1
+    result "# echo servers behind the balancer: $(sed -n 's/.*(\(io .*threads\))$/\1/p' "$work/be1.log")"
+  fi
+  if has haproxy3 || has haproxy3-2026; then start_mcpcore be2; start_mcpcore be3; fi
+  if has haproxy1 || has haproxy1-2026; then start_haproxy h1 "$be1_port"; fi
+  if has haproxy3 || has haproxy3-2026; then start_haproxy h3 "$be1_port" "$be2_port" "$be3_port"; fi
+  if has nginx-haproxy; then start_haproxy hn "$nginx_port"; fi
+  if balanced; then
+    result "# haproxy: bench/http/haproxy.cfg; $("$haproxy_bin" -vv 2>/dev/null | sed -n 's/.*multi-threading support (\(.*\)).*/\1/p' | head -1)"
+  fi
+  for t in direct haproxy1 haproxy3; do
+    has "$t" || has "$t-2026" || continue
+    case "$t" in
+      direct) port=$be1_port procs[$t]="$be1_pid" ;;
+      haproxy1) port=$h1_port procs[$t]="$h1_pid $be1_pid" bal[$t]=$h1_pid ;;
+      haproxy3) port=$h3_port procs[$t]="$h3_pid $be1_pid $be2_pid $be3_pid" bal[$t]=$h3_pid ;;
+    esac
+    procs[$t-2026]=${procs[$t]} bal[$t-2026]=${bal[$t]:-}
+    printf -v "$(var "$t")_port" '%s' "$port"
+    printf -v "$(var "$t-2026")_port" '%s' "$port"
+    printf -v "$(var "$t-2026")_sid" '%s' ""
+    if has "$t"; then open_sessions "$t" "$port"; fi
+    if has "$t-2026"; then check_first_echo "$(var "$t-2026")" "$port" "" 2026; fi
+  done
+  if has nginx-haproxy; then
+    nginx_haproxy_port=$hn_port nginx_haproxy_sid="" procs[nginx-haproxy]="$hn_pid $nginx_pid" bal[nginx-haproxy]=$hn_pid
+    check_first_echo nginx_haproxy "$nginx_haproxy_port" "" fixed
+  fi
+  for t in "${targets[@]}"; do  # the other targets are one process each
+    pid_var="$(var "$t")_pid"
+    [[ -n "${procs[$t]:-}" ]] || procs[$t]=${!pid_var}
+  done
+  # procs_sum <function> <target>: the sum of cpu_ticks or rss_kb over the target's processes.
+  procs_sum() {
+    local total=0 p
+    for p in ${procs[$2]}; do total=$(( total + $("$1" "$p") )); done
+    echo "$total"
+  }
+  # spread <target>: sets spread_out to the requests each server behind the target's balancer
+  # received since the last call, as " s1=N s2=N ..." (`show stat`'s stot: health checks are not
+  # counted). Not to be called in a subshell: it keeps the last counts.
+  declare -A stot_last=()
+  spread() {
+    local h="" name n
+    case "$1" in haproxy1*) h=h1 ;; haproxy3*) h=h3 ;; nginx-haproxy) h=hn ;; esac
+    spread_out=""
+    while read -r name n; do
+      spread_out+=" $name=$(( n - ${stot_last[$h.$name]:-0} ))"
+      stot_last[$h.$name]=$n
+    done < <(haproxy_stat "$h" stot)
+  }
+  declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id [mcpcore2026]=2026 [ts2026]=2026
+                   [direct]=id [haproxy1]=id [haproxy3]=id [direct-2026]=2026 [haproxy1-2026]=2026
+                   [haproxy3-2026]=2026 [nginx-haproxy]=fixed)
 
   # load <target> <seconds> <first id>: one wrk run; prints its RESULT line (zeros when wrk
   # failed) and fails when wrk failed or a response was not a correct 200.
   load() {
-    local t="$1" secs="$2" first="$3" port_var="${1}_port" sid_var="${1}_sid" rc=0
+    local t="$1" secs="$2" first="$3" port_var sid_var rc=0
+    port_var="$(var "$1")_port" sid_var="$(var "$1")_sid"
     local script=echo.lua args=("${mode[$t]}" "$first")
     # echo2026.lua always checks ids, so it takes the first id alone.
     if [[ "${mode[$t]}" == 2026 ]]; then script=echo2026.lua args=("$first"); fi
     MCP_PATH=/mcp MCP_SESSION_ID="${!sid_var}" \
       wrk -t"$wrk_threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/$script" \
           "http://127.0.0.1:${!port_var}" -- "${args[@]}" >"$work/wrk.out" 2>&1 || rc=$?
-    local line
+    local line wrk_cpu
     line=$(grep '^RESULT ' "$work/wrk.out" || true)
-    printf '%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0}"
+    # wrk's own CPU time (this subshell's children: wrk, and the few commands before it), in ticks.
+    # (times runs in this shell, its output to a file: in a pipe it would count a fresh subshell's.)
+    times >"$work/times"
+    wrk_cpu=$(awk -v hz="$clk_tck" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t * hz }' "$work/times")
+    printf '%s wrk_cpu_ticks=%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0}" "$wrk_cpu"
     if ((rc != 0)) || [[ -z "$line" ]]; then
       log "run.sh: wrk against $t failed (exit $rc):"; cat "$work/wrk.out" >&2
       return 1
     fi
   }
 
+  # machine_ticks: "<busy> <total>" CPU ticks of the whole machine so far (/proc/stat: busy is the
+  # time of processes, user, nice and system; total adds idle, iowait, irq, softirq and steal).
+  # Interrupt time is left out of busy: on loopback it is mostly the benchmark's own packets.
+  machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+  # per_request <ticks>: CPU µs per request of the run ($requests responses).
+  per_request() { awk -v c="$1" -v n="$requests" -v hz="$clk_tck" 'BEGIN { printf "%.0f", (n > 0 ? c * 1e6 / hz / n : 0) }'; }
+  # The ratios of each balanced target to the same call without the balancer.
+  ratio_pairs="haproxy1/direct haproxy3/direct haproxy1-2026/direct-2026 haproxy3-2026/direct-2026 nginx-haproxy/nginx direct-2026/direct"
+  declare -A base=([haproxy1]=direct [haproxy3]=direct [haproxy1-2026]=direct-2026 [haproxy3-2026]=direct-2026 [nginx-haproxy]=nginx)
   first_id=1000
   for t in "${targets[@]}"; do
     log "run.sh: warm-up $t (${warmup} s)"
     load "$t" "$warmup" "$first_id" >/dev/null || failed=1
     first_id=$(( first_id + 100000000 ))
+    [[ -z "${bal[$t]:-}" ]] || spread "$t"
   done
-  result "# load: wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds; columns: round target rps p50_us p99_us server_rss_kb server_cpu_us_per_request ok non200 wrong socket_errors load_average_1min"
+  result "# load: wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds; columns: round target rps p50_us p99_us server_rss_kb server_cpu_us_per_request ok non200 wrong socket_errors load_average_1min balancer_cpu_us_per_request others_cpu_percent"
+  result "# (others_cpu_percent: the CPU time that the machine's other processes took during the run, in % of all its CPUs' time: the user, nice and system time of /proc/stat less the target's and wrk's)"
+  if balanced; then
+    result "# (behind a balancer, server_rss_kb and server_cpu_us_per_request count HAProxy and every server behind it, balancer_cpu_us_per_request HAProxy alone; SPREAD: the requests each server received in that run)"
+  fi
   for ((r = 1; r <= rounds; ++r)); do
     for ((k = 0; k < ${#targets[@]}; ++k)); do
       t=${targets[$(( (k + r - 1) % ${#targets[@]} ))]}
-      pid_var="${t}_pid"
-      cpu_before=$(cpu_ticks "${!pid_var}")
+      h="${bal[$t]:-}"
+      read -r busy_before total_before < <(machine_ticks)
+      cpu_before=$(procs_sum cpu_ticks "$t")
+      balancer_before=0
+      [[ -z "$h" ]] || balancer_before=$(cpu_ticks "$h")
       line=$(load "$t" "$duration" "$first_id") || failed=1
-      cpu=$(( $(cpu_ticks "${!pid_var}") - cpu_before ))
+      cpu=$(( $(procs_sum cpu_ticks "$t") - cpu_before ))
+      read -r busy_after total_after < <(machine_ticks)
+      # What the other processes of the machine took during the run, in % of all its CPUs' time:
+      # the processes' time less the target's and wrk's (the machine's noise, besides the load average).
+      others=$(awk -v b=$(( busy_after - busy_before )) -v t=$(( total_after - total_before )) -v c="$cpu" \
+                   -v w="$(field "$line" wrk_cpu_ticks)" 'BEGIN { o = b - c - w; printf "%.0f", (t > 0 && o > 0 ? 100 * o / t : 0) }')
+      balancer=0
+      [[ -z "$h" ]] || balancer=$(( $(cpu_ticks "$h") - balancer_before ))
       first_id=$(( first_id + 100000000 ))
-      rss=$(rss_kb "${!pid_var}")
+      rss=$(procs_sum rss_kb "$t")
       requests=$(field "$line" requests)
-      cpu_us=$(awk -v c="$cpu" -v n="$requests" -v hz="$clk_tck" 'BEGIN { printf "%.0f", (n > 0 ? c * 1e6 / hz / n : 0) }')
       socket_errors=$(( $(field "$line" connect_errors) + $(field "$line" read_errors) + $(field "$line" write_errors) + $(field "$line" timeouts) ))
-      result "LOAD $r $t $(field "$line" rps) $(field "$line" p50_us) $(field "$line" p99_us) $rss $cpu_us $(field "$line" ok) $(field "$line" non200) $(field "$line" wrong) $socket_errors $(cut -d' ' -f1 /proc/loadavg)"
+      result "LOAD $r $t $(field "$line" rps) $(field "$line" p50_us) $(field "$line" p99_us) $rss $(per_request "$cpu") $(field "$line" ok) $(field "$line" non200) $(field "$line" wrong) $socket_errors $(cut -d' ' -f1 /proc/loadavg) $(per_request "$balancer") $others"
+      if [[ -n "$h" ]]; then spread "$t"; result "SPREAD $r $t$spread_out"; fi
     done
   done
-  for t in "${targets[@]}"; do stop_server "$t"; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done  # every server of the load part
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
 
   # Medians over the rounds, and the ratios of the medians.
   summary=$(awk '
-    $1 == "LOAD" { n[$3]++; rps[$3, n[$3]] = $4; p50[$3, n[$3]] = $5; p99[$3, n[$3]] = $6; rss[$3, n[$3]] = $7; cpu[$3, n[$3]] = $8; by_round[$2, $3] = $4; if ($2 > last) last = $2 }
+    $1 == "LOAD" { n[$3]++; rps[$3, n[$3]] = $4; p50[$3, n[$3]] = $5; p99[$3, n[$3]] = $6; rss[$3, n[$3]] = $7; cpu[$3, n[$3]] = $8; bcpu[$3, n[$3]] = $14 + 0; others[$3, n[$3]] = $15 + 0; by_round[$2, $3] = $4; if ($2 > last) last = $2 }
     function med(a, t, k,   i, j, v, m, tmp) {
       m = n[t]; for (i = 1; i <= m; i++) v[i] = a[t, i]
       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] + 0 < v[i] + 0) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
       return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
     }
     END {
-      for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f rounds=%d\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), n[t]
+      for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f balancer_cpu_us_per_request=%.0f others_cpu_percent=%.0f rounds=%d\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), med(bcpu, t), med(others, t), n[t]
       # Ratios of two targets (mcpcore2026/mcpcore: what the per-request era costs mcpcore, against
-      # calls on an open session); round by round for all but mcpcore/inline.
-      nr = split("mcpcore/ts mcpcore/nginx mcpcore/asio asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore", pairs, " ")
+      # calls on an open session; haproxy*/direct*, nginx-haproxy/nginx: what the balancer costs);
+      # round by round for all but mcpcore/inline.
+      nr = split("mcpcore/ts mcpcore/nginx mcpcore/asio asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore " balanced, pairs, " ")
       for (r = 1; r <= last; r++) {
         line = ""
         for (i = 1; i <= nr; i++) {
@@ -465,31 +721,42 @@ if ((run_load)); then
         }
         if (line != "") printf "ROUND_RATIO %d rps%s\n", r, line
       }
-      np = split("mcpcore/ts mcpcore/nginx mcpcore/asio mcpcore/inline asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore", pairs, " ")
+      np = split("mcpcore/ts mcpcore/nginx mcpcore/asio mcpcore/inline asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore " balanced, pairs, " ")
       for (i = 1; i <= np; i++) {
         split(pairs[i], p, "/")
         if (!(p[1] in n) || !(p[2] in n) || med(rps, p[2]) == 0 || med(cpu, p[2]) == 0) continue
         printf "RATIO %s rps=%.2f p50=%.2f p99=%.2f cpu_per_request=%.2f\n", pairs[i], med(rps, p[1]) / med(rps, p[2]), med(p50, p[1]) / med(p50, p[2]), med(p99, p[1]) / med(p99, p[2]), med(cpu, p[1]) / med(cpu, p[2])
       }
-    }' "$work/results")
+    }' balanced="$ratio_pairs" "$work/results")
   printf '%s\n' "$summary" | sort | while IFS= read -r l; do result "$l"; done
 
   # The two figures to read first, as bar charts beside --out: one bar per target, in --targets
-  # order, its median written at its end and each round's value under it.
+  # order, its median written at its end and each round's value under it (behind a balancer,
+  # preceded by the ratio of the medians to the same call without it, when that was measured).
   if [[ -n "$out" ]]; then
     chart() {  # chart <kind> <MEDIAN field> <LOAD column> <title> <unit>: writes $out.<kind>.tsv and .svg
-      local kind="$1" key="$2" column="$3" t
+      local kind="$1" key="$2" column="$3" t value b ratio
       {
         printf '# %s\t%s\n' "$4" "$5"
         for t in "${targets[@]}"; do
-          printf '%s\t%s\trounds: %s\n' "$t" "$(field "$(grep "^MEDIAN $t " <<<"$summary")" "$key")" \
+          value=$(field "$(grep "^MEDIAN $t " <<<"$summary")" "$key")
+          b="${base[$t]:-}" ratio=""
+          if [[ -n "$b" ]] && has "$b"; then
+            ratio=$(awk -v a="$value" -v b="$(field "$(grep "^MEDIAN $b " <<<"$summary")" "$key")" \
+                        -v n="$b" 'BEGIN { if (b > 0) printf "%.2f× %s; ", a / b, n }')
+          fi
+          printf '%s\t%s\t%srounds: %s\n' "$t" "$value" "$ratio" \
                  "$(awk -v t="$t" -v c="$column" '$1 == "LOAD" && $3 == t { printf "%s%.0f", (k++ ? "; " : ""), $c }' "$work/results")"
         done
       } >"$out.$kind.tsv"
       perl "$here/bars.pl" <"$out.$kind.tsv" >"$out.$kind.svg"
     }
     chart rps rps 4 "Requests per second, median of $rounds rounds (wrk -t$wrk_threads -c$connections -d${duration}s, loopback)" "req/s"
-    chart cpu cpu_us_per_request 8 "Server CPU time per request, median of $rounds rounds" "µs"
+    if balanced; then
+      chart cpu cpu_us_per_request 8 "CPU time per request (behind HAProxy: HAProxy and its servers), median of $rounds rounds" "µs"
+    else
+      chart cpu cpu_us_per_request 8 "Server CPU time per request, median of $rounds rounds" "µs"
+    fi
     log "run.sh: charts in $out.rps.svg and $out.cpu.svg"
   fi
 fi
