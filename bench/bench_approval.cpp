@@ -65,25 +65,18 @@
 #include <vector>
 
 // ---- counting allocator (allocations()) ---------------------------------------------------------
+#include "approval_ops.hpp"
 #include "counting_new.hpp"
 
 namespace {
 
+using namespace approval_bench;  // the shared ticket fields and checked store operations
 namespace json = mcpcore::json;
-using mcpcore::approval_status;
 using mcpcore::approval_ticket;
-using mcpcore::approval_time;
 
 // ---- inputs -------------------------------------------------------------------------------------
 
 constexpr std::string_view tool_name = "delete_file";
-constexpr std::string_view definition_id = "mcp.delete_file";
-constexpr std::string_view origin = mcpcore::approval_origin_mcp;
-constexpr std::string_view reviewer_id = "approver-01";
-constexpr std::chrono::milliseconds lifetime = std::chrono::days{7};
-/// The caps every mint is given: raised so that no mint is refused (the pending set is bounded
-/// by the benchmarks themselves, see the file comment).
-constexpr std::size_t high_cap = std::size_t{1} << 30;
 /// Submitters the benchmarks' tickets rotate over.
 constexpr std::size_t submitters = 16;
 /// The "pending:1000" baseline: 40 bystanders with 25 pending tickets each.
@@ -152,77 +145,15 @@ class spec_source {
   std::uint64_t n_ = 0;
 };
 
-approval_time now_ms() {
-  return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
-}
-
-mcpcore::approval_mint_request mint_request(const ticket_spec& t, std::string_view submitter,
-                                            approval_time now) {
-  return {.id = t.id,
-          .definition_id = definition_id,
-          .origin = origin,
-          .submitted_by = submitter,
-          .scope = t.scope,
-          .now = now,
-          .lifetime = lifetime,
-          .per_submitter_cap = high_cap,
-          .global_cap = high_cap};
-}
-
-// ---- store operations with their checks (false + `why` when the operation did not do its job) ---
-
+// The shared checked operations (approval_ops.hpp) for a ticket of this file.
 template <class Store>
 bool mint_created(Store& s, const ticket_spec& t, approval_time now, std::string& why) {
-  const auto r = s.mint(mint_request(t, submitter_name(t.submitter), now));
-  if (!r) {
-    why = "mint failed: " + r.error().message();
-    return false;
-  }
-  if (r->status != mcpcore::approval_mint_status::created || r->id != t.id) {
-    why = "mint did not create: " + std::string{to_string(r->status)};
-    return false;
-  }
-  return true;
-}
-
-template <class Store>
-bool reviewed(Store& s, std::string_view id, approval_status decision, approval_time now,
-              std::string& why) {
-  const mcpcore::approval_review_request r{.id = id,
-                                           .reviewer = reviewer_id,
-                                           .decision = decision,
-                                           .comment = {},
-                                           .now = now,
-                                           .lifetime = lifetime};
-  const auto out = s.review(r);
-  if (!out) {
-    why = "review failed: " + out.error().message();
-    return false;
-  }
-  if (*out != mcpcore::approval_review_status::reviewed) {
-    why = "review did not review: " + std::string{to_string(*out)};
-    return false;
-  }
-  return true;
+  return approval_bench::mint_created(s, t.id, t.scope, submitter_name(t.submitter), now, why);
 }
 
 template <class Store>
 bool consumed(Store& s, const ticket_spec& t, approval_time now, std::string& why) {
-  const mcpcore::approval_consume_request c{.id = t.id,
-                                            .consumer = submitter_name(t.submitter),
-                                            .origin = origin,
-                                            .now = now,
-                                            .lifetime = lifetime};
-  const auto out = s.consume(c);
-  if (!out) {
-    why = "consume failed: " + out.error().message();
-    return false;
-  }
-  if (*out != mcpcore::approval_consume_status::consumed) {
-    why = "consume did not win: " + std::string{to_string(*out)};
-    return false;
-  }
-  return true;
+  return approval_bench::consumed(s, t.id, submitter_name(t.submitter), now, why);
 }
 
 // ---- backends -----------------------------------------------------------------------------------
@@ -277,28 +208,6 @@ std::string fs_label(const char* dir) {
   return std::string{dir} + " (" + fs + ")";
 }
 
-/// A fresh directory from mkdtemp, removed with its content on destruction.
-class temp_dir {
- public:
-  explicit temp_dir(const char* parent) {
-    std::string templ = std::string{parent} + "/mcpcore-bench-approval-XXXXXX";
-    if (::mkdtemp(templ.data()) != nullptr) path_ = std::move(templ);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  ~temp_dir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] bool ok() const noexcept { return !path_.empty(); }
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
- private:
-  std::string path_;
-};
-
-/// A bare SQLite connection (the references, and the side connection that seeds and checks).
 class raw_db {
  public:
   raw_db() = default;
@@ -376,7 +285,7 @@ bool seed_pending(Store& store, const std::string& path, std::size_t n, approval
     (void)path;
     for (std::size_t i = 0; i < n; ++i) {
       const ticket_spec t{hex_id(0xb, i), scope_text(i), 0};
-      const auto r = store.mint(mint_request(t, bystander(i), now));
+      const auto r = store.mint(mint_request(t.id, t.scope, bystander(i), now));
       if (!r || r->status != mcpcore::approval_mint_status::created) {
         why = "seeding: a mint did not create";
         return false;
@@ -425,7 +334,7 @@ void with_store(benchmark::State& state, backend b, Body&& body) {
     body(store, std::string{});
     return;
   }
-  temp_dir dir{parent_dir(b)};
+  approval_bench::temp_dir dir{parent_dir(b), "mcpcore-bench-approval"};
   if (!dir.ok()) {
     state.SkipWithError((std::string{"mkdtemp under "} + parent_dir(b) + " failed").c_str());
     return;
@@ -531,7 +440,7 @@ void BM_store_mint_dedup(benchmark::State& state, backend b) {
     }
     // Same key, another id (used only if the mint created a ticket, which fails the benchmark).
     const ticket_spec again{hex_id(2, 1U << 20U), first.scope, first.submitter};
-    const auto request = mint_request(again, submitter_name(again.submitter), now);
+    const auto request = mint_request(again.id, again.scope, submitter_name(again.submitter), now);
     const std::uint64_t before = allocations();
     for (auto _ : state) {
       const auto r = store.mint(request);
@@ -851,7 +760,7 @@ void BM_ref_map_find_copy(benchmark::State& state) {
 /// partial indexes. `body(db)` runs with it.
 template <class Body>
 void with_ref_db(benchmark::State& state, backend b, Body&& body) {
-  temp_dir dir{parent_dir(b)};
+  approval_bench::temp_dir dir{parent_dir(b), "mcpcore-bench-approval"};
   if (!dir.ok()) {
     state.SkipWithError((std::string{"mkdtemp under "} + parent_dir(b) + " failed").c_str());
     return;

@@ -50,18 +50,14 @@
 #include <utility>
 #include <vector>
 
+#include "approval_ops.hpp"
+
 namespace {
 
-using mcpcore::approval_status;
-using mcpcore::approval_time;
+using namespace approval_bench;  // the shared ticket fields and checked store operations
 
 // ---- inputs -------------------------------------------------------------------------------------
 
-constexpr std::string_view definition_id = "mcp.delete_file";
-constexpr std::string_view origin = mcpcore::approval_origin_mcp;
-constexpr std::string_view reviewer_id = "approver-01";
-constexpr std::chrono::milliseconds lifetime = std::chrono::days{7};
-constexpr std::size_t high_cap = std::size_t{1} << 30;
 constexpr std::size_t submitters = 16;
 constexpr std::size_t batch = 64;
 constexpr const char* bench_schema = "mcpcore_bench";
@@ -89,52 +85,7 @@ ticket_spec spec(std::uint64_t tag, std::uint64_t n) {
   return {id, scope, submitter_name(n)};
 }
 
-approval_time now_ms() {
-  return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
-}
-
 // ---- store operations with their checks (false + `why` when the operation did not do its job) ---
-
-template <class Store>
-bool minted(Store& s, const ticket_spec& t, approval_time now, std::string& why) {
-  const auto r = s.mint({.id = t.id,
-                         .definition_id = definition_id,
-                         .origin = origin,
-                         .submitted_by = t.submitter,
-                         .scope = t.scope,
-                         .now = now,
-                         .lifetime = lifetime,
-                         .per_submitter_cap = high_cap,
-                         .global_cap = high_cap});
-  if (!r) {
-    why = "mint failed: " + r.error().message();
-    return false;
-  }
-  if (r->status != mcpcore::approval_mint_status::created || r->id != t.id) {
-    why = "mint did not create: " + std::string{to_string(r->status)};
-    return false;
-  }
-  return true;
-}
-
-template <class Store>
-bool approved(Store& s, const ticket_spec& t, approval_time now, std::string& why) {
-  const auto out = s.review({.id = t.id,
-                             .reviewer = reviewer_id,
-                             .decision = approval_status::approved,
-                             .comment = {},
-                             .now = now,
-                             .lifetime = lifetime});
-  if (!out) {
-    why = "review failed: " + out.error().message();
-    return false;
-  }
-  if (*out != mcpcore::approval_review_status::reviewed) {
-    why = "review did not review: " + std::string{to_string(*out)};
-    return false;
-  }
-  return true;
-}
 
 /// The recall's read: the ticket is there and approved.
 template <class Store>
@@ -152,21 +103,6 @@ bool recalled(Store& s, const ticket_spec& t, std::string& why) {
 }
 
 template <class Store>
-bool consumed(Store& s, const ticket_spec& t, approval_time now, std::string& why) {
-  const auto out = s.consume(
-      {.id = t.id, .consumer = t.submitter, .origin = origin, .now = now, .lifetime = lifetime});
-  if (!out) {
-    why = "consume failed: " + out.error().message();
-    return false;
-  }
-  if (*out != mcpcore::approval_consume_status::consumed) {
-    why = "consume did not win: " + std::string{to_string(*out)};
-    return false;
-  }
-  return true;
-}
-
-template <class Store>
 void run_cycle(benchmark::State& state, Store& store) {
   const approval_time now = now_ms();
   std::string why;
@@ -177,13 +113,13 @@ void run_cycle(benchmark::State& state, Store& store) {
   for (auto _ : state) {
     const ticket_spec t = spec(1, n++);
     const auto t0 = clock::now();
-    bool ok = minted(store, t, now, why);
+    bool ok = mint_created(store, t.id, t.scope, t.submitter, now, why);
     const auto t1 = clock::now();
-    ok = ok && approved(store, t, now, why);
+    ok = ok && reviewed(store, t.id, approval_status::approved, now, why);
     const auto t2 = clock::now();
     ok = ok && recalled(store, t, why);
     const auto t3 = clock::now();
-    ok = ok && consumed(store, t, now, why);
+    ok = ok && consumed(store, t.id, t.submitter, now, why);
     const auto t4 = clock::now();
     if (!ok) {
       state.SkipWithError(why.c_str());
@@ -308,14 +244,15 @@ void BM_consume_postgres(benchmark::State& state) {
     state.PauseTiming();
     for (auto& t : specs) {
       t = spec(2, n++);
-      if (!minted(store, t, now, why) || !approved(store, t, now, why)) {
+      if (!mint_created(store, t.id, t.scope, t.submitter, now, why) ||
+          !reviewed(store, t.id, approval_status::approved, now, why)) {
         state.SkipWithError(why.c_str());
         return;
       }
     }
     state.ResumeTiming();
     for (const auto& t : specs) {
-      if (!consumed(store, t, now, why)) {
+      if (!consumed(store, t.id, t.submitter, now, why)) {
         state.SkipWithError(why.c_str());
         return;
       }
@@ -374,29 +311,8 @@ void BM_floor_update(benchmark::State& state) {
 
 // ---- SQLite (context) ---------------------------------------------------------------------------
 
-/// A fresh directory from mkdtemp, removed with its content on destruction.
-class temp_dir {
- public:
-  explicit temp_dir(const char* parent) {
-    std::string templ = std::string{parent} + "/mcpcore-bench-pg-XXXXXX";
-    if (::mkdtemp(templ.data()) != nullptr) path_ = std::move(templ);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  ~temp_dir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] bool ok() const noexcept { return !path_.empty(); }
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
- private:
-  std::string path_;
-};
-
 void BM_cycle_sqlite(benchmark::State& state, const char* parent) {
-  temp_dir dir{parent};
+  approval_bench::temp_dir dir{parent, "mcpcore-bench-pg"};
   if (!dir.ok()) {
     state.SkipWithError((std::string{"mkdtemp under "} + parent + " failed").c_str());
     return;
