@@ -263,13 +263,22 @@ thread_args=()
 # sent the moment the previous answer arrived is sometimes refused 429 "Too many requests in
 # flight". The cap is raised well above the connections, so that no run measures refusals.
 thread_args+=(--max-dispatch $(( 4 * connections )))
-# started <name> <pid>: the bookkeeping of a server just started in the background that writes
-# its port to $work/<name>.port: killed on exit, ${name}_pid set, its port awaited.
+# named <name> <pid> <port>: sets ${name}_pid and ${name}_port.
+named() {
+  printf -v "${1}_pid" '%s' "$2"
+  printf -v "${1}_port" '%s' "$3"
+}
+# recorded <name> <pid> <port>: a process that listens: killed on exit, and named.
+recorded() {
+  pids+=("$2")
+  named "$@"
+}
+# started <name> <pid>: a server just started in the background that writes its port to
+# $work/<name>.port: killed on exit (already while its port is awaited), named once it is there.
 started() {
   local name="$1" pid="$2"
   pids+=("$pid")
-  printf -v "${name}_pid" '%s' "$pid"
-  printf -v "${name}_port" '%s' "$(wait_port "$work/$name.port" "$pid" "$name")"
+  named "$name" "$pid" "$(wait_port "$work/$name.port" "$pid" "$name")"
 }
 start_mcpcore() {
   local name="$1"; shift
@@ -304,12 +313,7 @@ start_nginx() {
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
-    if ((up)); then
-      pids+=("$pid")
-      printf -v "${name}_pid" '%s' "$pid"
-      printf -v "${name}_port" '%s' "$port"
-      return 0
-    fi
+    if ((up)); then recorded "$name" "$pid" "$port"; return 0; fi
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
   done
   log "run.sh: nginx did not start:"; cat "$dir/error.log" "$work/$name.log" >&2 || true
@@ -343,12 +347,7 @@ start_haproxy() {
       fi
       sleep 0.1
     done
-    if ((up)); then
-      pids+=("$pid")
-      printf -v "${name}_pid" '%s' "$pid"
-      printf -v "${name}_port" '%s' "$port"
-      return 0
-    fi
+    if ((up)); then recorded "$name" "$pid" "$port"; return 0; fi
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
     if grep -q "cannot bind\|Address already in use" "$work/$name.log"; then continue; fi
     break
