@@ -42,9 +42,9 @@
 #   idle   memory of idle sessions and of idle open SSE GET streams (idle_streams.cpp), on fresh
 #          servers: mcpcore and, as the reference, the TypeScript SDK server.
 # Every server is started by this script, checked (its first echo answer must be right) before it
-# is loaded, and killed by PID on exit. mcpcore's echo servers run with the endpoint's
-# per-principal dispatch cap at 4 times --connections (echo_server --max-dispatch): every request
-# is the one principal, so the default cap (16) would refuse some of wrk's 16 connections' calls. Every wrk run is bounded (-d); the defaults take about
+# is loaded, and killed by PID on exit. Above 16 connections mcpcore's echo servers run with the
+# endpoint's per-principal dispatch cap raised to --connections (echo_server --max-dispatch):
+# every request is the one principal. Every wrk run is bounded (-d); the defaults take about
 # 5 minutes on a quiet 2-core machine. Result lines go to stdout (progress to stderr).
 #
 # Usage: bench/http/run.sh [options]
@@ -258,11 +258,11 @@ wait_port() {
 thread_args=()
 [[ -n "$io_threads" ]] && thread_args+=(--io-threads "$io_threads")
 [[ -n "$handler_threads" ]] && thread_args+=(--handler-threads "$handler_threads")
-# Every request is the one principal, and the endpoint releases a request's dispatch slot only
-# after the answer has gone out: with the default cap (16) and wrk's 16 connections, a request
-# sent the moment the previous answer arrived is sometimes refused 429 "Too many requests in
-# flight". The cap is raised well above the connections, so that no run measures refusals.
-thread_args+=(--max-dispatch $(( 4 * connections )))
+# Every request is the one principal, so with more connections than the endpoint's
+# per-principal dispatch cap (16) wrk would keep more calls in flight than the cap allows and get
+# 429s by design: the cap is then raised to the connections. Up to 16 connections the default
+# holds (a request's slot is free once its answer is delivered; docs/sessions.md#fair-dispatch).
+(( connections > 16 )) && thread_args+=(--max-dispatch "$connections")
 # named <name> <pid> <port>: sets ${name}_pid and ${name}_port.
 named() {
   printf -v "${1}_pid" '%s' "$2"

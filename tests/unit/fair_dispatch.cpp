@@ -87,7 +87,7 @@ constexpr std::size_t pool_threads = 2;
 constexpr std::size_t cap = 6;
 
 struct fixture {
-  fixture() {
+  explicit fixture(std::size_t per_principal_cap = cap) {
     server_info info;
     info.name = "fair-dispatch-test";
     info.version = "1";
@@ -103,7 +103,7 @@ struct fixture {
     });
     srv.emplace(fx::build(b));
     http_endpoint_options o = test_options();
-    o.max_dispatch_per_principal = cap;
+    o.max_dispatch_per_principal = per_principal_cap;
     ep = std::make_unique<http_endpoint>(*srv, auth, o, clock_ref<manual_clock>{clk});
     ep->set_metrics(metrics);
     binding = ep->bind_executor(pool.executor());
@@ -207,6 +207,38 @@ TEST_CASE("sessions.md/fair-dispatch: beyond max_dispatch_per_principal a reques
   f.rec.release_all();
   for (const auto& b : flood) REQUIRE(b->wait());
   REQUIRE(eventually([&] { return f.send(call(60, "quick", "alice-token")).head.status == 200; }));
+}
+
+TEST_CASE("sessions.md/fair-dispatch: a request's slot is free once its answer is delivered, before its handler returns") {
+  // At a cap of 1, the next call sent from inside the first call's completion (its answer is
+  // delivered, the handler thread has not left the dispatch yet) is served, not refused 429: a
+  // client that sends its next request the moment an answer arrives never meets its own finished call.
+  for (const bool per_request : {false, true}) {
+    CAPTURE(per_request);
+    fixture f{1};
+    const auto make = [&](std::int64_t id) {
+      if (!per_request) return call(id, "quick", "alice-token");
+      return pr_post(pr_body(std::to_string(id), "tools/call", R"("name":"quick","arguments":{})"), "tools/call", "quick");
+    };
+    const request first = make(1);
+    const request next = make(2);
+    auto first_box = std::make_shared<reply_box>();
+    auto next_box = std::make_shared<reply_box>();
+    f.ep->handle(first.view(), [&f, &next, first_box, next_box](http_reply r) {
+      f.ep->handle(next.view(), into(next_box));
+      first_box->put(std::move(r));
+    });
+    REQUIRE(first_box->wait());
+    REQUIRE(next_box->wait());
+    const std::lock_guard lock_first{first_box->mu};
+    const std::lock_guard lock_next{next_box->mu};
+    CHECK(first_box->reply->head.status == 200);
+    CAPTURE(next_box->reply->head.body);
+    CHECK(next_box->reply->head.status == 200);
+    std::string text;
+    f.metrics.write_prometheus(text);
+    CHECK(text.find(R"(mcp_dispatch_rejects_total{reason="principal_cap"} 1)") == std::string::npos);
+  }
 }
 
 }  // TEST_SUITE

@@ -32,6 +32,28 @@ enum class fair_submit : std::uint8_t {
   principal_cap,  ///< the principal has its cap of dispatches queued or running (nothing ran)
 };
 
+class fair_dispatch;
+
+/// A running task's place in its principal's count of dispatches queued or running. The task gets
+/// it by reference and frees it with `release()` the moment its answer is delivered, so that a
+/// client that sends its next request as soon as the answer arrives does not meet its own finished
+/// call at the cap; whatever the task did not free is freed when it returns. Used by one thread
+/// at a time (the task's); `release()` twice frees once.
+class fair_slot {
+ public:
+  fair_slot() noexcept = default;  ///< counts nothing (a task run inline, without the queues)
+  fair_slot(const fair_slot&) = delete;
+  fair_slot& operator=(const fair_slot&) = delete;
+  ~fair_slot() { release(); }
+  inline void release() noexcept;
+
+ private:
+  friend class fair_dispatch;
+  fair_slot(fair_dispatch* owner, void* entry) noexcept : owner_(owner), entry_(entry) {}
+  fair_dispatch* owner_ = nullptr;  // null once released
+  void* entry_ = nullptr;           // the principal's map node (stable while its count includes this slot)
+};
+
 /// The per-principal queues. Shared (`shared_ptr`) between the endpoint and the closures it gave
 /// the executor, so a closure that runs after the endpoint went finds its queue still there.
 ///
@@ -47,7 +69,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   /// taken back (or, had a closure already started it, runs anyway and `taken` is returned).
   /// @throws std::bad_alloc before anything changed
   template <class Exec>
-  fair_submit submit(std::string_view principal, std::function<void()> task, Exec&& exec) {
+  fair_submit submit(std::string_view principal, std::function<void(fair_slot&)> task, Exec&& exec) {
     std::uint64_t seq = 0;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -96,8 +118,8 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   void run_next() noexcept {
     bool first = true;  // `active_` counts this call from its first task to its return
     for (;;) {
-      std::function<void()> task;
-      std::string_view who;
+      std::function<void(fair_slot&)> task;
+      void* who = nullptr;
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         if (ring_.empty()) {
@@ -122,22 +144,19 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
         } else {
           ring_.splice(ring_.end(), ring_, pick);
         }
-        who = entry->first;
+        who = entry;
       }
-      try {
-        if (task) task();
-      } catch (...) {  // NOLINT(bugprone-empty-catch): a task contains its own faults
+      {
+        fair_slot slot{this, who};  // freed by the task when it answers, else here
+        try {
+          if (task) task(slot);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): a task contains its own faults
+        }
       }
       task = nullptr;
       bool more = false;
       {
         const std::lock_guard<std::mutex> lock(mutex_);
-        const auto it = by_principal_.find(who);
-        if (it != by_principal_.end()) {
-          principal_queue& q = it->second;
-          --q.running;
-          if (q.in_flight() == 0) by_principal_.erase(it);
-        }
         if (orphans_ != 0 && !ring_.empty()) {
           --orphans_;
           more = true;
@@ -157,9 +176,10 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   }
 
  private:
+  friend class fair_slot;
   struct queued {
     std::uint64_t seq;
-    std::function<void()> task;
+    std::function<void(fair_slot&)> task;
   };
   struct principal_queue {
     std::deque<queued> tasks;  // FIFO
@@ -173,6 +193,15 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   using map_type = std::unordered_map<std::string, principal_queue, key_hash, std::equal_to<>>;
 
   enum class took : std::uint8_t { back, orphan, run_here };
+
+  // A running task of the principal at map node `entry` freed its slot.
+  void finish(void* entry) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto* node = static_cast<map_type::value_type*>(entry);
+    principal_queue& q = node->second;
+    --q.running;
+    if (q.in_flight() == 0) by_principal_.erase(by_principal_.find(std::string_view{node->first}));
+  }
 
   // The executor refused the closure of task `seq`: the task is taken back when it is still
   // queued (`back`). Otherwise another closure already started it, and one queued task now has
@@ -207,6 +236,10 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   std::size_t orphans_ = 0;  // queued tasks whose submission the executor refused too late
   std::size_t active_ = 0;   // closures inside run_next
 };
+
+inline void fair_slot::release() noexcept {
+  if (fair_dispatch* o = std::exchange(owner_, nullptr)) o->finish(entry_);
+}
 
 }  // namespace detail
 

@@ -393,16 +393,17 @@ struct http_endpoint::impl {
   }
   /// A request's dispatch `task` for `principal` through the fair queues (docs/sessions.md#fair-dispatch):
   /// round-robin between principals, at most `max_dispatch_per_principal` queued or running per
-  /// principal. Inline without an executor. Continuations of a call already admitted use `submit`.
+  /// principal; the task frees its slot (`fair_slot::release`) when it delivers its answer. Inline without an executor. Continuations of a call already admitted use `submit`.
   /// @throws std::bad_alloc before anything ran
-  detail::fair_submit submit_fair(std::string_view principal, std::function<void()> task) {
+  detail::fair_submit submit_fair(std::string_view principal, std::function<void(detail::fair_slot&)> task) {
     std::shared_ptr<const http_executor> exec;
     {
       const std::lock_guard<std::mutex> lock(executor->mutex);
       exec = executor->exec;
     }
     if (!exec) {
-      task();
+      detail::fair_slot none;
+      task(none);
       return detail::fair_submit::taken;
     }
     return fair->submit(principal, std::move(task), *exec);

@@ -279,7 +279,8 @@ struct per_request_call final : call_link {
 
   /// Opens the stream (under no lock); the reply to deliver, or nothing when it cannot.
   std::optional<http_reply> open_stream();
-  void run() noexcept;
+  /// The dispatch task, in the dispatch `slot` of the fair queues (freed as the answer goes).
+  void run(detail::fair_slot& slot) noexcept;
   /// `call_link`: with a progress token and an SSE answer possible, opens the stream now and
   /// returns the record the work reports to; otherwise null (the call answers at once and the
   /// client polls by execution id).
@@ -365,7 +366,7 @@ inline std::shared_ptr<operation_link> per_request_call::detach(std::string exec
   }
 }
 
-inline void per_request_call::run() noexcept {
+inline void per_request_call::run(fair_slot& slot) noexcept {
   struct unregister {
     per_request_call& c;
     ~unregister() { c.ep.unregister_per_request(c.key); }
@@ -396,6 +397,9 @@ inline void per_request_call::run() noexcept {
     if (!streaming) d = std::exchange(done, nullptr);
     detached = std::move(operation);
   }
+  // The call is done: its dispatch slot is free before the client can see the answer and send
+  // its next request (docs/sessions.md#fair-dispatch).
+  slot.release();
   if (detached) {
     // The work goes on: this response is the base of its final (the stream stays open).
     detached->defer();  // the provisional response is dropped: the final replaces it
@@ -706,7 +710,7 @@ inline void http_endpoint::impl::handle_post_per_request(const http_request_view
   // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
   detail::fair_submit submitted = detail::fair_submit::busy;
   try {
-    submitted = submit_fair(ex->who.id, [call] { call->run(); });
+    submitted = submit_fair(ex->who.id, [call](detail::fair_slot& slot) { call->run(slot); });
   } catch (...) {
     submitted = detail::fair_submit::busy;
   }

@@ -161,10 +161,11 @@ struct http_post_exchange {
   post_upgrade upgrade_locked();
   /// After unlocking: the audit row of a refused upgrade, then its SSE reply.
   void finish_upgrade(post_upgrade& u);
-  /// The end of the dispatch: the record's terminal, then the plain reply if it is still owed.
-  void finish(bool returned, bool threw, std::string out) noexcept;
-  /// The dispatch task.
-  void run(const std::shared_ptr<http_post_exchange>& self) noexcept;
+  /// The end of the dispatch: the dispatch slot freed (`slot`: the task's, null from the resumer),
+  /// the record's terminal, then the plain reply if it is still owed.
+  void finish(bool returned, bool threw, std::string out, fair_slot* slot = nullptr) noexcept;
+  /// The dispatch task, in the dispatch `slot` of the fair queues.
+  void run(const std::shared_ptr<http_post_exchange>& self, fair_slot& slot) noexcept;
   /// Gives the request id back to the session (another POST may use it again).
   void release_id() noexcept {
     if (!in_flight_claimed || attached == nullptr) return;
@@ -377,7 +378,7 @@ inline bool http_post_sink::close_stream(std::chrono::milliseconds retry) noexce
 
 // ---- the dispatch --------------------------------------------------------------------------------
 
-inline void http_post_exchange::finish(bool returned, bool threw, std::string out) noexcept {
+inline void http_post_exchange::finish(bool returned, bool threw, std::string out, fair_slot* slot) noexcept {
   std::optional<progress_call> c;
   http_completion d;
   {
@@ -386,6 +387,9 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
     c = call;
     if (state != post_state::streaming && state != post_state::quiet) d = std::exchange(done, nullptr);
   }
+  // The call is done: its dispatch slot is free before the client can see the answer and send
+  // its next request (docs/sessions.md#fair-dispatch).
+  if (slot != nullptr) slot->release();
   std::string execution_id;
   try {
     if (c) execution_id = c->execution_id();
@@ -435,7 +439,7 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
   }
 }
 
-inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& self) noexcept {
+inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& self, fair_slot& slot) noexcept {
   (void)self;  // keeps the exchange alive for the whole dispatch
   std::string out;
   bool returned = false;
@@ -460,7 +464,7 @@ inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& s
   }
   // A suspended call answers through the resumer's `finish` (perhaps already did).
   if (resumer.suspended && !threw) return;
-  finish(returned, threw, std::move(out));
+  finish(returned, threw, std::move(out), &slot);
 }
 
 inline std::shared_ptr<void> http_post_resumer::suspend() noexcept {
@@ -695,7 +699,7 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
   // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
   fair_submit submitted = fair_submit::busy;
   try {
-    submitted = ep.submit_fair(ex->who.id, [ex] { ex->run(ex); });
+    submitted = ep.submit_fair(ex->who.id, [ex](fair_slot& slot) { ex->run(ex, slot); });
   } catch (...) {
     // No memory for the task itself: nothing ran. The admission is undone (the record ends
     // without a response, releasing its charge; the lease and the id go back as this unwinds)
