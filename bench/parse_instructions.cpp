@@ -1,22 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
-// Parses the benchmark's tools/call request N times with one of three parsers, or dispatches
-// bench_dispatch.cpp's echo tools/call N times, for counting instructions under
+// Runs one of mcpcore's hot paths N times, for counting instructions under
 // `valgrind --tool=callgrind` (deterministic, unlike timings on a shared machine;
-// docs/performance.md).
-// Usage: mcpcore_parse_instructions <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup|
-//                                    endpoint2025|endpoint2026|endpoint_setup> [N]
+// docs/performance.md). scripts/instruction-gate runs each measured path and its setup run and
+// compares the instructions per operation with bench/instructions.baseline
+// (docs/instruction-gate.md).
+// Usage: mcpcore_parse_instructions <mode> [N]   (N defaults to 20000)
+//   modes: none simdjson document message dispatch dispatch_parse schema schema_setup publish
+//          publish_setup replay replay_setup endpoint2025 endpoint2026 endpoint_setup toolchain
+//
+// Every mode prints one number, a count of results that were right, so that a run that measured
+// nothing (a refused server, a failed check) shows: ctest's PASS_REGULAR_EXPRESSION and the gate
+// compare it with what the mode must print. Per operation: (mode N - setup) / N, where the setup
+// run is named below for each measured mode.
+//
+// `none` builds the 403-byte tools/call request of bench_inputs.hpp and does nothing else (prints
+// 0): the setup of `simdjson`, `document` and `message`, which parse that request N times with
+// simdjson's DOM parser, json::document and parse_message (the envelope parse) and print the sum
+// of the tape sizes or method lengths (`message` N prints 10 * N: "tools/call").
 //
 // `dispatch` builds BM_dispatch_tools_call's server (open tier policy, allow-all RBAC, null audit,
 // a metrics registry) and sends it the echo tools/call N times (parse_message, then
-// server::handle); it prints how many answers were the expected bytes. `dispatch_parse` builds the
-// same server but only parses the same request N times (it prints N), so that
-// dispatch - dispatch_parse is server::handle (plus the output check) and dispatch N - dispatch 0
-// the whole call.
+// server::handle); it prints how many answers were the expected bytes. `dispatch 0` is its setup.
+// `dispatch_parse` builds the same server but only parses the same request N times (it prints
+// N), so that dispatch - dispatch_parse is server::handle (plus the output check) and dispatch N -
+// dispatch 0 the whole call.
+//
+// `schema` is BM_schema_validate_typical (bench_schema.cpp): the echo tool's input schema compiled
+// once, then `compiled_schema::validate` of the parsed arguments {"text":"hello"} N times; it
+// prints how many validations accepted them. `schema_setup` compiles the schema, parses the
+// arguments and validates nothing (prints N). Both first check that the schema refuses
+// {"text":42} at /text and accepts {"text":"hello"} (else they print 0), so that the validation
+// measured is one that can fail.
 //
 // `publish` publishes bench_session.cpp's 218-byte progress frame N times with
 // session_stream::publish_ring_only (a ring at its default bounds, so that eviction runs once it
 // is full) and prints how many got an id; `publish_setup` builds the same stream and frame and
-// publishes nothing, so that publish N - publish_setup N is N ring publishes.
+// publishes nothing (prints N), so that publish N - publish_setup N is N ring publishes.
+//
+// `replay` is BM_resume_replay_full_ring (bench_session.cpp): a stream whose ring was filled to
+// its default bounds with the progress frame (twice the frame bound published, so that the byte
+// bound binds and the ring is full), then N resumes from just before the oldest frame
+// (attach_and_replay, which queues every frame held, then detach); it prints how many attached
+// and replayed the whole ring. `replay_setup` fills the same ring and resumes nothing (prints N
+// when the ring holds frames).
 //
 // `endpoint2025` and `endpoint2026` send the HTTP load benchmark's echo tools/call N times through
 // the whole sans-I/O endpoint (`http_endpoint::handle`), over the same echo server as `dispatch`,
@@ -36,7 +62,7 @@
 //     clientCapabilities {}; ids 1..N.
 //   endpoint_setup: builds the same server and endpoint and opens the session, sends nothing,
 //     and prints 1 (the session is open): what endpoint2025 N spends besides its N calls
-//     (endpoint2026 0 is the build without the session).
+//     (endpoint2026 0 is the build without the session, the setup of endpoint2026).
 // Each prints how many replies were right: status 200, no stream, and a body that is
 // `{"jsonrpc":"2.0","id":<the id>,"result":{"content":[{"type":"text","text":"hello"}]` followed by
 // `}}` (endpoint2025: the whole body) or by `,"resultType":"complete"` (endpoint2026: the stamp
@@ -47,7 +73,16 @@
 // is longer in 2026), a request view over headers built once (no Content-Length: the endpoint
 // never reads it), a completion capturing one pointer (stored in the std::function, no
 // allocation) that moves the reply into a reused optional, and that check.
-// Per request: (mode N - mode 0) / N.
+//
+// `toolchain` prints the compiler and the simdjson version this driver was built with, and
+// whether it was optimized with NDEBUG (the header of bench/instructions.baseline).
+//
+// MCPCORE_INSTRUCTION_GATE_SLOWDOWN=<percent>, defined only for the gate's self-test binary
+// (bench/CMakeLists.txt, docs/instruction-gate.md#the-self-test), adds to every measured
+// operation a loop over a volatile counter worth about that percentage of the operation's
+// instructions, so that the gate must report every path over budget. Without it the slowdown
+// compiles to nothing.
+#include <mcpcore/dispatch/schema.hpp>
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/audit.hpp>
@@ -55,6 +90,7 @@
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/session_stream.hpp>
+#include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
 #include <mcpcore/wire/http.hpp>
 #include <mcpcore/wire/json.hpp>
@@ -65,6 +101,8 @@
 #include "bench_inputs.hpp"
 
 #include <charconv>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -77,6 +115,39 @@
 
 namespace {
 
+// ---- the gate's self-test slowdown --------------------------------------------------------------
+
+// What each measured operation costs, roughly, in instructions (Release, g++ 12; the gate's
+// baseline, bench/instructions.baseline, holds the measured figures). They only size the
+// self-test's slowdown: a path that became 3 times dearer than this would still grow by more than
+// the gate's 3 % tolerance at a 10 % slowdown (docs/instruction-gate.md#the-self-test).
+constexpr long nominal_message = 7'500;
+constexpr long nominal_dispatch = 9'700;
+constexpr long nominal_schema = 880;
+constexpr long nominal_publish = 780;
+constexpr long nominal_replay = 235'000;  // a whole ring of about 300 frames
+constexpr long nominal_endpoint2025 = 24'500;
+constexpr long nominal_endpoint2026 = 28'500;
+
+#ifdef MCPCORE_INSTRUCTION_GATE_SLOWDOWN
+// One turn of the loop below: load, add and store of the volatile counter, then the loop's own
+// increment, compare and branch (g++ -O3 does not unroll it; the self-test's output shows the
+// resulting growth per path).
+constexpr long instructions_per_spin = 6;
+constexpr long slowdown_percent = MCPCORE_INSTRUCTION_GATE_SLOWDOWN;
+static_assert(slowdown_percent > 0, "MCPCORE_INSTRUCTION_GATE_SLOWDOWN is a percentage");
+volatile long slowdown_counter = 0;
+
+// Spends about slowdown_percent % of `nominal` instructions: a volatile store the compiler may
+// neither drop nor merge, standing for a regression inside the operation.
+[[gnu::noinline]] void slow_down(long nominal) {
+  const long spins = nominal * slowdown_percent / 100 / instructions_per_spin;
+  for (long i = 0; i < spins; ++i) slowdown_counter = slowdown_counter + 1;
+}
+#else
+constexpr void slow_down(long /*nominal*/) {}
+#endif
+
 // The request and answer of BM_dispatch_tools_call (bench_dispatch.cpp).
 constexpr std::string_view echo_request =
     R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}})";
@@ -88,6 +159,65 @@ const std::string progress_frame =
     R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-0001",)"
     R"("progress":41,"total":120,"message":"41/120 agents responded","_meta":{"mcpcore/executionId":)"
     R"("3f9a1c2e7b4d4e0f9a1c2e7b4d4e0f9a"}}})";
+
+// BM_schema_validate_typical's schema (the echo tool's), its valid arguments and the invalid ones
+// that must be refused at /text.
+constexpr std::string_view echo_schema =
+    R"({"type":"object","properties":{"text":{"type":"string","maxLength":4096}},)"
+    R"("required":["text"],"additionalProperties":false})";
+constexpr std::string_view echo_arguments = R"({"text":"hello"})";
+constexpr std::string_view echo_bad_arguments = R"({"text":42})";
+
+// Compiles the echo schema and checks that it refuses the invalid arguments at /text and accepts
+// the valid ones (parsed into `doc`); the compiled schema and the valid instance, or nothing.
+struct schema_bench {
+  schema_bench() {
+    auto compiled = mcpcore::schema::compiled_schema::compile(echo_schema);
+    if (!compiled) {
+      std::fprintf(stderr, "the echo schema does not compile\n");
+      return;
+    }
+    mcpcore::json::document bad_doc;
+    const auto bad = bad_doc.parse(echo_bad_arguments);
+    const auto refusal = bad ? compiled->validate(*bad) : std::nullopt;
+    if (!refusal || refusal->path != "/text") {
+      std::fprintf(stderr, "the invalid arguments were not refused at /text\n");
+      return;
+    }
+    const auto valid = doc.parse(echo_arguments);
+    if (!valid || compiled->validate(*valid)) {
+      std::fprintf(stderr, "the valid arguments were refused\n");
+      return;
+    }
+    schema.emplace(std::move(*compiled));
+    instance = *valid;
+  }
+  mcpcore::json::document doc;
+  std::optional<mcpcore::schema::compiled_schema> schema;  // empty when a check failed
+  mcpcore::json::value instance;
+};
+
+// BM_resume_replay_full_ring's stream: the default ring filled with the progress frame, and the
+// cursor just before its oldest frame.
+struct replay_bench {
+  replay_bench() {
+    for (std::size_t i = 0; i < mcpcore::default_ring_frames * 2; ++i) (void)stream.publish_ring_only(progress_frame);
+    const auto stats = stream.stats();
+    held = stats.frames;
+    cursor = stats.oldest_id - 1;
+  }
+  // One resume from the cursor: whether it attached and queued the whole ring.
+  bool resume() {
+    auto a = stream.attach_and_replay(cursor, budget, "bench");
+    const bool right = a.status == mcpcore::attach_status::attached && a.replayed == held;
+    if (a.sink) stream.detach(*a.sink);
+    return right;
+  }
+  mcpcore::session_stream stream;
+  mcpcore::stream_budget budget;
+  std::size_t held = 0;
+  std::uint64_t cursor = 0;
+};
 
 // BM_dispatch_tools_call's server and the sinks it refers to.
 struct echo_server {
@@ -220,6 +350,7 @@ long send_echo_calls(endpoint_bench& b, const std::vector<mcpcore::http_header>&
     body.append(id);
     body.append(suffix);
     const auto& r = b.post(headers, body);
+    slow_down(per_request ? nominal_endpoint2026 : nominal_endpoint2025);
     if (!r || r->head.status != 200 || r->stream) continue;
     std::string_view got = r->head.body;
     if (!got.starts_with(body_prefix)) continue;
@@ -239,8 +370,9 @@ long send_echo_calls(endpoint_bench& b, const std::vector<mcpcore::http_header>&
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse|publish|publish_setup|"
-                 "endpoint2025|endpoint2026|endpoint_setup> [iterations]\n",
+                 "usage: %s <none|simdjson|document|message|dispatch|dispatch_parse|schema|schema_setup|publish|"
+                 "publish_setup|replay|replay_setup|endpoint2025|endpoint2026|endpoint_setup|toolchain> "
+                 "[iterations]\n",
                  argv[0]);
     return 2;
   }
@@ -260,7 +392,10 @@ int main(int argc, char** argv) {
     for (long i = 0; i < n; ++i) checksum += static_cast<long>(doc.parse(text)->size());
   } else if (mode == "message") {
     mcpcore::json::document doc;
-    for (long i = 0; i < n; ++i) checksum += static_cast<long>(mcpcore::parse_message(doc, text)->method.size());
+    for (long i = 0; i < n; ++i) {
+      checksum += static_cast<long>(mcpcore::parse_message(doc, text)->method.size());
+      slow_down(nominal_message);
+    }
   } else if (mode == "dispatch" || mode == "dispatch_parse") {
     echo_server s;
     if (!s.server) return 1;
@@ -280,12 +415,41 @@ int main(int argc, char** argv) {
       }
       out.clear();
       checksum += s.server->handle(*m, ctx, out) && out == echo_response;
+      slow_down(nominal_dispatch);
+    }
+  } else if (mode == "schema" || mode == "schema_setup") {
+    const schema_bench b;
+    if (!b.schema) return 1;
+    if (mode == "schema") {
+      for (long i = 0; i < n; ++i) {
+        checksum += !b.schema->validate(b.instance) ? 1 : 0;
+        slow_down(nominal_schema);
+      }
+    } else {
+      checksum = n;
     }
   } else if (mode == "publish" || mode == "publish_setup") {
     mcpcore::session_stream stream;
     const std::string frame = progress_frame;
     if (mode == "publish") {
-      for (long i = 0; i < n; ++i) checksum += stream.publish_ring_only(frame) != 0 ? 1 : 0;
+      for (long i = 0; i < n; ++i) {
+        checksum += stream.publish_ring_only(frame) != 0 ? 1 : 0;
+        slow_down(nominal_publish);
+      }
+    } else {
+      checksum = n;
+    }
+  } else if (mode == "replay" || mode == "replay_setup") {
+    replay_bench b;
+    if (b.held == 0) {
+      std::fprintf(stderr, "the ring holds no frame\n");
+      return 1;
+    }
+    if (mode == "replay") {
+      for (long i = 0; i < n; ++i) {
+        checksum += b.resume() ? 1 : 0;
+        slow_down(nominal_replay);
+      }
     } else {
       checksum = n;
     }
@@ -317,6 +481,23 @@ int main(int argc, char** argv) {
                                                     {"Mcp-Method", "tools/call"},
                                                     {"Mcp-Name", "echo"}};
     checksum = send_echo_calls(b, headers, body_suffix_2026, true, n);
+  } else if (mode == "toolchain") {
+    // One line, for the baseline's header: what the counts depend on besides mcpcore's code.
+#if defined(__clang__)
+    const char* const compiler = "clang++ " __clang_version__;
+#elif defined(__GNUC__)
+    const char* const compiler = "g++ " __VERSION__;
+#else
+    const char* const compiler = "an unknown compiler";
+#endif
+#if defined(__OPTIMIZE__) && defined(NDEBUG)
+    const char* const build = "optimized, NDEBUG";
+#else
+    const char* const build = "NOT an optimized NDEBUG build";
+#endif
+    std::printf("%s; simdjson %d.%d.%d; %s\n", compiler, simdjson::SIMDJSON_VERSION_MAJOR,
+                simdjson::SIMDJSON_VERSION_MINOR, simdjson::SIMDJSON_VERSION_REVISION, build);
+    return 0;
   } else if (mode != "none") {
     std::fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
