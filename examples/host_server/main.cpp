@@ -110,7 +110,14 @@ struct config {
   std::string metrics_prefix = "mcpcore";
   std::chrono::milliseconds tick = default_tick_interval;
   std::chrono::milliseconds heartbeat = mcpcore::default_pump_tick;
-  mcpcore::transport::asio_http_server_options http;
+  // The I/O threads are sized to the machine; the handler threads are not: execute_instruction
+  // waits for its command (up to its timeout), so the host keeps four calls able to wait at once
+  // however few the cores (docs/transport.md#threads).
+  mcpcore::transport::asio_http_server_options http = [] {
+    mcpcore::transport::asio_http_server_options o;
+    o.handler_threads = 4;
+    return o;
+  }();
   mcpcore::http_endpoint_options endpoint;
   mcpcore::approval_options approvals;
   mcpcore::task_options tasks;
@@ -197,10 +204,12 @@ void add_flags(CLI::App& app, config& c) {
   add_ms(app, "--tick-ms", c.tick, "Maintenance tick: idle sessions, sweeps, token file reload");
 
   auto& h = c.http;
-  app.add_option("--io-threads", h.io_threads, "I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
-  app.add_option("--handler-threads", h.handler_threads, "Tool handler threads")
+  app.add_option("--io-threads", h.io_threads, "I/O threads (0: sized to the machine)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(0, 64));
+  app.add_option("--handler-threads", h.handler_threads, "Tool handler threads (0: sized to the machine)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
   app.add_option("--handler-queue", h.handler_queue_cap, "Calls waiting for a handler thread before 503")
       ->capture_default_str();
   app.add_option("--max-connections", h.max_connections, "Open connections")->capture_default_str();

@@ -248,7 +248,7 @@ struct asio_http_server::impl {
   enum class run_state : int { idle, running, stopping, stopped };
 
   impl(handler h, http_endpoint* ep, asio_http_server_options o)
-      : options_(std::move(o)),
+      : options_(sized(std::move(o))),
         handler_(std::move(h)),
         endpoint_(ep),
         pool_(std::make_shared<detail::handler_pool>(options_.handler_queue_cap)),
@@ -294,6 +294,7 @@ struct asio_http_server::impl {
     return [pool = pool_](std::function<void()> task) { return pool->submit(std::move(task)); };
   }
 
+  static asio_http_server_options sized(asio_http_server_options o);
   result<void> start();
   void request_stop() noexcept;
   void stop() noexcept;
@@ -679,26 +680,77 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // --- read side ---
 
+  // The read-side deadline (header, body, idle) is lazy (docs/transport.md#timeouts): arming one
+  // sets when it falls, and the timer is re-armed only when no wait is pending or the pending
+  // wait would fire after the new deadline. A wait that fires before its deadline (the deadline
+  // moved later, or was cleared) sleeps again until it, or ends. So a keep-alive request, whose
+  // idle deadline moves later each time, arms no timer (each timer change can cost the system
+  // call that reprograms the reactor's timer). Inside process_input the timer is synchronised
+  // once at the end: a request that arrives whole in one read arms no head or body deadline.
   void arm_deadline(deadline_kind kind, std::chrono::milliseconds after) {
     deadline_kind_ = kind;
-    const auto gen = ++deadline_gen_;
-    read_timer_.expires_after(after);
+    const auto now = steady::now();
+    deadline_at_ = after >= std::chrono::duration_cast<std::chrono::milliseconds>(steady::time_point::max() - now)
+                       ? steady::time_point::max()
+                       : now + after;
+    if (!batching_deadlines_) {
+      sync_deadline();
+    }
+  }
+
+  void clear_deadline() noexcept { deadline_kind_ = deadline_kind::none; }
+
+  // Makes sure a wait fires no later than the deadline (when there is one).
+  void sync_deadline() {
+    if (deadline_kind_ == deadline_kind::none || is_closed()) {
+      return;
+    }
+    if (deadline_waiting_ && deadline_wait_at_ <= deadline_at_) {
+      return;  // the pending wait fires first and sleeps again until the deadline
+    }
+    deadline_waiting_ = true;
+    deadline_wait_at_ = deadline_at_;
+    const auto gen = ++deadline_gen_;  // voids the wait this one replaces
+    read_timer_.expires_at(deadline_wait_at_);
     read_timer_.async_wait([self = shared_from_this(), gen](const std::error_code& ec) {
-      if (ec || gen != self->deadline_gen_ || self->is_closed()) {
+      if (gen != self->deadline_gen_) {
+        return;  // replaced by an earlier wait, or the connection closed
+      }
+      self->deadline_waiting_ = false;
+      if (ec || self->is_closed() || self->deadline_kind_ == deadline_kind::none) {
+        return;
+      }
+      if (steady::now() < self->deadline_at_) {
+        self->sync_deadline();  // the deadline moved later since this wait was armed
         return;
       }
       self->close();  // slowloris, slow body, idle keep-alive: closed without an answer
     });
   }
 
-  void clear_deadline() {
-    if (deadline_kind_ == deadline_kind::none) {
-      return;
+  // Holds the deadline's timer still while process_input runs; synchronises it once at the end.
+  class deadline_batch {
+   public:
+    explicit deadline_batch(connection& c) noexcept : c_(c), outer_(c.batching_deadlines_) {
+      c_.batching_deadlines_ = true;
     }
-    deadline_kind_ = deadline_kind::none;
-    ++deadline_gen_;
-    read_timer_.cancel();
-  }
+    ~deadline_batch() {
+      c_.batching_deadlines_ = outer_;
+      if (!outer_) {
+        try {
+          c_.sync_deadline();
+        } catch (...) {
+          c_.close();  // no memory for the wait: a connection that cannot be bounded in time closes
+        }
+      }
+    }
+    deadline_batch(const deadline_batch&) = delete;
+    deadline_batch& operator=(const deadline_batch&) = delete;
+
+   private:
+    connection& c_;
+    bool outer_;
+  };
 
   // Whether to read now. While lingering, always (to discard); otherwise not before the
   // handshake, after a rejected request, or while unparsed bytes wait or the queue is full
@@ -789,6 +841,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // Parses what arrived: a head with feed_head (never a body byte before the head is checked),
   // then, once the head passed check_head and its body has room (admit_body), the body.
   void process_input() {
+    const deadline_batch batch{*this};
     while (!is_closed() && input_ != input::failed && queue_.size() < opts_.max_pipelined) {
       if (input_ == input::idle) {
         if (in_.empty()) {
@@ -906,8 +959,7 @@ class connection : public std::enable_shared_from_this<connection> {
       return true;
     }
     const parsed_request& r = parser_.peek();
-    std::vector<http_header_view> fields;
-    http_request_view view = view_of(r, fields);
+    http_request_view view = view_of(r, fields_);
     view.chunked = parser_.body_chunked();
     if (!view.chunked) {
       view.declared_length = parser_.body_declared();
@@ -1030,34 +1082,32 @@ class connection : public std::enable_shared_from_this<connection> {
   // Hands `req` to the endpoint or the handler, on this strand. The completion may run on any
   // thread, at most once: it holds only a weak_ptr and posts the reply back to the strand
   // through the gate, tagged with this turn's number.
+  // A second call of the completion (or one for a turn that has ended) is dropped by on_reply,
+  // which takes a reply only for the turn being answered and then moves the turn on.
   void call_handler(const parsed_request& req, std::optional<principal> caller) {
-    std::vector<http_header_view> fields;
-    http_request_view view = view_of(req, fields);
+    http_request_view view = view_of(req, fields_);
     view.body = req.body;
-
-    auto once = std::make_shared<std::atomic<bool>>(false);
-    http_completion done = [gate = srv_.gate_, weak = weak_from_this(), once, turn = turn_no_](http_reply reply) {
-      if (once->exchange(true)) {
-        return;
-      }
-      gate->with([&] {
-        if (auto c = weak.lock()) {
-          c->deliver(std::move(reply), turn);
-        }
-      });
+    const auto completion = [this] {
+      return http_completion{[gate = srv_.gate_, weak = weak_from_this(), turn = turn_no_](http_reply reply) {
+        gate->with([&] {
+          if (auto c = weak.lock()) {
+            c->deliver(std::move(reply), turn);
+          }
+        });
+      }};
     };
     try {
       if (srv_.endpoint_ != nullptr && caller) {
-        srv_.endpoint_->handle(view, std::move(*caller), done);  // authenticated by check_head
+        srv_.endpoint_->handle(view, std::move(*caller), completion());  // authenticated by check_head
       } else if (srv_.endpoint_ != nullptr) {
-        srv_.endpoint_->handle(view, done);
+        srv_.endpoint_->handle(view, completion());
       } else {
-        srv_.handler_(view, done);
+        srv_.handler_(view, completion());
       }
     } catch (...) {
       http_reply r;
       r.head = internal_error_response();
-      done(std::move(r));  // ignored when the handler already answered
+      completion()(std::move(r));  // dropped when the handler already answered
     }
   }
 
@@ -1095,6 +1145,7 @@ class connection : public std::enable_shared_from_this<connection> {
     if (in_.empty()) {
       std::string().swap(in_);  // a held-open stream keeps no buffers it does not need
     }
+    std::vector<http_header_view>().swap(fields_);
     auto gate = srv_.gate_;
     stream_->on_ready([gate, weak = weak_from_this()] {
       gate->with([&] {
@@ -1122,6 +1173,11 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void write_some() {
+    // A whole answer is first written at once; a stream's pulls always take the asynchronous path,
+    // so that a stream with many frames ready never recurses pull → write → pull on this stack.
+    if (!tls_ && !is_streaming() && write_now()) {
+      return;
+    }
     const auto gen = ++write_gen_;
     write_timer_.expires_after(opts_.write_timeout);
     write_timer_.async_wait([self = shared_from_this(), gen](const std::error_code& ec) {
@@ -1139,6 +1195,28 @@ class connection : public std::enable_shared_from_this<connection> {
     }
   }
 
+  // Plain TCP: writes what the (non-blocking) socket takes at once. True when that ended the write
+  // (all written, or the connection failed and closed); false when the rest waits for the socket,
+  // with a write_timeout. An answer that fits the socket's buffer, the usual case, is written with
+  // no timer armed and no completion to wait for.
+  bool write_now() {
+    std::error_code ec;
+    const std::size_t n = socket_.write_some(asio::buffer(wbuf_.data() + woff_, wbuf_.size() - woff_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::interrupted) {
+      return false;
+    }
+    if (ec) {
+      close();
+      return true;
+    }
+    woff_ += n;
+    if (woff_ < wbuf_.size()) {
+      return false;
+    }
+    write_done();
+    return true;
+  }
+
   void on_write(const std::error_code& ec, std::size_t n) {
     if (is_closed()) {
       return;
@@ -1152,6 +1230,11 @@ class connection : public std::enable_shared_from_this<connection> {
       write_some();
       return;
     }
+    write_done();
+  }
+
+  // The write in progress is on the socket.
+  void write_done() {
     writing_ = false;
     ++write_gen_;
     write_timer_.cancel();
@@ -1271,6 +1354,9 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::steady_timer stream_timer_;  // the next pull of a stream without a wake
   asio::steady_timer linger_timer_;  // close_linger
   http_head_parser parser_;
+  // The header views of the request being handed over (its head check, then its handler): views
+  // into the request, rebuilt for each; kept so that their room is not allocated per request.
+  std::vector<http_header_view> fields_;
   // The principal check_head authenticated for the request being read; moved into its queue entry.
   std::optional<principal> head_caller_;
   http_response_writer writer_;
@@ -1294,6 +1380,10 @@ class connection : public std::enable_shared_from_this<connection> {
   interim interim_ = interim::none;
   turn_state turn_ = turn_state::idle;
   deadline_kind deadline_kind_ = deadline_kind::none;
+  steady::time_point deadline_at_{};       // when the deadline of deadline_kind_ falls
+  steady::time_point deadline_wait_at_{};  // when the pending wait of read_timer_ fires
+  bool deadline_waiting_ = false;          // read_timer_ has a wait pending for the deadline
+  bool batching_deadlines_ = false;        // inside process_input: the timer is synchronised at its end
 
   // Generations. Cancelling a timer does not recall a completion Asio has already queued with
   // success, so each timer handler carries the generation it was armed in and does nothing once
@@ -1317,6 +1407,19 @@ class connection : public std::enable_shared_from_this<connection> {
 
 // ---------------------------------------------------------------------------------------------
 // Server implementation
+
+// The thread counts left at 0, from the machine's hardware threads (docs/transport.md#threads); a
+// machine that does not say counts as one.
+asio_http_server_options asio_http_server::impl::sized(asio_http_server_options o) {
+  const std::size_t hardware = std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
+  if (o.io_threads == 0) {
+    o.io_threads = sized_io_threads(hardware);
+  }
+  if (o.handler_threads == 0) {
+    o.handler_threads = sized_handler_threads(hardware);
+  }
+  return o;
+}
 
 result<void> asio_http_server::impl::start() {
   std::lock_guard stop_lock(stop_mu_);

@@ -23,6 +23,7 @@
 #include <mcpcore/session/stream_admission.hpp>
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/transport/impl/document_pool.ipp>
 #include <mcpcore/wire/http.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
 
@@ -405,6 +406,7 @@ struct one_principal {
 /// A server with one read tool behind an endpoint without an executor (answers inline).
 struct http_world {
   http_world() : srv(make()), ep(srv, one_principal{}) {}
+  explicit http_world(const http_endpoint_options& o) : srv(make()), ep(srv, one_principal{}, o) {}
   static server make() {
     server_builder b{{.name = "alloc", .version = "1"}};
     b.tool("echo").description("Echoes.").security("Thing", operation::read).effect(tool_effect::read_only, true)
@@ -1033,3 +1035,76 @@ TEST_CASE("sessions.md/exception-boundaries, sessions.md/streamed-post-admission
 }
 
 }  // TEST_SUITE
+
+// ---- allocations per request (docs/performance.md#reused-documents) -------------------------------
+
+namespace {
+
+/// Allocations of the 20th of 20 identical tools/call requests (ids 1..20) in one session, on an
+/// endpoint with `options` (no executor: the call runs inline, on this thread).
+std::uint64_t steady_call_allocations(const http_endpoint_options& options) {
+  http_world w{options};
+  std::string sid;
+  const auto init = post(std::string{initialize_body});
+  w.ep.handle(init.view(), [&](http_reply reply) { sid = std::string{reply.head.header("Mcp-Session-Id").value_or("")}; });
+  REQUIRE(sid.size() == session_id_length);
+  std::uint64_t last = 0;
+  for (int id = 1; id <= 20; ++id) {
+    const auto call = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                               R"(,"method":"tools/call","params":{"name":"echo"}})",
+                           sid);
+    int status = 0;
+    const http_completion done = [&](http_reply reply) { status = reply.head.status; };
+    const std::uint64_t before = failing_allocator::count();
+    w.ep.handle(call.view(), done);
+    last = failing_allocator::count() - before;
+    REQUIRE(status == 200);
+  }
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("performance.md/reused-documents: a steady tools/call reuses a parsed document and allocates a bounded number of times") {
+  http_endpoint_options reused;
+  http_endpoint_options fresh;
+  fresh.max_idle_documents = 0;  // every request parses into a new document
+  const std::uint64_t with_pool = steady_call_allocations(reused);
+  const std::uint64_t without = steady_call_allocations(fresh);
+  CAPTURE(with_pool);
+  CAPTURE(without);
+  // A new document costs its parser, tape and buffers: about ten allocations.
+  CHECK(without >= with_pool + 8);
+  // The whole sans-I/O request path (session, dispatch, the echo tool's own result, the answer):
+  // a bound that fails when a hot path starts allocating again.
+  CHECK(with_pool <= 12);
+}
+
+TEST_CASE("performance.md/reused-documents: a long body's document is not kept, the pool is bounded") {
+  detail::document_pool pool{2, 64};
+  {
+    detail::pooled_document a{std::shared_ptr<detail::document_pool>(&pool, [](detail::document_pool*) {})};
+    detail::pooled_document b{std::shared_ptr<detail::document_pool>(&pool, [](detail::document_pool*) {})};
+    detail::pooled_document c{std::shared_ptr<detail::document_pool>(&pool, [](detail::document_pool*) {})};
+    REQUIRE(a.for_text(10).parse(R"({"a":1})"));
+    REQUIRE(b.for_text(10).parse(R"({"b":2})"));
+    REQUIRE(c.for_text(10).parse(R"({"c":3})"));
+  }
+  CHECK(pool.idle() == 2);  // the third went: the pool holds at most two
+  {
+    detail::pooled_document big{std::shared_ptr<detail::document_pool>(&pool, [](detail::document_pool*) {})};
+    CHECK(pool.idle() == 1);
+    const std::string text = R"({"long":")" + std::string(100, 'x') + R"("})";
+    REQUIRE(big.for_text(text.size()).parse(text));
+  }
+  CHECK(pool.idle() == 1);  // longer than 64 bytes: freed, not kept
+  {
+    // A kept document parses again; the root is the new text's.
+    detail::pooled_document again{std::shared_ptr<detail::document_pool>(&pool, [](detail::document_pool*) {})};
+    auto root = again.for_text(8).parse(R"({"d":4})");
+    REQUIRE(root);
+    CHECK((*root)["d"].to_int64() == 4);
+  }
+  detail::pooled_document alone{nullptr};  // without a pool: a document of its own
+  CHECK(alone.for_text(2).parse("[]"));
+}

@@ -10,8 +10,10 @@
 
 #include <mcpcore/session/session_metrics.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <deque>
 #include <future>
 #include <memory>
@@ -32,6 +34,8 @@ using mcpcore::http_request_view;
 using mcpcore::http_stream;
 using mcpcore::transport::asio_http_server;
 using mcpcore::transport::asio_http_server_options;
+using mcpcore::transport::sized_handler_threads;
+using mcpcore::transport::sized_io_threads;
 using test_http::eventually;
 using test_http::raw_client;
 
@@ -764,6 +768,97 @@ TEST_CASE("asio server: an idle keep-alive connection is closed at idle_timeout"
   REQUIRE(m);
   CHECK(c.wait_closed());
   CHECK(eventually([&] { return srv.connections() == 0; }));
+}
+
+TEST_CASE("transport.md/timeouts: a keep-alive connection used more often than idle_timeout stays open, then idles out") {
+  // The idle deadline moves later with every request; the wait armed for the first one fires
+  // before the deadline and sleeps again (the lazy deadline), so the connection survives far
+  // longer than idle_timeout while it is used, and still closes once it is not.
+  auto o = test_options();
+  o.idle_timeout = 600ms;
+  asio_http_server srv(echo_handler, o);
+  REQUIRE(srv.start());
+  raw_client c(srv.port());
+  for (int i = 0; i < 15; ++i) {  // 1.5 s of use: two and a half idle_timeouts
+    REQUIRE(c.send(get("/again")));
+    auto m = c.read_response();
+    REQUIRE(m);
+    CHECK(m->status == 200);
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(c.wait_closed());
+  CHECK(eventually([&] { return srv.connections() == 0; }));
+}
+
+TEST_CASE("transport.md/timeouts: a head begun on a connection with a long idle deadline still falls at header_read_timeout") {
+  // After an answer the pending wait is the idle deadline (a minute); a head that then stalls
+  // must re-arm the timer earlier, or the connection would outlive the test's patience.
+  auto o = test_options();
+  o.idle_timeout = std::chrono::minutes{1};
+  o.header_read_timeout = 200ms;
+  asio_http_server srv(echo_handler, o);
+  REQUIRE(srv.start());
+  raw_client c(srv.port());
+  REQUIRE(c.send(get("/first")));
+  REQUIRE(c.read_response());
+  const std::string head = get("/stalled");
+  REQUIRE(c.send(head.substr(0, head.size() / 2)));  // never completed
+  CHECK(c.wait_closed());
+  CHECK(c.buffered().empty());  // closed without an answer
+  CHECK(eventually([&] { return srv.connections() == 0; }));
+}
+
+TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machine when the server is made") {
+  CHECK(sized_io_threads(0) == 1);
+  CHECK(sized_io_threads(1) == 1);
+  CHECK(sized_io_threads(2) == 1);
+  CHECK(sized_io_threads(8) == 2);
+  CHECK(sized_io_threads(64) == 16);
+  CHECK(sized_handler_threads(0) == 1);
+  CHECK(sized_handler_threads(1) == 1);
+  CHECK(sized_handler_threads(2) == 1);
+  CHECK(sized_handler_threads(8) == 6);
+  asio_http_server_options o;  // the defaults: 0 and 0
+  o.port = 0;
+  CHECK(o.io_threads == 0);
+  CHECK(o.handler_threads == 0);
+  const std::size_t hw = std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
+  asio_http_server srv(echo_handler, o);
+  CHECK(srv.options().io_threads == sized_io_threads(hw));
+  CHECK(srv.options().handler_threads == sized_handler_threads(hw));
+  REQUIRE(srv.start());
+  raw_client c(srv.port());
+  REQUIRE(c.send(get("/sized")));
+  auto m = c.read_response();
+  REQUIRE(m);
+  CHECK(m->status == 200);
+  // Counts that are set are kept.
+  o.io_threads = 3;
+  o.handler_threads = 5;
+  asio_http_server set(echo_handler, o);
+  CHECK(set.options().io_threads == 3);
+  CHECK(set.options().handler_threads == 5);
+}
+
+TEST_CASE("asio server: an answer larger than the socket takes at once is written whole to a slow reader") {
+  // The first write goes straight to the socket; what it does not take waits for the socket,
+  // under write_timeout, and arrives intact.
+  const std::string big(std::size_t{4} << 20U, 'x');
+  asio_http_server srv([&](const http_request_view&, const http_completion& done) { done(text_reply(200, big)); },
+                       test_options());
+  REQUIRE(srv.start());
+  raw_client c(srv.port(), 4096);
+  REQUIRE(c.send(get("/big")));
+  std::this_thread::sleep_for(100ms);  // the socket's buffers fill before anything is read
+  auto m = c.read_response(std::chrono::seconds{20});
+  REQUIRE(m);
+  CHECK(m->status == 200);
+  CHECK(m->body.size() == big.size());
+  CHECK(m->body == big);
+  REQUIRE(c.send(get("/after")));  // the connection goes on
+  auto next = c.read_response();
+  REQUIRE(next);
+  CHECK(next->status == 200);
 }
 
 TEST_CASE("asio server: connections beyond max_connections are answered 503 and closed") {

@@ -24,10 +24,25 @@ namespace transport {
 inline constexpr std::string_view default_listen_address = "127.0.0.1";
 /// Default listen port (0 asks the system for an ephemeral port).
 inline constexpr std::uint16_t default_listen_port = 8765;
-/// Default number of threads running the network I/O.
-inline constexpr std::size_t default_io_threads = 2;
-/// Default number of threads running handler (dispatch) work.
-inline constexpr std::size_t default_handler_threads = 4;
+/// Default number of threads running the network I/O: 0, sized to the machine when the server
+/// starts (`sized_io_threads`; docs/transport.md#threads).
+inline constexpr std::size_t default_io_threads = 0;
+/// Default number of threads running handler (dispatch) work: 0, sized to the machine when the
+/// server starts (`sized_handler_threads`).
+inline constexpr std::size_t default_handler_threads = 0;
+
+/// The I/O threads of a machine with `hardware` hardware threads: one per four, at least one.
+/// More I/O threads than that cost more CPU per request than they add (docs/performance.md).
+[[nodiscard]] constexpr std::size_t sized_io_threads(std::size_t hardware) noexcept {
+  return hardware / 4 > 0 ? hardware / 4 : 1;
+}
+/// The handler threads of a machine with `hardware` hardware threads: the rest of the machine,
+/// at least one. Tools that block (on a database, another service) need more than the cores:
+/// set `handler_threads` to the calls that may wait at once.
+[[nodiscard]] constexpr std::size_t sized_handler_threads(std::size_t hardware) noexcept {
+  const std::size_t io = sized_io_threads(hardware);
+  return hardware > io ? hardware - io : 1;
+}
 /// Default number of handler tasks waiting for a handler thread before the executor refuses more.
 inline constexpr std::size_t default_handler_queue_cap = 256;
 /// Default number of open connections; further ones are answered 503 and closed.
@@ -75,10 +90,12 @@ struct asio_http_server_options {
   std::string address{default_listen_address};
   /// Port to bind; 0 = ephemeral (read it back with `asio_http_server::port`).
   std::uint16_t port = default_listen_port;
-  /// Threads running the network I/O (at least 1). No thread is ever held by a connection.
+  /// Threads running the network I/O; 0 (the default): `sized_io_threads` of the machine's hardware
+  /// threads. No thread is ever held by a connection.
   std::size_t io_threads = default_io_threads;
-  /// Threads of the bounded handler executor (at least 1): the endpoint's dispatch work, and the
-  /// tasks a custom handler hands to `asio_http_server::executor`.
+  /// Threads of the bounded handler executor: the endpoint's dispatch work, and the tasks a custom
+  /// handler hands to `asio_http_server::executor`; 0 (the default): `sized_handler_threads` of
+  /// the machine's hardware threads.
   std::size_t handler_threads = default_handler_threads;
   /// Tasks waiting for a handler thread; when full the executor returns false (the endpoint then
   /// answers -32603 with `retry::dispatch_queue_full`).

@@ -41,6 +41,10 @@ inline constexpr std::chrono::milliseconds default_sse_retry{1000};
 /// Dispatches (queued or running) one principal may have on the endpoint's executor
 /// (docs/sessions.md#fair-dispatch).
 inline constexpr std::size_t default_max_dispatch_per_principal = 16;
+/// Parsed request documents the endpoint keeps for reuse (docs/performance.md#reused-documents).
+inline constexpr std::size_t default_max_idle_documents = 16;
+/// Longest request body whose parsed document is kept for reuse.
+inline constexpr std::size_t default_max_reused_document_bytes = std::size_t{16} << 10U;
 /// Interval of the `: keepalive` comment on an idle per-request-era stream.
 inline constexpr std::chrono::milliseconds default_per_request_keepalive{15000};
 /// Per-request-era SSE streams one principal may hold open at once.
@@ -118,6 +122,12 @@ struct http_endpoint_options {
   /// (docs/sessions.md#fair-dispatch; 0: no cap). One more request is refused 429 -32603 `Too many
   /// requests in flight` with `retry_after_ms`; between principals the queue runs round-robin.
   std::size_t max_dispatch_per_principal = default_max_dispatch_per_principal;
+  /// Parsed request documents kept for the next requests (docs/performance.md#reused-documents),
+  /// so that ordinary requests parse without allocating; 0: every request parses into a new one.
+  std::size_t max_idle_documents = default_max_idle_documents;
+  /// A request whose body was longer than this frees its document instead of keeping it, so the
+  /// kept documents stay small (at most `max_idle_documents` documents sized for this many bytes).
+  std::size_t max_reused_document_bytes = default_max_reused_document_bytes;
   /// Exact `Origin` values allowed (docs/security.md#dns-rebinding-host-and-origin): an absent
   /// Origin passes, a present one must match one of these byte for byte (or be this server's own
   /// loopback origin, below); otherwise

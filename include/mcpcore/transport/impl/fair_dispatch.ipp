@@ -8,18 +8,19 @@
 
 #include <mcpcore/detail/config.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <deque>
 #include <functional>
-#include <list>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 MCPCORE_BEGIN_NAMESPACE
 
@@ -64,12 +65,19 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   /// `per_principal_cap`: dispatches one principal may have queued or running (0: no cap).
   explicit fair_dispatch(std::size_t per_principal_cap) noexcept : cap_(per_principal_cap) {}
 
+  /// Principals with nothing queued or running whose entries are kept, so that a principal's next
+  /// request finds its queue without allocating one; beyond it, an entry goes when it empties.
+  static constexpr std::size_t kept_idle_principals = 64;
+
   /// Queues `task` for `principal` and hands `exec` one "run the next task" closure. `principal_cap`
   /// when the principal is at its cap, `busy` when `exec` refused (or threw): then `task` was
   /// taken back (or, had a closure already started it, runs anyway and `taken` is returned).
+  /// `keep` is held until the task has run (or was taken back), so that the task itself can be
+  /// small enough for `std::function` to hold without allocating (a raw pointer to `*keep`).
   /// @throws std::bad_alloc before anything changed
   template <class Exec>
-  fair_submit submit(std::string_view principal, std::function<void(fair_slot&)> task, Exec&& exec) {
+  fair_submit submit(std::string_view principal, std::function<void(fair_slot&)> task, Exec&& exec,
+                     std::shared_ptr<void> keep = nullptr) {
     std::uint64_t seq = 0;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -79,13 +87,13 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
       if (cap_ != 0 && q.in_flight() >= cap_) return fair_submit::principal_cap;
       seq = ++next_seq_;
       const bool was_idle = q.tasks.empty();
-      q.tasks.push_back(queued{seq, std::move(task)});
+      q.tasks.push_back(queued{seq, std::move(task), std::move(keep)});
       if (was_idle) {
         try {
           ring_.push_back(&*it);
         } catch (...) {
           q.tasks.pop_back();
-          if (q.in_flight() == 0) by_principal_.erase(it);
+          if (q.in_flight() == 0) forget_if_idle(it);
           throw;
         }
       }
@@ -119,6 +127,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
     bool first = true;  // `active_` counts this call from its first task to its return
     for (;;) {
       std::function<void(fair_slot&)> task;
+      std::shared_ptr<void> keep;
       void* who = nullptr;
       {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -135,14 +144,14 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
         auto* entry = *pick;
         principal_queue& q = entry->second;
         task = std::move(q.tasks.front().task);
+        keep = std::move(q.tasks.front().keep);
         q.tasks.pop_front();
         ++q.running;
-        // Still has work: to the end of the ring, by relinking the node (no allocation); else
-        // off the ring.
+        // Still has work: to the end of the ring (a rotation, no allocation); else off the ring.
         if (q.tasks.empty()) {
           ring_.erase(pick);
         } else {
-          ring_.splice(ring_.end(), ring_, pick);
+          std::rotate(pick, std::next(pick), ring_.end());
         }
         who = entry;
       }
@@ -154,6 +163,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
         }
       }
       task = nullptr;
+      keep.reset();
       bool more = false;
       {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -180,6 +190,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   struct queued {
     std::uint64_t seq;
     std::function<void(fair_slot&)> task;
+    std::shared_ptr<void> keep;  // alive until the task has run
   };
   struct principal_queue {
     std::deque<queued> tasks;  // FIFO
@@ -200,7 +211,13 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
     auto* node = static_cast<map_type::value_type*>(entry);
     principal_queue& q = node->second;
     --q.running;
-    if (q.in_flight() == 0) by_principal_.erase(by_principal_.find(std::string_view{node->first}));
+    if (q.in_flight() == 0) forget_if_idle(by_principal_.find(std::string_view{node->first}));
+  }
+
+  // Under `mutex_`: `it` has nothing queued or running (so it is off the ring). Kept while the
+  // map is small, for the principal's next request; else erased.
+  void forget_if_idle(map_type::iterator it) noexcept {
+    if (by_principal_.size() > kept_idle_principals) by_principal_.erase(it);
   }
 
   // The executor refused the closure of task `seq`: the task is taken back when it is still
@@ -208,15 +225,17 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   // no closure of its own: the next active closure to finish runs it (`orphan`), or, with none
   // active, the caller runs it (`run_here`).
   took take_back(std::string_view principal, std::uint64_t seq) noexcept {
+    std::shared_ptr<void> dying;  // a taken-back task's `keep`, released after the unlock
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto it = by_principal_.find(principal);
     if (it != by_principal_.end()) {
       principal_queue& q = it->second;
       for (auto t = q.tasks.begin(); t != q.tasks.end(); ++t) {
         if (t->seq != seq) continue;
+        dying = std::move(t->keep);
         q.tasks.erase(t);
-        if (q.tasks.empty()) ring_.remove(&*it);
-        if (q.in_flight() == 0) by_principal_.erase(it);
+        if (q.tasks.empty()) std::erase(ring_, &*it);
+        if (q.in_flight() == 0) forget_if_idle(it);
         return took::back;
       }
     }
@@ -231,7 +250,9 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   // Guarded by `mutex_`. Map nodes are stable: the ring points at them; an entry is erased only
   // when it is off the ring (no queued task) and nothing of it runs.
   map_type by_principal_;
-  std::list<map_type::value_type*> ring_;  // principals with queued tasks, in turn order
+  // Principals with queued tasks, in turn order. A vector: its capacity stays, so turning the ring
+  // allocates nothing; it holds at most the principals with queued tasks.
+  std::vector<map_type::value_type*> ring_;
   std::uint64_t next_seq_ = 0;
   std::size_t orphans_ = 0;  // queued tasks whose submission the executor refused too late
   std::size_t active_ = 0;   // closures inside run_next

@@ -12,6 +12,7 @@
 #include <mcpcore/transport/http_endpoint.hpp>
 
 #include <mcpcore/detail/ascii.hpp>
+#include <mcpcore/transport/impl/document_pool.ipp>
 #include <mcpcore/transport/impl/fair_dispatch.ipp>
 #include <mcpcore/transport/impl/http_pumped_stream.ipp>
 
@@ -77,17 +78,39 @@ inline std::string_view http_path_of(std::string_view target) noexcept {
   return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
-/// Every field named `name`, joined with ", " (RFC 9110 §5.3), or nullopt when absent.
-inline std::optional<std::string> http_joined(const http_request_view& req, std::string_view name) {
-  std::optional<std::string> out;
+/// Bytes reserved for a dispatch's answer before the dispatch writes it: one allocation holds an
+/// ordinary answer, where the writer's growth from empty took three (docs/performance.md).
+inline constexpr std::size_t http_initial_answer_bytes = 512;
+
+/// The value of a header that may be sent as several fields: absent, a view of the one field
+/// (the usual case: nothing is copied), or the fields joined with ", " (RFC 9110 §5.3). The view
+/// points into the request's headers; it lives no longer than they do.
+class http_field_value {
+ public:
+  explicit operator bool() const noexcept { return present_; }
+  [[nodiscard]] std::string_view operator*() const noexcept { return joined_.empty() ? one_ : std::string_view{joined_}; }
+
+ private:
+  friend http_field_value http_joined(const http_request_view& req, std::string_view name);
+  std::string_view one_;
+  std::string joined_;  // only for two fields or more
+  bool present_ = false;
+};
+
+/// Every field named `name`, joined with ", " (RFC 9110 §5.3); absent when there is none.
+/// @throws std::bad_alloc (only when the header is sent as several fields)
+inline http_field_value http_joined(const http_request_view& req, std::string_view name) {
+  http_field_value out;
   for (const http_header_view& h : req.headers) {
     if (!ascii_iequals(h.name, name)) continue;
-    if (!out) {
-      out.emplace(h.value);
-    } else {
-      out->append(", ");
-      out->append(h.value);
+    if (!out.present_) {
+      out.one_ = h.value;
+      out.present_ = true;
+      continue;
     }
+    if (out.joined_.empty()) out.joined_.assign(out.one_);
+    out.joined_.append(", ");
+    out.joined_.append(h.value);
   }
   return out;
 }
@@ -246,6 +269,9 @@ struct http_endpoint::impl {
   // Per-principal queues in front of the executor (docs/sessions.md#fair-dispatch).
   const std::shared_ptr<detail::fair_dispatch> fair =
       std::make_shared<detail::fair_dispatch>(options.max_dispatch_per_principal);
+  // Request documents kept for reuse (docs/performance.md#reused-documents).
+  const std::shared_ptr<detail::document_pool> documents =
+      std::make_shared<detail::document_pool>(options.max_idle_documents, options.max_reused_document_bytes);
   detail::http_wake_slots slots;
   // Declared in this order so that the bridge goes first, then the sessions (whose GET sinks
   // hold leases), then the budget.
@@ -393,9 +419,11 @@ struct http_endpoint::impl {
   }
   /// A request's dispatch `task` for `principal` through the fair queues (docs/sessions.md#fair-dispatch):
   /// round-robin between principals, at most `max_dispatch_per_principal` queued or running per
-  /// principal; the task frees its slot (`fair_slot::release`) when it delivers its answer. Inline without an executor. Continuations of a call already admitted use `submit`.
+  /// principal; the task frees its slot (`fair_slot::release`) when it delivers its answer. `keep`
+  /// (the task's state) lives until the task has run, so the task can be a raw pointer to it. Inline without an executor. Continuations of a call already admitted use `submit`.
   /// @throws std::bad_alloc before anything ran
-  detail::fair_submit submit_fair(std::string_view principal, std::function<void(detail::fair_slot&)> task) {
+  detail::fair_submit submit_fair(std::string_view principal, std::function<void(detail::fair_slot&)> task,
+                                  std::shared_ptr<void> keep) {
     std::shared_ptr<const http_executor> exec;
     {
       const std::lock_guard<std::mutex> lock(executor->mutex);
@@ -406,7 +434,7 @@ struct http_endpoint::impl {
       task(none);
       return detail::fair_submit::taken;
     }
-    return fair->submit(principal, std::move(task), *exec);
+    return fair->submit(principal, std::move(task), *exec, std::move(keep));
   }
 
   void register_post(std::uint64_t& key, const std::shared_ptr<stream_sink>& wake, const session* sess,

@@ -72,7 +72,7 @@ inline void http_endpoint::impl::handle_get(const http_request_view& req, const 
     refuse(stream_reject::unknown_session, *sid);
     return;
   }
-  const std::optional<std::string> accept = detail::http_joined(req, "Accept");
+  const detail::http_field_value accept = detail::http_joined(req, "Accept");
   if (!accept || !accept_wants_sse(*accept)) {
     refuse(stream_reject::not_acceptable, *sid);
     return;

@@ -377,6 +377,7 @@ inline void per_request_call::run(fair_slot& slot) noexcept {
   std::string out;
   bool answered = false;
   try {
+    out.reserve(http_initial_answer_bytes);
     answered = ep.srv.handle(base->msg, ctx, out);
   } catch (...) {
     answered = false;
@@ -710,7 +711,8 @@ inline void http_endpoint::impl::handle_post_per_request(const http_request_view
   // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
   detail::fair_submit submitted = detail::fair_submit::busy;
   try {
-    submitted = submit_fair(ex->who.id, [call](detail::fair_slot& slot) { call->run(slot); });
+    // The closure is one raw pointer (held without allocating); the queue keeps `call` alive.
+    submitted = submit_fair(ex->who.id, [raw = call.get()](detail::fair_slot& slot) { raw->run(slot); }, call);
   } catch (...) {
     submitted = detail::fair_submit::busy;
   }

@@ -112,7 +112,8 @@ struct http_post_resumer final : call_resumer {
 struct http_post_exchange {
   // Not noexcept: the document allocates (a bad_alloc here is handle's "allocation failure
   // before done was called", never std::terminate; docs/sessions.md#exception-boundaries).
-  explicit http_post_exchange(http_endpoint::impl& e) : ep(e) {}
+  // The document comes from the endpoint's pool (docs/performance.md#reused-documents).
+  explicit http_post_exchange(http_endpoint::impl& e);
   // A request path that left by an exception (allocation failure before the dispatch) gives its
   // request id back too; otherwise the session would refuse the id (409) for the rest of its life.
   ~http_post_exchange() { release_id(); }
@@ -120,7 +121,7 @@ struct http_post_exchange {
   http_post_exchange& operator=(const http_post_exchange&) = delete;
 
   http_endpoint::impl& ep;
-  json::document doc;
+  pooled_document doc;  // declared before `msg`, which views it
   message msg;
   principal who;
   correlation_id cid;
@@ -164,8 +165,9 @@ struct http_post_exchange {
   /// The end of the dispatch: the dispatch slot freed (`slot`: the task's, null from the resumer),
   /// the record's terminal, then the plain reply if it is still owed.
   void finish(bool returned, bool threw, std::string out, fair_slot* slot = nullptr) noexcept;
-  /// The dispatch task, in the dispatch `slot` of the fair queues.
-  void run(const std::shared_ptr<http_post_exchange>& self, fair_slot& slot) noexcept;
+  /// The dispatch task, in the dispatch `slot` of the fair queues (the queue keeps the exchange
+  /// alive until it returns).
+  void run(fair_slot& slot) noexcept;
   /// Gives the request id back to the session (another POST may use it again).
   void release_id() noexcept {
     if (!in_flight_claimed || attached == nullptr) return;
@@ -313,6 +315,8 @@ inline post_upgrade http_post_exchange::upgrade_locked() {
   return u;
 }
 
+inline http_post_exchange::http_post_exchange(http_endpoint::impl& e) : ep(e), doc(e.documents) {}
+
 inline void http_post_exchange::finish_upgrade(post_upgrade& u) {
   if (u.refused) ep.reject_row(to_string(*u.refused), sess->id(), who.id, cid.view(), true);
   if (u.reply) http_deliver(u.done, std::move(*u.reply));
@@ -439,12 +443,12 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
   }
 }
 
-inline void http_post_exchange::run(const std::shared_ptr<http_post_exchange>& self, fair_slot& slot) noexcept {
-  (void)self;  // keeps the exchange alive for the whole dispatch
+inline void http_post_exchange::run(fair_slot& slot) noexcept {
   std::string out;
   bool returned = false;
   bool threw = false;
   try {
+    out.reserve(http_initial_answer_bytes);
     const dispatch_context ctx{who,
                                attached != nullptr ? &attached->client : nullptr,
                                dispatch_sink,
@@ -490,7 +494,7 @@ inline void http_post_resumer::finish(bool answered, std::string out) noexcept {
 /// Media types, before parsing (handle_mcp has checked the body's size); false when answered.
 /// `accept` gets the joined `Accept` fields.
 inline bool http_post_preflight(const http_request_view& req, std::string_view cid, http_completion& done,
-                                std::optional<std::string>& accept) {
+                                http_field_value& accept) {
   const auto content_type = req.header("Content-Type");
   if (!content_type || !http_content_type_is_json(*content_type)) {
     http_deliver(done, http_error(refusal::content_type, std::nullopt, cid));
@@ -510,7 +514,7 @@ inline bool http_post_preflight(const http_request_view& req, std::string_view c
 /// per-request revision without the claim is refused; an unsupported handshake revision is
 /// refused; the handshake era's route goes on (true) unless the endpoint serves only the other.
 inline bool http_post_era(http_endpoint::impl& ep, const http_request_view& req,
-                          const std::shared_ptr<http_post_exchange>& ex, const std::optional<std::string>& accept,
+                          const std::shared_ptr<http_post_exchange>& ex, const http_field_value& accept,
                           const std::optional<request_id_view>& echo, http_completion& done) {
   const message& msg = ex->msg;
   if (claims_per_request_era(msg)) {
@@ -699,7 +703,8 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
   // docs/sessions.md#fair-dispatch: round-robin between principals, capped per principal.
   fair_submit submitted = fair_submit::busy;
   try {
-    submitted = ep.submit_fair(ex->who.id, [ex](fair_slot& slot) { ex->run(ex, slot); });
+    // The closure is one raw pointer (held without allocating); the queue keeps `ex` alive.
+    submitted = ep.submit_fair(ex->who.id, [raw = ex.get()](fair_slot& slot) { raw->run(slot); }, ex);
   } catch (...) {
     // No memory for the task itself: nothing ran. The admission is undone (the record ends
     // without a response, releasing its charge; the lease and the id go back as this unwinds)
@@ -735,7 +740,7 @@ inline void http_dispatch_post(http_endpoint::impl& ep, const std::shared_ptr<ht
 
 inline void http_endpoint::impl::handle_post(const http_request_view& req, const principal& who,
                                              const correlation_id& cid, http_completion& done) {
-  std::optional<std::string> accept;
+  detail::http_field_value accept;
   if (!detail::http_post_preflight(req, cid.view(), done, accept)) return;
 
   auto ex = std::make_shared<detail::http_post_exchange>(*this);
@@ -743,7 +748,7 @@ inline void http_endpoint::impl::handle_post(const http_request_view& req, const
   ex->cid = cid;
   ex->self_weak = ex;
   {
-    auto parsed = parse_message(ex->doc, req.body);
+    auto parsed = parse_message(ex->doc.for_text(req.body.size()), req.body);
     if (!parsed) {
       std::string body;
       write_error_response(body, parsed.error(), cid.view());
