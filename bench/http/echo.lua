@@ -21,7 +21,8 @@
 --
 -- done() prints one line that run.sh parses:
 --   RESULT requests=N duration_us=N rps=X p50_us=N p99_us=N ok=N non200=N wrong=N
---          connect_errors=N read_errors=N write_errors=N timeouts=N
+--          connect_errors=N read_errors=N write_errors=N timeouts=N p90_us=N p999_us=N
+-- (latency percentiles of wrk's histogram, in µs; p999 is the 99.9th)
 -- and exits non-zero (os.exit(3)) when any response was not a correct 200.
 
 -- echo_common.lua (beside this script, wherever wrk is started from) defines wrk's setup(),

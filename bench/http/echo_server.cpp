@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // mcpcore's side of the HTTP load benchmark (bench/http/run.sh): a server with the `echo` tool
-// behind http_endpoint and transport::asio_http_server, on 127.0.0.1.
+// (and `progress10`, the same call with 10 progress notifications before its result, for the
+// streamed-call targets) behind http_endpoint and transport::asio_http_server, on 127.0.0.1.
 //
 //   mcpcore_bench_http_echo_server [--port N] [--port-file PATH] [--io-threads N]
 //                                  [--handler-threads N] [--max-sessions N] [--max-streams N]
 //                                  [--max-dispatch N] [--transport-only | --inline-dispatch]
+//                                  [--principal-per-token] [--bridge-records N] [--tick-ms N]
 //
 //   --port             port on 127.0.0.1 (default 0: ephemeral)
 //   --port-file        write the bound port there once listening (the harness waits for it)
@@ -12,6 +14,7 @@
 //   --handler-threads  asio_http_server_options::handler_threads (default: the transport's default)
 //   --max-sessions     raise the session caps (global and per principal: every request is the one
 //                      principal "bench") to N; for the idle-session and idle-stream measurements
+//                      and the session-churn targets (each wrk connection holds a session)
 //   --max-streams      raise the stream budget's global cap, the per-principal GET stream cap and
 //                      the server's connection cap to N (plus a margin); for the idle-stream one
 //   --max-dispatch     http_endpoint_options::max_dispatch_per_principal (default: the endpoint's,
@@ -27,12 +30,25 @@
 //                      own default executor) instead of the server's handler pool: measures what
 //                      the hand-off costs. Not a production setting: a slow tool would stall
 //                      every connection of that I/O thread
+//   --principal-per-token  each request is the principal "bench-<token>" named by its
+//                      `Authorization: Bearer <token>` (any token of 1 to 64 bytes; without the
+//                      header "bench"): the streamed-call targets open their sessions as several
+//                      principals, since the endpoint holds at most 4 streamed POSTs of one
+//                      principal open at once (docs/sessions.md#the-stream-budget)
+//   --bridge-records   progress_bridge_options::max_records (default: the bridge's, 256): the
+//                      records of streamed calls alive at once, a finished call's counted until the
+//                      sweep of the maintenance tick reaps it (docs/sessions.md#progress-records)
+//   --tick-ms          asio_http_server_options::tick_interval in ms (default: the transport's, 3000):
+//                      how often the endpoint's maintenance (the sweep among it) runs. With both
+//                      defaults a server admits about 256 streamed calls per 3 s and refuses the
+//                      rest 429 (post_record_cap); the streamed-call targets raise both
+//                      (bench/http/run.sh)
 //
 // The tool and the dispatch plug-ins are those of bench/bench_dispatch.cpp's minimal server:
-// `echo` with the input schema below, the open tier policy, the allow-all authorizer, no audit,
-// and a metrics registry (also given to the endpoint, so the session metrics are counted too).
-// Every request is authenticated as the fixed principal "bench". It runs until SIGINT or SIGTERM,
-// then stops gracefully.
+// `echo` with the input schema below (progress10 takes the same), the open tier policy, the
+// allow-all authorizer, no audit, and a metrics registry (also given to the endpoint, so the
+// session metrics are counted too). Every request is authenticated as the fixed principal "bench"
+// (see --principal-per-token). It runs until SIGINT or SIGTERM, then stops gracefully.
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/dispatch/tool.hpp>
 #include <mcpcore/governance/authenticator.hpp>
@@ -45,6 +61,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +70,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 namespace {
@@ -64,6 +83,42 @@ constexpr std::string_view echo_schema =
 constexpr std::string_view fixed_echo_response =
     R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}})";
 
+/// Progress notifications that the progress10 tool sends before its result (bench/http/stream.lua
+/// expects exactly this many).
+constexpr int progress_steps = 10;
+
+/// The principal of every request (without --principal-per-token, or without a bearer token).
+constexpr std::string_view default_principal = "bench";
+
+/// Longest bearer token --principal-per-token takes as a principal's name; a longer one is 401.
+constexpr std::size_t max_token_bytes = 64;
+
+/// --principal-per-token: each request is the principal that its bearer token names
+/// ("bench-<token>"), or "bench" without an Authorization header. Not an authentication (every
+/// token is admitted): it lets a client act as several principals, as several clients would. The
+/// streamed-call targets need that: the endpoint holds at most 4 streamed POSTs of one principal
+/// open at once (docs/sessions.md#the-stream-budget), fewer than the load client's connections.
+class token_principal_authenticator {
+ public:
+  [[nodiscard]] std::optional<mcpcore::principal> authenticate(const mcpcore::http_request_view& req) const {
+    mcpcore::principal who;
+    who.id = std::string{default_principal};
+    who.kind = mcpcore::principal_kind::service;
+    if (const auto value = req.header("Authorization")) {
+      constexpr std::string_view scheme = "Bearer ";
+      if (!value->starts_with(scheme)) return std::nullopt;
+      const std::string_view token = value->substr(scheme.size());
+      if (token.empty() || token.size() > max_token_bytes) return std::nullopt;
+      who.id += '-';
+      who.id += token;
+    }
+    return who;
+  }
+  [[nodiscard]] mcpcore::credential_verdict revalidate(const mcpcore::principal& /*who*/) const noexcept {
+    return mcpcore::credential_verdict::valid;
+  }
+};
+
 /// Connections kept free beyond --max-streams (the harness's own requests, the load client).
 constexpr std::size_t connection_margin = 64;
 
@@ -71,7 +126,8 @@ constexpr std::size_t connection_margin = 64;
   std::fprintf(stderr,
                "echo_server: %s\nusage: echo_server [--port N] [--port-file PATH] [--io-threads N] "
                "[--handler-threads N] [--max-sessions N] [--max-streams N] [--max-dispatch N]\n"
-               "                   [--transport-only | --inline-dispatch]\n",
+               "                   [--transport-only | --inline-dispatch] [--principal-per-token]\n"
+               "                   [--bridge-records N] [--tick-ms N]\n",
                why);
   std::exit(2);
 }
@@ -93,6 +149,7 @@ int main(int argc, char** argv) {
   std::string port_file;
   bool transport_only = false;
   bool inline_dispatch = false;
+  bool principal_per_token = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--transport-only") {
@@ -101,6 +158,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--inline-dispatch") {
       inline_dispatch = true;
+      continue;
+    }
+    if (a == "--principal-per-token") {
+      principal_per_token = true;
       continue;
     }
     if (i + 1 >= argc) usage("an option lacks its value");
@@ -119,6 +180,10 @@ int main(int argc, char** argv) {
       const std::size_t n = positive(v);
       endpoint_options.session.max_sessions = n;
       endpoint_options.session.max_sessions_per_principal = n;
+    } else if (a == "--bridge-records") {
+      endpoint_options.bridge.max_records = positive(v);
+    } else if (a == "--tick-ms") {
+      transport_options.tick_interval = std::chrono::milliseconds{positive(v)};
     } else if (a == "--max-dispatch") {
       endpoint_options.max_dispatch_per_principal = positive(v);
     } else if (a == "--max-streams") {
@@ -141,6 +206,22 @@ int main(int argc, char** argv) {
       .handler([](mcpcore::call_context&, const mcpcore::arguments& args) {
         return mcpcore::tool_result::text(std::string{args["text"].as_string()});
       });
+  // progress10: the streamed call of run.sh's stream targets (stream.lua). With a progress token it
+  // sends progress_steps notifications/progress (1 to 10 of 10) before its result, so the endpoint
+  // answers it as an SSE stream; without one it is the echo call.
+  b.tool("progress10")
+      .description("Reports progress 10 times, then returns the given text unchanged.")
+      .input_schema(std::string{echo_schema})
+      .security("Echo", mcpcore::operation::read)
+      .effect(mcpcore::tool_effect::read_only, true)
+      .handler([](mcpcore::call_context& ctx, const mcpcore::arguments& args) {
+        if (ctx.wants_progress()) {
+          for (int i = 1; i <= progress_steps; ++i) {
+            (void)ctx.progress(static_cast<double>(i), static_cast<double>(progress_steps));
+          }
+        }
+        return mcpcore::tool_result::text(std::string{args["text"].as_string()});
+      });
   b.policy(mcpcore::open_tier_policy{}).authorizer(mcpcore::allow_all_authorizer{}).metrics(metrics);
   auto built = b.build();
   if (!built) {
@@ -150,9 +231,15 @@ int main(int argc, char** argv) {
   mcpcore::server& srv = *built;
 
   mcpcore::principal caller;
-  caller.id = "bench";
+  caller.id = std::string{default_principal};
   caller.kind = mcpcore::principal_kind::service;
-  mcpcore::http_endpoint endpoint{srv, mcpcore::fixed_authenticator{caller}, std::move(endpoint_options)};
+  std::optional<mcpcore::http_endpoint> endpoint_storage;
+  if (principal_per_token) {
+    endpoint_storage.emplace(srv, token_principal_authenticator{}, std::move(endpoint_options));
+  } else {
+    endpoint_storage.emplace(srv, mcpcore::fixed_authenticator{caller}, std::move(endpoint_options));
+  }
+  mcpcore::http_endpoint& endpoint = *endpoint_storage;
   endpoint.set_metrics(metrics);
 
   // SIGINT and SIGTERM are taken by sigwait below: block them before any thread starts, so that
@@ -202,9 +289,16 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The thread counts the server runs with: an option left at 0 is sized to the machine's hardware
+  // threads when the server starts (docs/transport.md#threads); run.sh records this line.
+  const std::size_t hardware = std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
+  const std::size_t io_threads = transport_options.io_threads != 0 ? transport_options.io_threads
+                                                                   : mcpcore::transport::sized_io_threads(hardware);
+  const std::size_t handler_threads = transport_options.handler_threads != 0
+                                          ? transport_options.handler_threads
+                                          : mcpcore::transport::sized_handler_threads(hardware);
   std::fprintf(stderr, "echo_server: mcpcore %s listening on http://127.0.0.1:%u/mcp (io %zu, handler %zu threads%s)\n",
-               MCPCORE_VERSION_STRING, static_cast<unsigned>(http.port()), transport_options.io_threads,
-               transport_options.handler_threads,
+               MCPCORE_VERSION_STRING, static_cast<unsigned>(http.port()), io_threads, handler_threads,
                transport_only ? ", transport only" : inline_dispatch ? ", dispatch inline" : "");
 
   int sig = 0;

@@ -17,6 +17,27 @@
 #          ts2026       bench/http/ts2026_echo_server.mjs: the official TypeScript SDK v2
 #                       (@modelcontextprotocol/server), createMcpHandler, a new McpServer per
 #                       request, JSON responses (its default)
+#          and, only when listed in --targets (or with --only stream, --only churn), two more
+#          workloads, each against mcpcore and the TypeScript server:
+#          mcpcore-stream, ts-stream
+#                       the streamed call (stream.lua): tools/call of `progress10` with a progress
+#                       token on an open 2025 session; the server sends 10 progress notifications
+#                       and then the echo result, as one SSE response. The call rotates over
+#                       --connections sessions, each opened as its own principal (a bearer token:
+#                       mcpcore holds at most 4 streamed POSTs of one principal open at once,
+#                       docs/sessions.md#the-stream-budget); mcpcore's server runs with the
+#                       bridge's record cap and maintenance tick raised (echo_server
+#                       --bridge-records, --tick-ms: with the defaults it refuses streamed calls
+#                       beyond about 256 per 3 s)
+#          mcpcore-churn, ts-churn
+#                       session churn (churn.lua): each unit is one session's lifecycle,
+#                       initialize, notifications/initialized, one echo tools/call and DELETE, one
+#                       step after the other on a keep-alive connection; wrk runs one connection
+#                       per thread (-tN -cN with N = --connections) and reuses it, so a
+#                       lifecycle's cost holds no TCP handshake. requests/s and CPU per request
+#                       are then per lifecycle, latency per step (one HTTP request). mcpcore's
+#                       server runs with its session caps raised above the sessions a run can
+#                       leave open (echo_server --max-sessions)
 #          and, with --only haproxy (which has its own default targets), the cost of a balancer
 #          in front of mcpcore (docs/performance.md, "Behind HAProxy"): HAProxy (Debian haproxy)
 #          started by this script with bench/http/haproxy.cfg, the configuration of
@@ -36,9 +57,8 @@
 #          HAProxy's alone is reported beside it; after each run through a balancer, the requests
 #          each server received (HAProxy's stats socket);
 #          after a warm-up run of each, in rounds that alternate them (the order rotates each
-#          round); requests/s, p50, p99, the server's RSS after each run and its CPU time per
-#          request; with --out, the medians of requests/s and of CPU time per request also as bar
-#          charts (bars.pl);
+#          round); requests/s, p50, p90, p99 and p99.9 latency, the server's RSS after each run
+#          and its CPU time per request; with --out, also as a table and as figures (below);
 #   idle   memory of idle sessions and of idle open SSE GET streams (idle_streams.cpp), on fresh
 #          servers: mcpcore and, as the reference, the TypeScript SDK server.
 # Every server is started by this script, checked (its first echo answer must be right) before it
@@ -58,14 +78,15 @@
 #   --idle-streams N      idle GET streams (one session each) on mcpcore (default 10000)
 #   --idle-sessions N     idle sessions on mcpcore (default 10000)
 #   --ts-idle N           idle sessions, then idle streams, on the TypeScript server (default 1000)
-#   --only load|idle|haproxy
+#   --only load|idle|haproxy|stream|churn
 #                         run one part only; haproxy is the load part with the balancer's
 #                         targets (default: "direct haproxy1 haproxy3 direct-2026 haproxy1-2026
-#                         haproxy3-2026 nginx nginx-haproxy")
+#                         haproxy3-2026 nginx nginx-haproxy"), stream and churn the load part with
+#                         "mcpcore-stream ts-stream" and "mcpcore-churn ts-churn"
 #   --targets "LIST"      servers to measure, among mcpcore ts nginx asio inline mcpcore2026
 #                         ts2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026
-#                         nginx-haproxy (default: "mcpcore ts nginx asio"); idle measures mcpcore
-#                         and ts
+#                         nginx-haproxy mcpcore-stream ts-stream mcpcore-churn ts-churn (default:
+#                         "mcpcore ts nginx asio"); idle measures mcpcore and ts
 #   --sessions N          sessions that the 2025 request of direct, haproxy1 and haproxy3 rotates
 #                         over (default 3: one per server behind haproxy3)
 #   --build-dir DIR       where to build mcpcore in Release (default: build/release-bench, the
@@ -73,16 +94,26 @@
 #   --bin-dir DIR         use mcpcore_bench_http_echo_server and mcpcore_bench_http_idle_streams
 #                         from DIR instead of building
 #   --smoke               a short self-check of the mcpcore side only (no wrk, nginx or Node):
-#                         start, first echo, 20 idle streams; what ctest runs. With --only
+#                         start, first echo, one streamed call (10 progress notifications, then
+#                         the result), one session lifecycle (initialize, initialized, echo,
+#                         DELETE, then 404 on the deleted session), 20 idle streams; what ctest
+#                         runs (with curl). With --only
 #                         haproxy, the balancer's instead (no wrk, nginx or Node; HAProxy is
 #                         needed): three echo servers behind HAProxy with haproxy.cfg, all UP,
 #                         three sessions opened through it land on three different servers and
 #                         their calls stick there, three 2026 calls go to the three in turn
-#   --out FILE            also write the result lines to FILE and, after a load run,
-#                         FILE.rps.tsv and FILE.cpu.tsv (per target: the median requests/s, or
-#                         server CPU µs per request, and each round's value), drawn by bars.pl as
-#                         FILE.rps.svg and FILE.cpu.svg
-# Missing tools are installed once with apt-get (wrk, nginx, curl, haproxy) and npm ci (tests/interop).
+#   --out FILE            also write the result lines to FILE; after a load run FILE.tsv, one row
+#                         per target: the median requests/s and each round's, the median server
+#                         CPU µs per request and each round's, the medians of p50, p90, p99 and
+#                         p99.9 latency (µs) and of RSS (KiB), and behind a balancer the ratios to
+#                         the same call without it; after an idle run FILE.idle.tsv, one row per
+#                         server: bytes per idle session and per session with an open GET stream.
+#                         Both start with "# key: value" lines (the machine, the wrk settings) and
+#                         a header line naming the columns. gnuplot then draws them with
+#                         bench/http/plot.gp as FILE.rps.svg (throughput), FILE.cpu.svg (CPU per
+#                         request), FILE.latency.svg (percentiles) and FILE.idle.svg (memory)
+# Missing tools are installed once with apt-get (wrk, nginx, curl, haproxy, and gnuplot-nox with
+# --out) and npm ci (tests/interop).
 # shellcheck disable=SC2034,SC2154 # each server's <name>_pid, _port and _sid are set by printf -v and read as ${!var}; set -u still stops on an unset one
 set -euo pipefail
 
@@ -120,20 +151,36 @@ for n in "$rounds" "$duration" "$warmup" "$connections" "$wrk_threads" "${io_thr
          "$idle_streams" "$idle_sessions" "$ts_idle" "$sessions"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: counts and durations must be positive integers" >&2; exit 2; }
 done
-# The --out file's folder is made here, so that a run's results are never lost at the end.
-if [[ -n "$out" ]]; then mkdir -p "$(dirname "$out")"; fi
+# The --out file's folder is made here, so that a run's results are never lost at the end; the
+# previous run's tables and figures under that name go, so that none is taken for this run's.
+if [[ -n "$out" ]]; then
+  mkdir -p "$(dirname "$out")"
+  rm -f "$out.tsv" "$out.idle.tsv" "$out.rps.svg" "$out.cpu.svg" "$out.latency.svg" "$out.idle.svg"
+fi
+# mcpcore-stream's server: the progress bridge's record cap and the maintenance tick (echo_server
+# --bridge-records, --tick-ms). A finished streamed call's record counts until the tick's sweep
+# reaps it: at this load (thousands of calls per second) some hundreds per 100 ms tick, well
+# within the cap.
+stream_bridge_records=65536 stream_tick_ms=100
+# mcpcore-churn's server: sessions allowed beyond those the runs may leave open (its default
+# global cap).
+churn_session_margin=1024
 run_load=1 run_idle=1 default_targets="mcpcore ts nginx asio"
 case "$only" in
   "") ;;
   load) run_idle=0 ;;
   idle) run_load=0 ;;
   haproxy) run_idle=0 default_targets="direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026 nginx nginx-haproxy" ;;
-  *) echo "run.sh: --only takes load, idle or haproxy" >&2; exit 2 ;;
+  stream) run_idle=0 default_targets="mcpcore-stream ts-stream" ;;
+  churn) run_idle=0 default_targets="mcpcore-churn ts-churn" ;;
+  *) echo "run.sh: --only takes load, idle, haproxy, stream or churn" >&2; exit 2 ;;
 esac
 read -r -a targets <<<"${targets_arg:-$default_targets}"
 has() { [[ " ${targets[*]} " == *" $1 "* ]]; }
+known_targets=" mcpcore ts nginx asio inline mcpcore2026 ts2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026"
+known_targets+=" haproxy3-2026 nginx-haproxy mcpcore-stream ts-stream mcpcore-churn ts-churn "
 for t in "${targets[@]}"; do
-  [[ " mcpcore ts nginx asio inline mcpcore2026 ts2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026 nginx-haproxy " == *" $t "* ]] ||
+  [[ "$known_targets" == *" $t "* ]] ||
     { echo "run.sh: unknown target $t" >&2; exit 2; }
 done
 # The smoke checks mcpcore alone, or with --only haproxy the balancer in front of three servers.
@@ -145,6 +192,8 @@ fi
 var() { printf '%s' "${1//-/_}"; }
 # The targets that go through a balancer, and those that need the echo servers behind it.
 balanced() { has haproxy1 || has haproxy3 || has haproxy1-2026 || has haproxy3-2026 || has nginx-haproxy; }
+# The targets served by the TypeScript SDK v1 server (ts_echo_server.mjs).
+has_ts() { has ts || has ts-stream || has ts-churn; }
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
@@ -187,10 +236,13 @@ if ((smoke == 0)); then
     ensure_apt nginx nginx
     nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
   fi
-  if has ts || has ts2026; then
+  if [[ -n "$out" ]]; then
+    ensure_apt gnuplot gnuplot-nox  # draws the figures (plot.gp)
+  fi
+  if has_ts || has ts2026; then
     command -v node >/dev/null || die "node is needed for the TypeScript SDK servers (scripts/install-deps installs it)"
   fi
-  if { has ts && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/sdk" ]]; } ||
+  if { has_ts && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/sdk" ]]; } ||
      { has ts2026 && [[ ! -d "$root/tests/interop/node_modules/@modelcontextprotocol/server" ]]; }; then
     log "run.sh: npm ci in tests/interop (the pinned TypeScript SDKs)"
     npm ci --prefix "$root/tests/interop" --no-audit --no-fund --loglevel=error
@@ -218,7 +270,8 @@ if [[ -z "$bin_dir" ]]; then  # (the idle client is built with it; the TypeScrip
 fi
 echo_server="$bin_dir/mcpcore_bench_http_echo_server"
 idle_client="$bin_dir/mcpcore_bench_http_idle_streams"
-for t in mcpcore asio inline mcpcore2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026; do
+for t in mcpcore asio inline mcpcore2026 direct haproxy1 haproxy3 direct-2026 haproxy1-2026 haproxy3-2026 \
+         mcpcore-stream mcpcore-churn; do
   if has "$t" && [[ ! -x "$echo_server" ]]; then die "missing $echo_server"; fi
 done
 if ((run_idle)) && [[ ! -x "$idle_client" ]]; then die "missing $idle_client"; fi
@@ -406,16 +459,19 @@ cpu_ticks() {
 clk_tck=$(getconf CLK_TCK)
 
 mcp_headers=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
-# open_session <port>: initialize + notifications/initialized; prints the Mcp-Session-Id.
+# open_session <port> [token]: initialize + notifications/initialized (with `Authorization: Bearer
+# <token>` when given: the principal of echo_server --principal-per-token); prints the
+# Mcp-Session-Id.
 open_session() {
-  local port="$1" sid status
+  local port="$1" sid status auth=()
+  [[ -z "${2:-}" ]] || auth=(-H "Authorization: Bearer $2")
   curl -sS --max-time 10 -D "$work/init.head" -o "$work/init.body" -X POST "http://127.0.0.1:$port/mcp" \
-       "${mcp_headers[@]}" \
+       "${mcp_headers[@]}" "${auth[@]}" \
        -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpcore-http-bench","version":"1"}}}'
   sid=$(awk 'tolower($1) == "mcp-session-id:" {print $2}' "$work/init.head" | tr -d '\r')
   [[ -n "$sid" ]] || { log "run.sh: initialize on port $port gave no Mcp-Session-Id:"; cat "$work/init.head" "$work/init.body" >&2; return 1; }
   status=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" \
-           "${mcp_headers[@]}" -H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid" \
+           "${mcp_headers[@]}" "${auth[@]}" -H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid" \
            -d '{"jsonrpc":"2.0","method":"notifications/initialized"}')
   [[ "$status" == 202 ]] || { log "run.sh: notifications/initialized on port $port answered $status"; return 1; }
   echo "$sid"
@@ -451,6 +507,71 @@ check_first_echo() {
   local type
   type=$(awk 'tolower($1) == "content-type:" {print $2}' "$work/$name.first.head" | tr -d '\r;')
   log "run.sh: $name: first echo answer OK ($type, $(printf '%s' "$body" | wc -c) bytes)"
+}
+
+# Progress notifications of one streamed call (progress10 in echo_server.cpp and ts_echo_server.mjs;
+# stream.lua checks the same count).
+progress_steps=10
+# stream_answer_ok <head file> <body file> <id> <token>: whether the answer is what stream.lua
+# accepts: text/event-stream, whose events' data hold exactly $progress_steps progress notifications
+# for the token with strictly increasing progress, then the echo result with the id, nothing after.
+stream_answer_ok() {
+  grep -qi '^content-type: *text/event-stream' "$1" || return 1
+  awk -v id="$3" -v token="$4" -v steps="$progress_steps" '
+    /^data:/ {
+      d = $0; sub(/^data: ?/, "", d); sub(/\r$/, "", d)
+      if (d == "") next
+      if (result) { bad = 1; next }
+      if (index(d, "\"method\":\"notifications/progress\"")) {
+        if (!index(d, "\"progressToken\":\"" token "\"") || !match(d, /"progress":[0-9.]+/)) { bad = 1; next }
+        p = substr(d, RSTART + 11, RLENGTH - 11) + 0
+        if (n > 0 && p <= last) bad = 1
+        last = p; n++
+      } else if (index(d, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]}") &&
+                 (index(d, "\"id\":" id ",") || index(d, "\"id\":" id "}"))) {
+        result = 1
+      } else {
+        bad = 1
+      }
+    }
+    END { exit !(result && !bad && n == steps) }' "$2"
+}
+# check_first_stream <name> <port> <session> [token]: one streamed call (stream.lua's, id 1, token
+# "p1") on the session must be answered as stream_answer_ok says.
+check_first_stream() {
+  local name="$1" port="$2" sid="$3" status hdr=("${mcp_headers[@]}")
+  hdr+=(-H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid")
+  [[ -z "${4:-}" ]] || hdr+=(-H "Authorization: Bearer $4")
+  status=$(curl -sS --max-time 10 -D "$work/$name.first.head" -o "$work/$name.first.body" -w '%{http_code}' \
+           -X POST "http://127.0.0.1:$port/mcp" "${hdr[@]}" \
+           -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress10","arguments":{"text":"hello"},"_meta":{"progressToken":"p1"}}}')
+  if [[ "$status" != 200 ]] || ! stream_answer_ok "$work/$name.first.head" "$work/$name.first.body" 1 p1; then
+    log "run.sh: $name: wrong streamed call answer (HTTP $status):"
+    cat "$work/$name.first.head" "$work/$name.first.body" >&2
+    return 1
+  fi
+}
+# check_lifecycle <name> <port>: one session lifecycle as churn.lua runs it, with its checks:
+# initialize (200, a session id, the result with id 0), notifications/initialized (202), the echo
+# call (check_first_echo), DELETE (200 or 204); then a call on the deleted session must be 404.
+check_lifecycle() {
+  local name="$1" port="$2" sid status deleted body
+  sid=$(open_session "$port")
+  body=$(cat "$work/init.body")
+  if [[ "$body" != *'"protocolVersion":"2025-11-25"'* || ( "$body" != *'"id":0,'* && "$body" != *'"id":0}'* ) ]]; then
+    log "run.sh: $name: wrong initialize answer: $body"; return 1
+  fi
+  check_first_echo "$name" "$port" "$sid" id
+  deleted=$(curl -sS --max-time 10 -o "$work/$name.delete.body" -w '%{http_code}' -X DELETE \
+            "http://127.0.0.1:$port/mcp" -H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid")
+  if [[ "$deleted" != 200 && "$deleted" != 204 ]]; then
+    log "run.sh: $name: DELETE of the session answered $deleted"; return 1
+  fi
+  status=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" \
+           "${mcp_headers[@]}" -H 'MCP-Protocol-Version: 2025-11-25' -H "Mcp-Session-Id: $sid" \
+           -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}')
+  [[ "$status" == 404 ]] || { log "run.sh: $name: a call on the deleted session answered $status, not 404"; return 1; }
+  log "run.sh: $name: one session lifecycle OK (initialize, initialized, echo, DELETE $deleted, then 404)"
 }
 
 # served_by_check <expected server> <head file> <what>: fails unless HAProxy's answer names it.
@@ -492,18 +613,24 @@ if ((smoke)); then
   start_mcpcore smoke_mcpcore --max-sessions 100 --max-streams 100
   sid=$(open_session "$smoke_mcpcore_port")
   check_first_echo smoke_mcpcore "$smoke_mcpcore_port" "$sid" id
+  check_first_stream smoke_mcpcore_stream "$smoke_mcpcore_port" "$sid"
+  log "run.sh: smoke_mcpcore: streamed call OK ($progress_steps progress notifications, then the result)"
+  check_lifecycle smoke_mcpcore_churn "$smoke_mcpcore_port"
   "$idle_client" --port "$smoke_mcpcore_port" --pid "$smoke_mcpcore_pid" --count 20 --streams --settle-ms 100
   log "run.sh: smoke passed"
   exit 0
 fi
 
 failed=0
+machine_desc=""  # the date and the machine, for the tables' "# machine:" lines (plot.gp's titles)
 machine_notes() {  # the machine, its load and the tools, as comment lines
+  machine_desc="$(date -u '+%Y-%m-%d %H:%M UTC'); nproc $(nproc)"
+  machine_desc+="; $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
   result "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'); nproc $(nproc); $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo); load average $(cut -d' ' -f1-3 /proc/loadavg)"
   local tools="" v
   if command -v wrk >/dev/null; then v=$(wrk -v 2>&1 | head -1 || true); tools+="; ${v%% Copyright*}"; fi
   if [[ -n "$nginx_bin" ]]; then v=$("$nginx_bin" -v 2>&1 || true); tools+="; nginx ${v##*/}"; fi
-  if has ts || has ts2026; then tools+="; node $("$node_bin" --version)"; fi
+  if has_ts || has ts2026; then tools+="; node $("$node_bin" --version)"; fi
   result "#${tools#;}"
 }
 
@@ -547,6 +674,53 @@ if ((run_load)); then
     start_ts2026 ts2026
     ts2026_sid=""
     check_first_echo ts2026 "$ts2026_port" "" 2026
+  fi
+  # The streamed call: --connections sessions on each server, each opened as its own principal
+  # (bearer tokens s1, s2, ...: echo_server --principal-per-token; the TypeScript server ignores
+  # them) and checked with one streamed call; stream.lua rotates over them. mcpcore holds at most 4
+  # streamed POSTs of one principal, and of one session, open at once
+  # (docs/sessions.md#the-stream-budget): one session for every connection would be refused 429 by
+  # design, as one client holding more would. And the bridge keeps a finished call's record until
+  # the maintenance tick's sweep reaps it (docs/sessions.md#progress-records): with the defaults
+  # (256 records, a tick every 3 s) a server refuses streamed calls beyond about 256 per 3 s
+  # (429 post_record_cap), far below this load, so mcpcore-stream's server keeps
+  # $stream_bridge_records records and ticks every $stream_tick_ms ms.
+  open_stream_sessions() {  # open_stream_sessions <target> <port>: sets <var>_sid and <var>_bearer
+    local v k sid sids="" tokens=""
+    v=$(var "$1")
+    for ((k = 1; k <= connections; ++k)); do
+      sid=$(open_session "$2" "s$k")
+      check_first_stream "$v" "$2" "$sid" "s$k"
+      sids+="${sids:+ }$sid" tokens+="${tokens:+ }s$k"
+    done
+    printf -v "${v}_sid" '%s' "$sids"
+    printf -v "${v}_bearer" '%s' "$tokens"
+    log "run.sh: $1: $connections sessions, the first streamed call of each OK"
+  }
+  if has mcpcore-stream; then
+    start_mcpcore mcpcore_stream --principal-per-token --bridge-records "$stream_bridge_records" \
+                  --tick-ms "$stream_tick_ms"
+    open_stream_sessions mcpcore-stream "$mcpcore_stream_port"
+    result "# mcpcore-stream echo_server: --principal-per-token --bridge-records $stream_bridge_records" \
+           "--tick-ms $stream_tick_ms; $connections sessions, one principal each"
+  fi
+  if has ts-stream; then
+    start_ts ts_stream
+    open_stream_sessions ts-stream "$ts_stream_port"
+  fi
+  # Session churn: each server's first lifecycle is checked as churn.lua checks it (and the deleted
+  # session must be gone). mcpcore's session caps (per principal 8 by default, and every request
+  # is the one principal) are raised above what the runs may hold: the lifecycles under way, one
+  # per connection, and as many left open by each run that wrk stops mid-lifecycle.
+  if has mcpcore-churn; then
+    start_mcpcore mcpcore_churn --max-sessions $(( connections * (rounds + 2) + churn_session_margin ))
+    mcpcore_churn_sid=""
+    check_lifecycle mcpcore-churn "$mcpcore_churn_port"
+  fi
+  if has ts-churn; then
+    start_ts ts_churn
+    ts_churn_sid=""
+    check_lifecycle ts-churn "$ts_churn_port"
   fi
   # Behind HAProxy: echo servers be1 (direct's, and the one behind haproxy1) and be2, be3 (with
   # be1, behind haproxy3); balancers h1, h3 and hn (in front of nginx). Each 2025 target opens its
@@ -622,18 +796,23 @@ if ((run_load)); then
   }
   declare -A mode=([mcpcore]=id [ts]=id [nginx]=fixed [asio]=fixed [inline]=id [mcpcore2026]=2026 [ts2026]=2026
                    [direct]=id [haproxy1]=id [haproxy3]=id [direct-2026]=2026 [haproxy1-2026]=2026
-                   [haproxy3-2026]=2026 [nginx-haproxy]=fixed)
+                   [haproxy3-2026]=2026 [nginx-haproxy]=fixed [mcpcore-stream]=stream [ts-stream]=stream
+                   [mcpcore-churn]=churn [ts-churn]=churn)
 
   # load <target> <seconds> <first id>: one wrk run; prints its RESULT line (zeros when wrk
   # failed) and fails when wrk failed or a response was not a correct 200.
   load() {
-    local t="$1" secs="$2" first="$3" port_var sid_var rc=0
-    port_var="$(var "$1")_port" sid_var="$(var "$1")_sid"
-    local script=echo.lua args=("${mode[$t]}" "$first")
-    # echo2026.lua always checks ids, so it takes the first id alone.
-    if [[ "${mode[$t]}" == 2026 ]]; then script=echo2026.lua args=("$first"); fi
-    MCP_PATH=/mcp MCP_SESSION_ID="${!sid_var}" \
-      wrk -t"$wrk_threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/$script" \
+    local t="$1" secs="$2" first="$3" port_var sid_var bearer_var rc=0
+    port_var="$(var "$1")_port" sid_var="$(var "$1")_sid" bearer_var="$(var "$1")_bearer"
+    local script=echo.lua args=("${mode[$t]}" "$first") threads="$wrk_threads"
+    case "${mode[$t]}" in
+      2026) script=echo2026.lua args=("$first") ;;  # echo2026.lua always checks ids: the first id alone
+      stream) script=stream.lua args=("$first") ;;
+      # churn.lua keeps one lifecycle per thread: one connection per thread.
+      churn) script=churn.lua args=("$first") threads="$connections" ;;
+    esac
+    MCP_PATH=/mcp MCP_SESSION_ID="${!sid_var}" MCP_BEARER="${!bearer_var:-}" \
+      wrk -t"$threads" -c"$connections" -d"${secs}s" --timeout 5s -s "$here/$script" \
           "http://127.0.0.1:${!port_var}" -- "${args[@]}" >"$work/wrk.out" 2>&1 || rc=$?
     local line wrk_cpu
     line=$(grep '^RESULT ' "$work/wrk.out" || true)
@@ -641,7 +820,7 @@ if ((run_load)); then
     # (times runs in this shell, its output to a file: in a pipe it would count a fresh subshell's.)
     times >"$work/times"
     wrk_cpu=$(awk -v hz="$clk_tck" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t * hz }' "$work/times")
-    printf '%s wrk_cpu_ticks=%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0}" "$wrk_cpu"
+    printf '%s wrk_cpu_ticks=%s\n' "${line:-RESULT requests=0 rps=0 p50_us=0 p99_us=0 ok=0 non200=0 wrong=0 p90_us=0 p999_us=0}" "$wrk_cpu"
     if ((rc != 0)) || [[ -z "$line" ]]; then
       log "run.sh: wrk against $t failed (exit $rc):"; cat "$work/wrk.out" >&2
       return 1
@@ -664,7 +843,14 @@ if ((run_load)); then
     first_id=$(( first_id + 100000000 ))
     [[ -z "${bal[$t]:-}" ]] || spread "$t"
   done
-  result "# load: wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds; columns: round target rps p50_us p99_us server_rss_kb server_cpu_us_per_request ok non200 wrong socket_errors load_average_1min balancer_cpu_us_per_request others_cpu_percent"
+  result "# load: wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds; columns: round target rps p50_us p99_us server_rss_kb server_cpu_us_per_request ok non200 wrong socket_errors load_average_1min balancer_cpu_us_per_request others_cpu_percent p90_us p999_us"
+  result "# (p90_us and p999_us, the 90th and 99.9th percentiles, come last so that the columns before them" \
+         "keep their places)"
+  if has mcpcore-churn || has ts-churn; then
+    result "# (churn targets: wrk -t$connections -c$connections, one connection per thread; rps, ok, non200 and" \
+           "wrong count session lifecycles, server_cpu_us_per_request is per lifecycle, the latencies are of one" \
+           "step, one HTTP request)"
+  fi
   result "# (others_cpu_percent: the CPU time that the machine's other processes took during the run, in % of all its CPUs' time: the user, nice and system time of /proc/stat less the target's and wrk's)"
   if balanced; then
     result "# (behind a balancer, server_rss_kb and server_cpu_us_per_request count HAProxy and every server behind it, balancer_cpu_us_per_request HAProxy alone; SPREAD: the requests each server received in that run)"
@@ -690,28 +876,34 @@ if ((run_load)); then
       rss=$(procs_sum rss_kb "$t")
       requests=$(field "$line" requests)
       socket_errors=$(( $(field "$line" connect_errors) + $(field "$line" read_errors) + $(field "$line" write_errors) + $(field "$line" timeouts) ))
-      result "LOAD $r $t $(field "$line" rps) $(field "$line" p50_us) $(field "$line" p99_us) $rss $(per_request "$cpu") $(field "$line" ok) $(field "$line" non200) $(field "$line" wrong) $socket_errors $(cut -d' ' -f1 /proc/loadavg) $(per_request "$balancer") $others"
+      result "LOAD $r $t $(field "$line" rps) $(field "$line" p50_us) $(field "$line" p99_us) $rss $(per_request "$cpu") $(field "$line" ok) $(field "$line" non200) $(field "$line" wrong) $socket_errors $(cut -d' ' -f1 /proc/loadavg) $(per_request "$balancer") $others $(field "$line" p90_us) $(field "$line" p999_us)"
       if [[ -n "$h" ]]; then spread "$t"; result "SPREAD $r $t$spread_out"; fi
     done
   done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done  # every server of the load part
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
+  # What DELETE left behind in the TypeScript server (its count on exit: the sessions that the
+  # runs stopped mid-lifecycle, at most one per connection and run).
+  if has ts-churn; then
+    result "# ts-churn: $(sed -n 's/^ts_echo_server: \(sessions opened.*\)/\1/p' "$work/ts_churn.log")"
+  fi
 
   # Medians over the rounds, and the ratios of the medians.
   summary=$(awk '
-    $1 == "LOAD" { n[$3]++; rps[$3, n[$3]] = $4; p50[$3, n[$3]] = $5; p99[$3, n[$3]] = $6; rss[$3, n[$3]] = $7; cpu[$3, n[$3]] = $8; bcpu[$3, n[$3]] = $14 + 0; others[$3, n[$3]] = $15 + 0; by_round[$2, $3] = $4; if ($2 > last) last = $2 }
+    $1 == "LOAD" { n[$3]++; rps[$3, n[$3]] = $4; p50[$3, n[$3]] = $5; p99[$3, n[$3]] = $6; rss[$3, n[$3]] = $7; cpu[$3, n[$3]] = $8; bcpu[$3, n[$3]] = $14 + 0; others[$3, n[$3]] = $15 + 0; p90[$3, n[$3]] = $16 + 0; p999[$3, n[$3]] = $17 + 0; by_round[$2, $3] = $4; if ($2 > last) last = $2 }
     function med(a, t, k,   i, j, v, m, tmp) {
       m = n[t]; for (i = 1; i <= m; i++) v[i] = a[t, i]
       for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] + 0 < v[i] + 0) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
       return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
     }
     END {
-      for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f balancer_cpu_us_per_request=%.0f others_cpu_percent=%.0f rounds=%d\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), med(bcpu, t), med(others, t), n[t]
+      for (t in n) printf "MEDIAN %s rps=%.0f p50_us=%.0f p99_us=%.0f rss_kb=%.0f cpu_us_per_request=%.0f balancer_cpu_us_per_request=%.0f others_cpu_percent=%.0f rounds=%d p90_us=%.0f p999_us=%.0f\n", t, med(rps, t), med(p50, t), med(p99, t), med(rss, t), med(cpu, t), med(bcpu, t), med(others, t), n[t], med(p90, t), med(p999, t)
       # Ratios of two targets (mcpcore2026/mcpcore: what the per-request era costs mcpcore, against
-      # calls on an open session; haproxy*/direct*, nginx-haproxy/nginx: what the balancer costs);
-      # round by round for all but mcpcore/inline.
-      nr = split("mcpcore/ts mcpcore/nginx mcpcore/asio asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore " balanced, pairs, " ")
+      # calls on an open session; haproxy*/direct*, nginx-haproxy/nginx: what the balancer costs;
+      # mcpcore-stream/mcpcore: the streamed call against the plain one); round by round for all
+      # but mcpcore/inline.
+      nr = split("mcpcore/ts mcpcore/nginx mcpcore/asio asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore mcpcore-stream/ts-stream mcpcore-churn/ts-churn mcpcore-stream/mcpcore " balanced, pairs, " ")
       for (r = 1; r <= last; r++) {
         line = ""
         for (i = 1; i <= nr; i++) {
@@ -720,7 +912,7 @@ if ((run_load)); then
         }
         if (line != "") printf "ROUND_RATIO %d rps%s\n", r, line
       }
-      np = split("mcpcore/ts mcpcore/nginx mcpcore/asio mcpcore/inline asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore " balanced, pairs, " ")
+      np = split("mcpcore/ts mcpcore/nginx mcpcore/asio mcpcore/inline asio/nginx mcpcore2026/ts2026 mcpcore2026/mcpcore mcpcore-stream/ts-stream mcpcore-churn/ts-churn mcpcore-stream/mcpcore " balanced, pairs, " ")
       for (i = 1; i <= np; i++) {
         split(pairs[i], p, "/")
         if (!(p[1] in n) || !(p[2] in n) || med(rps, p[2]) == 0 || med(cpu, p[2]) == 0) continue
@@ -729,34 +921,50 @@ if ((run_load)); then
     }' balanced="$ratio_pairs" "$work/results")
   printf '%s\n' "$summary" | sort | while IFS= read -r l; do result "$l"; done
 
-  # The two figures to read first, as bar charts beside --out: one bar per target, in --targets
-  # order, its median written at its end and each round's value under it (behind a balancer,
-  # preceded by the ratio of the medians to the same call without it, when that was measured).
+  # The table beside --out, which plot.gp draws: one row per target, in --targets order (see
+  # --help, and the column list in plot.gp). Medians as in the MEDIAN lines, each round's value in
+  # round order; behind a balancer, the ratios of the medians to the same call without it when
+  # that was measured.
   if [[ -n "$out" ]]; then
-    chart() {  # chart <kind> <MEDIAN field> <LOAD column> <title> <unit>: writes $out.<kind>.tsv and .svg
-      local kind="$1" key="$2" column="$3" t value b ratio
-      {
-        printf '# %s\t%s\n' "$4" "$5"
-        for t in "${targets[@]}"; do
-          value=$(field "$(grep "^MEDIAN $t " <<<"$summary")" "$key")
-          b="${base[$t]:-}" ratio=""
-          if [[ -n "$b" ]] && has "$b"; then
-            ratio=$(awk -v a="$value" -v b="$(field "$(grep "^MEDIAN $b " <<<"$summary")" "$key")" \
-                        -v n="$b" 'BEGIN { if (b > 0) printf "%.2f× %s; ", a / b, n }')
-          fi
-          printf '%s\t%s\t%srounds: %s\n' "$t" "$value" "$ratio" \
-                 "$(awk -v t="$t" -v c="$column" '$1 == "LOAD" && $3 == t { printf "%s%.0f", (k++ ? "; " : ""), $c }' "$work/results")"
-        done
-      } >"$out.$kind.tsv"
-      perl "$here/bars.pl" <"$out.$kind.tsv" >"$out.$kind.svg"
+    rounds_of() {  # rounds_of <target> <LOAD column>: "\t<value>" per round, "-" for a round missing
+      awk -v t="$1" -v c="$2" -v n="$rounds" '$1 == "LOAD" && $3 == t && k < n { printf "\t%.0f", $c; k++ }
+                                              END { for (; k < n; k++) printf "\t-" }' "$work/results"
     }
-    chart rps rps 4 "Requests per second, median of $rounds rounds (wrk -t$wrk_threads -c$connections -d${duration}s, loopback)" "req/s"
-    if balanced; then
-      chart cpu cpu_us_per_request 8 "CPU time per request (behind HAProxy: HAProxy and its servers), median of $rounds rounds" "µs"
-    else
-      chart cpu cpu_us_per_request 8 "Server CPU time per request, median of $rounds rounds" "µs"
-    fi
-    log "run.sh: charts in $out.rps.svg and $out.cpu.svg"
+    load_settings="wrk -t$wrk_threads -c$connections -d${duration}s, $rounds rounds after a ${warmup} s warm-up,"
+    load_settings+=" loopback"
+    if has mcpcore-churn || has ts-churn; then load_settings+="; churn: -t$connections, one lifecycle = 4 requests"; fi
+    cpu_what="Server CPU time per request"
+    if balanced; then cpu_what="CPU time per request of HAProxy and its servers"; fi
+    {
+      printf '# machine: %s\n# load: %s\n# cpu: %s\n# rounds: %s\n' \
+             "$machine_desc" "$load_settings" "$cpu_what" "$rounds"
+      printf 'target\tper\tmedian_rps'
+      for ((r = 1; r <= rounds; ++r)); do printf '\trps_r%d' "$r"; done
+      printf '\tmedian_cpu_us'
+      for ((r = 1; r <= rounds; ++r)); do printf '\tcpu_r%d' "$r"; done
+      printf '\tp50_us\tp90_us\tp99_us\tp999_us\trss_kb\tbase\trps_ratio\tcpu_ratio\n'
+      for t in "${targets[@]}"; do
+        m=$(grep "^MEDIAN $t " <<<"$summary" || true)
+        per=request
+        [[ "${mode[$t]}" != churn ]] || per=lifecycle
+        b="${base[$t]:-}" ratios=$'-\t-'
+        if [[ -n "$b" ]] && has "$b"; then
+          mb=$(grep "^MEDIAN $b " <<<"$summary" || true)
+          ratios=$(awk -v a="$(field "$m" rps)" -v b="$(field "$mb" rps)" -v c="$(field "$m" cpu_us_per_request)" \
+                       -v d="$(field "$mb" cpu_us_per_request)" \
+                         'BEGIN { printf "%s\t%s", (b > 0 ? sprintf("%.2f", a / b) : "-"),
+                                                (d > 0 ? sprintf("%.2f", c / d) : "-") }')
+        else
+          b="-"
+        fi
+        printf '%s\t%s\t%s' "$t" "$per" "$(field "$m" rps)"
+        rounds_of "$t" 4
+        printf '\t%s' "$(field "$m" cpu_us_per_request)"
+        rounds_of "$t" 8
+        printf '\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(field "$m" p50_us)" "$(field "$m" p90_us)" "$(field "$m" p99_us)" \
+               "$(field "$m" p999_us)" "$(field "$m" rss_kb)" "$b" "$ratios"
+      done
+    } >"$out.tsv"
   fi
 fi
 
@@ -780,7 +988,9 @@ idle() {
     return 0
   fi
   result "${line/IDLE /IDLE $kind }"
+  idle_bytes[$kind.$m]=$(field "$line" bytes_each)
 }
+declare -A idle_bytes=()  # <kind>.<mode> -> bytes_each of each idle measurement that succeeded
 if ((run_idle)); then
   ((run_load)) || machine_notes
   result "# idle: fresh server each; RSS before the first session and 2 s after the last; bytes_each = delta / count"
@@ -791,6 +1001,34 @@ if ((run_idle)); then
   if has ts; then
     idle ts sessions "$ts_idle"
     idle ts streams "$ts_idle"
+  fi
+  # The table beside --out, which plot.gp draws: one row per server (NaN for a failed measurement).
+  if [[ -n "$out" ]]; then
+    {
+      printf '# machine: %s\n' "$machine_desc"
+      printf '# idle: fresh server each; RSS before the first session and 2 s after the last, divided by the count\n'
+      printf 'server\tsessions\tbytes_per_session\tstreams\tbytes_per_stream\n'
+      if has mcpcore; then
+        printf 'mcpcore\t%s\t%s\t%s\t%s\n' "$idle_sessions" "${idle_bytes[mcpcore.sessions]:-NaN}" \
+               "$idle_streams" "${idle_bytes[mcpcore.streams]:-NaN}"
+      fi
+      if has ts; then
+        printf 'ts\t%s\t%s\t%s\t%s\n' "$ts_idle" "${idle_bytes[ts.sessions]:-NaN}" \
+               "$ts_idle" "${idle_bytes[ts.streams]:-NaN}"
+      fi
+    } >"$out.idle.tsv"
+  fi
+fi
+
+# The figures, from the tables (bench/http/plot.gp; gnuplot quotes ' in a '...' string as '').
+if [[ -n "$out" ]] && [[ -s "$out.tsv" || -s "$out.idle.tsv" ]]; then
+  if gnuplot -e "out='${out//\'/\'\'}'" "$here/plot.gp"; then
+    drawn=""
+    for f in "$out".tsv "$out".idle.tsv "$out".*.svg; do [[ ! -e "$f" ]] || drawn+=" $f"; done
+    log "run.sh: tables and figures:$drawn"
+  else
+    log "run.sh: gnuplot could not draw $out.tsv / $out.idle.tsv"
+    failed=1
   fi
 fi
 

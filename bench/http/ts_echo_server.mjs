@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reference server of the HTTP load benchmark (bench/http/run.sh): the official MCP TypeScript
-// SDK's Streamable HTTP server with one `echo` tool, the same tool mcpcore's echo_server serves.
+// SDK's Streamable HTTP server with the `echo` tool, the same tool mcpcore's echo_server serves,
+// and `progress10` (echo after 10 progress notifications), the same as echo_server's too.
 //
 // Mode: stateful (one transport and one McpServer per session, sessions keyed by Mcp-Session-Id),
 // SSE responses (enableJsonResponse false, the SDK's default), and the SDK's own InMemoryEventStore
@@ -26,6 +27,9 @@ const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const z = require('zod');
 
+/** Progress notifications that progress10 sends before its result (stream.lua expects this many). */
+const PROGRESS_STEPS = 10;
+
 function newServer() {
   const server = new McpServer({ name: 'ts-echo-server', version: sdkVersion });
   server.registerTool(
@@ -37,11 +41,37 @@ function newServer() {
     },
     async ({ text }) => ({ content: [{ type: 'text', text }] }),
   );
+  // The streamed call of run.sh's stream targets (stream.lua), as echo_server.cpp's progress10: with
+  // a progress token, PROGRESS_STEPS notifications/progress on the call's own SSE stream (the SDK
+  // relates them to the request), then the echo result; without one, the echo call.
+  server.registerTool(
+    'progress10',
+    {
+      description: 'Reports progress 10 times, then returns the given text unchanged.',
+      inputSchema: { text: z.string().max(4096) },
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    },
+    async ({ text }, extra) => {
+      const progressToken = extra._meta?.progressToken;
+      if (progressToken !== undefined) {
+        for (let progress = 1; progress <= PROGRESS_STEPS; ++progress) {
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress, total: PROGRESS_STEPS },
+          });
+        }
+      }
+      return { content: [{ type: 'text', text }] };
+    },
+  );
   return server;
 }
 
-/** Mcp-Session-Id → transport. */
+/** Mcp-Session-Id → transport. A transport leaves it when it closes (DELETE, or shutdown). */
 const transports = new Map();
+/** Sessions opened and closed so far, reported on exit (run.sh's churn targets check the balance). */
+let opened = 0;
+let closed = 0;
 
 function jsonRpcError(res, status, code, message) {
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
@@ -67,10 +97,13 @@ app.post('/mcp', async (req, res) => {
         eventStore: new InMemoryEventStore(),
         onsessioninitialized: (id) => {
           transports.set(id, transport);
+          ++opened;
         },
       });
+      // The SDK's DELETE handling closes the transport (and with it the McpServer connected to it)
+      // after its 200; this drops the last reference to both.
       transport.onclose = () => {
-        if (transport.sessionId !== undefined) transports.delete(transport.sessionId);
+        if (transport.sessionId !== undefined && transports.delete(transport.sessionId)) ++closed;
       };
       await newServer().connect(transport);
     }
@@ -81,7 +114,8 @@ app.post('/mcp', async (req, res) => {
   }
 });
 
-// GET opens the session's standalone SSE stream; DELETE ends the session.
+// GET opens the session's standalone SSE stream; DELETE ends the session (the SDK answers 200 and
+// closes the transport: onclose above removes it).
 async function sessionRequest(req, res) {
   const sid = req.headers['mcp-session-id'];
   const transport = sid === undefined ? undefined : transports.get(sid);
@@ -113,6 +147,7 @@ listener.headersTimeout = 60_000;
 listener.keepAliveTimeout = 60_000;
 
 function shutdown() {
+  console.error(`ts_echo_server: sessions opened ${opened}, closed ${closed}, open ${transports.size}`);
   for (const t of transports.values()) t.close().catch(() => {});
   listener.close();
   listener.closeAllConnections?.();
