@@ -1146,6 +1146,13 @@ class connection : public std::enable_shared_from_this<connection> {
       std::string().swap(in_);  // a held-open stream keeps no buffers it does not need
     }
     std::vector<http_header_view>().swap(fields_);
+    // No read deadline runs while a stream is open: its pending wait (an operation and a
+    // reference to this connection) goes now rather than when it would have fired.
+    if (deadline_kind_ == deadline_kind::none && deadline_waiting_) {
+      deadline_waiting_ = false;
+      ++deadline_gen_;
+      read_timer_.cancel();
+    }
     auto gate = srv_.gate_;
     stream_->on_ready([gate, weak = weak_from_this()] {
       gate->with([&] {
