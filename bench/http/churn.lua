@@ -70,12 +70,7 @@ local function session_headers(with_body)
   return h
 end
 
-local function header(hdrs, name)
-  for k, v in pairs(hdrs) do
-    if string.lower(k) == name then return v end
-  end
-  return nil
-end
+local header = common.header
 
 -- Ends the lifecycle under way: counts it, and starts the next one at initialize.
 local function finish()

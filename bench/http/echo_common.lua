@@ -157,4 +157,13 @@ function common.define(script, path, headers, after_id, expected)
   end
 end
 
+-- The value of header `name` (lower case) in wrk's response headers, whatever the case the server
+-- gave it (the servers differ); nil when absent.
+function common.header(hdrs, name)
+  for k, v in pairs(hdrs) do
+    if string.lower(k) == name then return v end
+  end
+  return nil
+end
+
 return common

@@ -67,13 +67,7 @@ local function after_id(id)
 end
 local result_text = '"result":{"content":[{"type":"text","text":"hello"}]}'
 
--- The header's value, whatever the case of its name (the servers differ).
-local function header(hdrs, name)
-  for k, v in pairs(hdrs) do
-    if string.lower(k) == name then return v end
-  end
-  return nil
-end
+local header = common.header
 
 -- Whether the SSE body holds the progress notifications, then the result (the id itself is
 -- checked against the outstanding ones by echo_common.lua).
