@@ -110,14 +110,9 @@ struct config {
   std::string metrics_prefix = "mcpcore";
   std::chrono::milliseconds tick = default_tick_interval;
   std::chrono::milliseconds heartbeat = mcpcore::default_pump_tick;
-  // The I/O threads are sized to the machine; the handler threads are not: execute_instruction
-  // waits for its command (up to its timeout), so the host keeps four calls able to wait at once
-  // however few the cores (docs/transport.md#threads).
-  mcpcore::transport::asio_http_server_options http = [] {
-    mcpcore::transport::asio_http_server_options o;
-    o.handler_threads = 4;
-    return o;
-  }();
+  // Both thread counts sized to the machine; at least four handler threads, so that calls of
+  // execute_instruction waiting for their commands leave threads for the rest (docs/transport.md#threads).
+  mcpcore::transport::asio_http_server_options http;
   mcpcore::http_endpoint_options endpoint;
   mcpcore::approval_options approvals;
   mcpcore::task_options tasks;

@@ -814,10 +814,12 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   CHECK(sized_io_threads(2) == 1);
   CHECK(sized_io_threads(8) == 2);
   CHECK(sized_io_threads(64) == 16);
-  CHECK(sized_handler_threads(0) == 1);
-  CHECK(sized_handler_threads(1) == 1);
-  CHECK(sized_handler_threads(2) == 1);
+  CHECK(sized_handler_threads(0) == 4);  // min_sized_handler_threads: one waiting call never stalls the rest
+  CHECK(sized_handler_threads(1) == 4);
+  CHECK(sized_handler_threads(2) == 4);
+  CHECK(sized_handler_threads(4) == 4);
   CHECK(sized_handler_threads(8) == 6);
+  CHECK(sized_handler_threads(16) == 12);
   asio_http_server_options o;  // the defaults: 0 and 0
   o.port = 0;
   CHECK(o.io_threads == 0);

@@ -36,12 +36,17 @@ inline constexpr std::size_t default_handler_threads = 0;
 [[nodiscard]] constexpr std::size_t sized_io_threads(std::size_t hardware) noexcept {
   return hardware / 4 > 0 ? hardware / 4 : 1;
 }
+/// Handler threads a server keeps at least, whatever its cores: a call that waits (a tool on a
+/// database, a task's detached work until it is cancelled) holds its thread, and with one thread
+/// every other request of the server would wait behind it (docs/transport.md#threads).
+inline constexpr std::size_t min_sized_handler_threads = 4;
 /// The handler threads of a machine with `hardware` hardware threads: the rest of the machine,
-/// at least one. Tools that block (on a database, another service) need more than the cores:
-/// set `handler_threads` to the calls that may wait at once.
+/// at least `min_sized_handler_threads`. Tools that wait longer or more often need more: set
+/// `handler_threads` to the calls that may wait at once.
 [[nodiscard]] constexpr std::size_t sized_handler_threads(std::size_t hardware) noexcept {
   const std::size_t io = sized_io_threads(hardware);
-  return hardware > io ? hardware - io : 1;
+  const std::size_t rest = hardware > io ? hardware - io : 0;
+  return rest > min_sized_handler_threads ? rest : min_sized_handler_threads;
 }
 /// Default number of handler tasks waiting for a handler thread before the executor refuses more.
 inline constexpr std::size_t default_handler_queue_cap = 256;
