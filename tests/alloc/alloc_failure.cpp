@@ -1046,7 +1046,9 @@ std::uint64_t steady_call_allocations(const http_endpoint_options& options) {
   http_world w{options};
   std::string sid;
   const auto init = post(std::string{initialize_body});
-  w.ep.handle(init.view(), [&](http_reply reply) { sid = std::string{reply.head.header("Mcp-Session-Id").value_or("")}; });
+  w.ep.handle(init.view(), [&](http_reply reply) {
+    sid = std::string{reply.head.header("Mcp-Session-Id").value_or("")};
+  });
   REQUIRE(sid.size() == session_id_length);
   std::uint64_t last = 0;
   for (int id = 1; id <= 20; ++id) {

@@ -218,7 +218,8 @@ TEST_CASE("sessions.md/fair-dispatch: a request's slot is free once its answer i
     fixture f{1};
     const auto make = [&](std::int64_t id) {
       if (!per_request) return call(id, "quick", "alice-token");
-      return pr_post(pr_body(std::to_string(id), "tools/call", R"("name":"quick","arguments":{})"), "tools/call", "quick");
+      return pr_post(pr_body(std::to_string(id), "tools/call", R"("name":"quick","arguments":{})"), "tools/call",
+                     "quick");
     };
     const request first = make(1);
     const request next = make(2);

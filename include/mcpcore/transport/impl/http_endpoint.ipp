@@ -88,7 +88,9 @@ inline constexpr std::size_t http_initial_answer_bytes = 512;
 class http_field_value {
  public:
   explicit operator bool() const noexcept { return present_; }
-  [[nodiscard]] std::string_view operator*() const noexcept { return joined_.empty() ? one_ : std::string_view{joined_}; }
+  [[nodiscard]] std::string_view operator*() const noexcept {
+    return joined_.empty() ? one_ : std::string_view{joined_};
+  }
 
  private:
   friend http_field_value http_joined(const http_request_view& req, std::string_view name);
@@ -420,7 +422,8 @@ struct http_endpoint::impl {
   /// A request's dispatch `task` for `principal` through the fair queues (docs/sessions.md#fair-dispatch):
   /// round-robin between principals, at most `max_dispatch_per_principal` queued or running per
   /// principal; the task frees its slot (`fair_slot::release`) when it delivers its answer. `keep`
-  /// (the task's state) lives until the task has run, so the task can be a raw pointer to it. Inline without an executor. Continuations of a call already admitted use `submit`.
+  /// (the task's state) lives until the task has run, so the task can be a raw pointer to it.
+  /// Inline without an executor. Continuations of a call already admitted use `submit`.
   /// @throws std::bad_alloc before anything ran
   detail::fair_submit submit_fair(std::string_view principal, std::function<void(detail::fair_slot&)> task,
                                   std::shared_ptr<void> keep) {
