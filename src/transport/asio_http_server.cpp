@@ -740,7 +740,13 @@ class connection : public std::enable_shared_from_this<connection> {
         try {
           c_.sync_deadline();
         } catch (...) {
-          c_.close();  // no memory for the wait: a connection that cannot be bounded in time closes
+          // No memory for the wait: a connection that cannot be bounded in time closes. As
+          // close(), without its keep-alive: the handler running process_input holds this
+          // connection. Both calls are noexcept.
+          if (!c_.is_closed()) {
+            c_.close_io();
+            c_.srv_.remove(&c_);
+          }
         }
       }
     }
