@@ -253,7 +253,7 @@ struct asio_http_server::impl {
         endpoint_(ep),
         pool_(std::make_shared<detail::handler_pool>(options_.handler_queue_cap)),
         gate_(std::make_shared<detail::post_gate>()),
-        io_(std::make_unique<asio::io_context>(static_cast<int>(std::max<std::size_t>(options_.io_threads, 1)))),
+        io_(std::make_unique<asio::io_context>(static_cast<int>(options_.io_threads))),
         control_(asio::make_strand(*io_)),
         acceptor_(control_),
         tick_timer_(control_),
@@ -1086,10 +1086,10 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   // Hands `req` to the endpoint or the handler, on this strand. The completion may run on any
-  // thread, at most once: it holds only a weak_ptr and posts the reply back to the strand
-  // through the gate, tagged with this turn's number.
-  // A second call of the completion (or one for a turn that has ended) is dropped by on_reply,
-  // which takes a reply only for the turn being answered and then moves the turn on.
+  // thread: it holds only a weak_ptr and posts the reply back to the strand through the gate,
+  // tagged with this turn's number. Only the first reply counts: on_reply takes a reply only for
+  // the turn being answered and then moves the turn on, so a second call (or one for a turn that
+  // has ended) is dropped.
   void call_handler(const parsed_request& req, std::optional<principal> caller) {
     http_request_view view = view_of(req, fields_);
     view.body = req.body;
@@ -1440,7 +1440,8 @@ result<void> asio_http_server::impl::start() {
     return std::unexpected(std::make_error_code(std::errc::operation_not_permitted));
   }
   const auto& o = options_;
-  if (o.io_threads == 0 || o.handler_threads == 0 || o.max_pipelined == 0 || o.header_read_timeout.count() <= 0 ||
+  // The thread counts are never 0 here: sized() resolved them when the server was made.
+  if (o.max_pipelined == 0 || o.header_read_timeout.count() <= 0 ||
       o.body_read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 || o.write_timeout.count() <= 0 ||
       o.tick_interval.count() <= 0 || o.shutdown_drain.count() < 0 || o.close_linger.count() < 0 ||
       (endpoint_ == nullptr && !handler_)) {

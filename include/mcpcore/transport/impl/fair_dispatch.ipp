@@ -93,7 +93,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
           ring_.push_back(&*it);
         } catch (...) {
           q.tasks.pop_back();
-          if (q.in_flight() == 0) forget_if_idle(it);
+          if (q.in_flight() == 0) forget_if_idle(&*it);
           throw;
         }
       }
@@ -211,13 +211,15 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
     auto* node = static_cast<map_type::value_type*>(entry);
     principal_queue& q = node->second;
     --q.running;
-    if (q.in_flight() == 0) forget_if_idle(by_principal_.find(std::string_view{node->first}));
+    if (q.in_flight() == 0) forget_if_idle(node);
   }
 
-  // Under `mutex_`: `it` has nothing queued or running (so it is off the ring). Kept while the
-  // map is small, for the principal's next request; else erased.
-  void forget_if_idle(map_type::iterator it) noexcept {
-    if (by_principal_.size() > kept_idle_principals) by_principal_.erase(it);
+  // Under `mutex_`: `node` has nothing queued or running (so it is off the ring). Kept while the
+  // map is small, for the principal's next request (no lookup then); else found and erased.
+  void forget_if_idle(map_type::value_type* node) noexcept {
+    if (by_principal_.size() > kept_idle_principals) {
+      by_principal_.erase(by_principal_.find(std::string_view{node->first}));
+    }
   }
 
   // The executor refused the closure of task `seq`: the task is taken back when it is still
@@ -235,7 +237,7 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
         dying = std::move(t->keep);
         q.tasks.erase(t);
         if (q.tasks.empty()) std::erase(ring_, &*it);
-        if (q.in_flight() == 0) forget_if_idle(it);
+        if (q.in_flight() == 0) forget_if_idle(&*it);
         return took::back;
       }
     }
