@@ -218,7 +218,8 @@ class fair_dispatch : public std::enable_shared_from_this<fair_dispatch> {
   // map is small, for the principal's next request (no lookup then); else found and erased.
   void forget_if_idle(map_type::value_type* node) noexcept {
     if (by_principal_.size() > kept_idle_principals) {
-      by_principal_.erase(by_principal_.find(std::string_view{node->first}));
+      const auto it = by_principal_.find(std::string_view{node->first});
+      if (it != by_principal_.end()) by_principal_.erase(it);
     }
   }
 
