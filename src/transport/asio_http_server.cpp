@@ -3,6 +3,7 @@
 // the bounded handler pool, TLS and the graceful stop.
 #include <mcpcore/transport/asio_http_server.hpp>
 
+#include "handler_pool.hpp"
 #include "http_head_parser.hpp"
 #include "http_response_writer.hpp"
 
@@ -130,92 +131,6 @@ std::error_code configure_tls(asio::ssl::context& ctx, const tls_options& tls) {
 
 namespace detail {
 
-// ---------------------------------------------------------------------------------------------
-// The bounded handler executor
-
-/// A fixed set of threads taking tasks from a bounded queue. Refuses (returns false) when the
-/// queue holds `cap` tasks or after stop. stop() runs every queued task, then joins.
-class handler_pool {
- public:
-  explicit handler_pool(std::size_t cap) : cap_(std::max<std::size_t>(cap, 1)) {}
-  handler_pool(const handler_pool&) = delete;
-  handler_pool& operator=(const handler_pool&) = delete;
-  ~handler_pool() { stop(); }
-
-  void start(std::size_t threads) {
-    std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < threads; ++i) {
-      threads_.emplace_back([this] { run(); });
-    }
-  }
-
-  bool submit(std::function<void()> task) {
-    if (!task) {
-      return false;
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_ || queue_.size() >= cap_) {
-        return false;
-      }
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
-  // Refuses new tasks, lets the threads finish every queued one, joins them.
-  void stop() noexcept {
-    std::vector<std::thread> threads;
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      threads.swap(threads_);
-    }
-    cv_.notify_all();
-    for (auto& t : threads) {
-      if (t.joinable() && t.get_id() != std::this_thread::get_id()) {
-        t.join();
-      } else if (t.joinable()) {
-        t.detach();
-      }
-    }
-  }
-
-  bool owns_current_thread() const {
-    std::lock_guard lock(mu_);
-    return std::any_of(threads_.begin(), threads_.end(),
-                       [](const std::thread& t) { return t.get_id() == std::this_thread::get_id(); });
-  }
-
- private:
-  void run() noexcept {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) {
-          return;
-        }
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        task();
-      } catch (...) {  // NOLINT(bugprone-empty-catch): a task's exception must not end the thread
-      }
-    }
-  }
-
-  const std::size_t cap_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;  // set by stop(): submit refuses, each thread ends once the queue is empty
-};
-
 /// Guards posting into the io_context from foreign threads (completions, wakers): once closed
 /// (the I/O threads are joined), nothing is posted any more and no connection is touched.
 class post_gate {
@@ -251,7 +166,8 @@ struct asio_http_server::impl {
       : options_(sized(std::move(o))),
         handler_(std::move(h)),
         endpoint_(ep),
-        pool_(std::make_shared<detail::handler_pool>(options_.handler_queue_cap)),
+        pool_(std::make_shared<detail::handler_pool>(options_.handler_queue_cap, options_.handler_grace,
+                                                     options_.handler_eager_threads)),
         gate_(std::make_shared<detail::post_gate>()),
         io_(std::make_unique<asio::io_context>(static_cast<int>(options_.io_threads))),
         control_(asio::make_strand(*io_)),
@@ -1431,6 +1347,9 @@ asio_http_server_options asio_http_server::impl::sized(asio_http_server_options 
   if (o.handler_threads == 0) {
     o.handler_threads = sized_handler_threads(hardware);
   }
+  if (o.handler_eager_threads == 0) {
+    o.handler_eager_threads = hardware > o.io_threads ? hardware - o.io_threads : 1;
+  }
   return o;
 }
 
@@ -1441,7 +1360,7 @@ result<void> asio_http_server::impl::start() {
   }
   const auto& o = options_;
   // The thread counts are never 0 here: sized() resolved them when the server was made.
-  if (o.max_pipelined == 0 || o.header_read_timeout.count() <= 0 ||
+  if (o.max_pipelined == 0 || o.handler_grace.count() <= 0 || o.header_read_timeout.count() <= 0 ||
       o.body_read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 || o.write_timeout.count() <= 0 ||
       o.tick_interval.count() <= 0 || o.shutdown_drain.count() < 0 || o.close_linger.count() < 0 ||
       (endpoint_ == nullptr && !handler_)) {

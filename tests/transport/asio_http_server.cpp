@@ -34,6 +34,7 @@ using mcpcore::http_request_view;
 using mcpcore::http_stream;
 using mcpcore::transport::asio_http_server;
 using mcpcore::transport::asio_http_server_options;
+using mcpcore::transport::default_handler_grace;
 using mcpcore::transport::sized_handler_threads;
 using mcpcore::transport::sized_io_threads;
 using test_http::eventually;
@@ -828,6 +829,8 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   asio_http_server srv(echo_handler, o);
   CHECK(srv.options().io_threads == sized_io_threads(hw));
   CHECK(srv.options().handler_threads == sized_handler_threads(hw));
+  CHECK(srv.options().handler_eager_threads == (hw > sized_io_threads(hw) ? hw - sized_io_threads(hw) : 1));
+  CHECK(srv.options().handler_grace == default_handler_grace);
   REQUIRE(srv.start());
   raw_client c(srv.port());
   REQUIRE(c.send(get("/sized")));
@@ -840,6 +843,30 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   asio_http_server set(echo_handler, o);
   CHECK(set.options().io_threads == 3);
   CHECK(set.options().handler_threads == 5);
+  CHECK(set.options().handler_eager_threads == (hw > 3 ? hw - 3 : 1));  // the cores the I/O threads leave
+  o.handler_eager_threads = 2;
+  asio_http_server eager(echo_handler, o);
+  CHECK(eager.options().handler_eager_threads == 2);
+}
+
+TEST_CASE("transport.md/threads: start() refuses a handler grace that is not positive") {
+  auto o = test_options();
+  o.handler_grace = std::chrono::microseconds{0};
+  asio_http_server zero(echo_handler, o);
+  auto r = zero.start();
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == std::errc::invalid_argument);
+  o.handler_grace = std::chrono::microseconds{-5};
+  asio_http_server negative(echo_handler, o);
+  CHECK_FALSE(negative.start());
+  o.handler_grace = std::chrono::microseconds{1};
+  asio_http_server tiny(echo_handler, o);
+  REQUIRE(tiny.start());
+  raw_client c(tiny.port());
+  REQUIRE(c.send(get("/tiny-grace")));
+  auto m = c.read_response();
+  REQUIRE(m);
+  CHECK(m->status == 200);
 }
 
 TEST_CASE("asio server: an answer larger than the socket takes at once is written whole to a slow reader") {

@@ -48,6 +48,12 @@ inline constexpr std::size_t min_sized_handler_threads = 4;
   const std::size_t rest = hardware > io ? hardware - io : 0;
   return rest > min_sized_handler_threads ? rest : min_sized_handler_threads;
 }
+/// Default time a queued handler task waits for a busy handler thread to come back for it before
+/// a sleeping thread is woken to take it (docs/transport.md#threads).
+inline constexpr std::chrono::microseconds default_handler_grace{1000};
+/// Default number of handler threads woken at once for a backlog of tasks: 0, sized to the
+/// machine when the server is made (the hardware threads the I/O threads leave, at least one).
+inline constexpr std::size_t default_handler_eager_threads = 0;
 /// Default number of handler tasks waiting for a handler thread before the executor refuses more.
 inline constexpr std::size_t default_handler_queue_cap = 256;
 /// Default number of open connections; further ones are answered 503 and closed.
@@ -102,6 +108,15 @@ struct asio_http_server_options {
   /// handler hands to `asio_http_server::executor`; 0 (the default): `sized_handler_threads` of
   /// the machine's hardware threads.
   std::size_t handler_threads = default_handler_threads;
+  /// Handler threads woken at once while tasks queue faster than the awake ones take them; beyond
+  /// them, a sleeping thread is woken only for a task that has waited `handler_grace`. Waking a
+  /// thread costs more than a short call, so a machine's spare cores are the useful number. 0
+  /// (the default): the hardware threads less the I/O threads, at least one.
+  std::size_t handler_eager_threads = default_handler_eager_threads;
+  /// How long a queued task waits for a busy handler thread before a sleeping one is woken to take
+  /// it: what a call that waits (a tool on a database, a task's detached work) holds back the
+  /// calls behind it, for each handler thread it holds. Must be positive.
+  std::chrono::microseconds handler_grace = default_handler_grace;
   /// Tasks waiting for a handler thread; when full the executor returns false (the endpoint then
   /// answers -32603 with `retry::dispatch_queue_full`).
   std::size_t handler_queue_cap = default_handler_queue_cap;
