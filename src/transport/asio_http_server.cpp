@@ -8,6 +8,7 @@
 #include "http_response_writer.hpp"
 
 #include <mcpcore/detail/config.hpp>
+#include <mcpcore/detail/lazy_deque.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/stream_types.hpp>
@@ -1068,6 +1069,9 @@ class connection : public std::enable_shared_from_this<connection> {
       std::string().swap(in_);  // a held-open stream keeps no buffers it does not need
     }
     std::vector<http_header_view>().swap(fields_);
+    if (queue_.empty()) {
+      queue_.release();  // nor its request queue's memory (made again for a request after the stream)
+    }
     // No read deadline runs while a stream is open: its pending wait (an operation and a
     // reference to this connection) goes now rather than when it would have fired.
     if (deadline_kind_ == deadline_kind::none && deadline_waiting_) {
@@ -1300,7 +1304,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string wbuf_;  // the write in progress
   std::size_t woff_ = 0;
   std::size_t conn_body_bytes_ = 0;      // body bytes this connection's leases hold (before queue_, current_)
-  std::deque<queued> queue_;             // parsed, waiting for their turn
+  mcpcore::detail::lazy_deque<queued> queue_;  // parsed, waiting for their turn; made by the first request
   body_lease current_{&srv_, &conn_body_bytes_};  // the body being read
   std::unique_ptr<http_stream> stream_;  // set exactly while is_streaming() (until closed)
 

@@ -1110,3 +1110,34 @@ TEST_CASE("performance.md/reused-documents: a long body's document is not kept, 
   detail::pooled_document alone{nullptr};  // without a pool: a document of its own
   CHECK(alone.for_text(2).parse("[]"));
 }
+
+TEST_CASE("performance.md/idle-memory: a session's stream and an open sink allocate no queue before their first frame") {
+  // An idle session holds a session_stream whose ring never holds a frame, an idle GET stream a
+  // sink whose queue never does: each allocates its own state only, and its queue on the first frame.
+  std::uint64_t before = failing_allocator::count();
+  auto stream = std::make_unique<session_stream>();
+  const std::uint64_t made_stream = failing_allocator::count() - before;
+  before = failing_allocator::count();
+  auto sink = std::make_shared<stream_sink>(64);
+  const std::uint64_t made_sink = failing_allocator::count() - before;
+  CAPTURE(made_stream);
+  CAPTURE(made_sink);
+  CHECK(made_sink == 2);  // the shared control block with the sink, and its state; no deque map or block
+  CHECK(made_stream <= 3);  // the object, its state and the pins' table; no deque map or block
+  CHECK(stream->stats().frames == 0);
+  const std::string_view note = R"({"jsonrpc":"2.0","method":"notifications/message","params":{}})";
+  before = failing_allocator::count();
+  CHECK(stream->publish(note) != 0);
+  const std::uint64_t first = failing_allocator::count() - before;
+  before = failing_allocator::count();
+  CHECK(stream->publish(note) != 0);
+  const std::uint64_t second = failing_allocator::count() - before;
+  CAPTURE(first);
+  CAPTURE(second);
+  CHECK(first >= second + 2);  // the ring's deque is made by the first frame: its map and a block
+  CHECK(stream->stats().frames == 2);
+  CHECK(sink->push(stream_frame{}) == false);  // no waker set; the frame is queued
+  stream_sink::batch got;
+  sink->take(got);
+  CHECK(got.frames.size() == 1);
+}

@@ -56,7 +56,7 @@ TEST_CASE("transport.md/threads: short calls one after another run on one thread
   pool.stop();
 }
 
-TEST_CASE("transport.md/threads: a backlog wakes at most the eager threads; the others sleep") {
+TEST_CASE("transport.md/threads: a backlog wakes at most the eager threads, the others sleep") {
   handler_pool pool(64, never, 2);
   pool.start(4);
   REQUIRE(settle(pool));
@@ -159,7 +159,7 @@ TEST_CASE("transport.md/threads: a thread held past the grace counts as held: th
   pool.stop();
 }
 
-TEST_CASE("transport.md/threads: stop runs every queued task and refuses new ones; a full queue refuses") {
+TEST_CASE("transport.md/threads: stop runs every queued task and refuses new ones, as a full queue does") {
   handler_pool pool(8, never, 1);
   pool.start(1);
   std::promise<void> release;

@@ -7,12 +7,13 @@
 
 #include <mcpcore/session/session_stream.hpp>
 
+#include <mcpcore/detail/lazy_deque.hpp>
+
 #include <mcpcore/wire/json_writer.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -24,8 +25,6 @@ MCPCORE_BEGIN_NAMESPACE
 // ---- stream_sink -----------------------------------------------------------------------------
 
 struct stream_sink::impl {
-  // Not noexcept: an empty std::deque allocates (docs/sessions.md#exception-boundaries: a sink that
-  // cannot be made is a bad_alloc before anything changed, never std::terminate).
   explicit impl(std::size_t queue_frames) : capacity(queue_frames == 0 ? 1 : queue_frames) {}
 
   // Whether the consumer has anything to do; called with `mutex` held.
@@ -35,7 +34,8 @@ struct stream_sink::impl {
   mutable std::mutex mutex;
   std::condition_variable cv;
   // Everything below is guarded by `mutex` (the wait predicate included: lost-wakeup rule).
-  std::deque<stream_frame> queue;
+  // Made on the first frame: an idle stream's sink never allocates it (docs/performance.md#idle-memory).
+  detail::lazy_deque<stream_frame> queue;
   std::uint64_t dropped = 0;        // since the last take
   std::uint64_t dropped_total = 0;  // since construction
   bool closed = false;
@@ -367,7 +367,8 @@ struct session_stream::impl {
   // reverse (docs/sessions.md#the-hierarchy).
   mutable std::mutex mutex;
   // Guarded by `mutex`.
-  std::deque<stream_frame> ring;  // ids strictly increasing
+  // ids strictly increasing; made on the first frame (docs/performance.md#idle-memory)
+  detail::lazy_deque<stream_frame> ring;
   std::size_t bytes = 0;          // sum of weight() over `ring`
   std::uint64_t next_id = 1;
   std::array<std::uint64_t, max_pinned_finals> pins{};  // 0 marks a free slot
