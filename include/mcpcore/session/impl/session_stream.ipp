@@ -536,7 +536,8 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
     //    whatever the cursor says (a parked final is ring-only and a GET stream's own
     //    Last-Event-ID may pass it unseen). Ids still increase on the new connection: these all
     //    precede the frames after the cursor. Priming markers are never written.
-    const auto first = std::upper_bound(s.ring.begin(), s.ring.end(), cursor,
+    const auto last = s.ring.end();  // the loops below change the sinks, never the ring
+    const auto first = std::upper_bound(s.ring.begin(), last, cursor,
                                         [](std::uint64_t c, const stream_frame& f) { return c < f.id; });
     for (auto it = s.ring.begin(); it != first; ++it) {
       if (it->channel == channel && s.pinned_locked(it->id)) {
@@ -544,7 +545,7 @@ MCPCORE_DECL attach_result session_stream::attach_and_replay(std::uint64_t curso
         ++out.pins_replayed;
       }
     }
-    for (auto it = first; it != s.ring.end(); ++it) {
+    for (auto it = first; it != last; ++it) {
       if (it->channel != channel || it->data.empty()) continue;
       s.push_counted(*sink, *it);
       ++out.replayed;
