@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -36,12 +37,37 @@ bool settle(const handler_pool& pool) {
   return true;
 }
 
+// A pool of `threads` threads, every one asleep (the first wake is then the executor's choice).
+std::unique_ptr<handler_pool> sleeping_pool(std::size_t threads, std::chrono::steady_clock::duration grace,
+                                            std::size_t eager) {
+  auto pool = std::make_unique<handler_pool>(64, grace, eager);
+  pool->start(threads);
+  REQUIRE(settle(*pool));
+  return pool;
+}
+
+// A call that waits until `end()`: submitted, and running on `thread` once made.
+struct waiting_call {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<std::thread::id> running;
+  std::thread::id thread;
+  explicit waiting_call(handler_pool& pool) {
+    auto started = running.get_future();
+    REQUIRE(pool.submit([this] {
+      running.set_value(std::this_thread::get_id());
+      released.wait();
+    }));
+    thread = started.get();
+  }
+  void end() { release.set_value(); }
+};
+
 }  // namespace
 
 TEST_CASE("transport.md/threads: short calls one after another run on one thread, each waking it at most once") {
-  handler_pool pool(64, never, 1);
-  pool.start(4);
-  REQUIRE(settle(pool));
+  const auto owned = sleeping_pool(4, never, 1);
+  handler_pool& pool = *owned;
   constexpr int calls = 200;
   std::set<std::thread::id> ran_on;
   for (int i = 0; i < calls; ++i) {
@@ -57,9 +83,8 @@ TEST_CASE("transport.md/threads: short calls one after another run on one thread
 }
 
 TEST_CASE("transport.md/threads: a backlog wakes at most the eager threads, the others sleep") {
-  handler_pool pool(64, never, 2);
-  pool.start(4);
-  REQUIRE(settle(pool));
+  const auto owned = sleeping_pool(4, never, 2);
+  handler_pool& pool = *owned;
   std::promise<void> release;
   const std::shared_future<void> released = release.get_future().share();
   std::atomic<int> blocked{0};
@@ -107,17 +132,9 @@ TEST_CASE("transport.md/threads: a backlog wakes at most the eager threads, the 
 
 TEST_CASE("transport.md/threads: a call that waits holds the queue back by the grace, not until it ends") {
   constexpr auto grace = 20ms;
-  handler_pool pool(64, grace, 1);
-  pool.start(2);
-  REQUIRE(settle(pool));
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<std::thread::id> waiting_on;
-  REQUIRE(pool.submit([&] {
-    waiting_on.set_value(std::this_thread::get_id());
-    released.wait();
-  }));
-  const auto waiter = waiting_on.get_future().get();
+  const auto owned = sleeping_pool(2, grace, 1);
+  handler_pool& pool = *owned;
+  waiting_call waiting(pool);
   std::promise<std::thread::id> ran;
   auto ran_on = ran.get_future();
   const auto submitted = std::chrono::steady_clock::now();
@@ -125,26 +142,18 @@ TEST_CASE("transport.md/threads: a call that waits holds the queue back by the g
   // The second call runs while the first still waits (it is released only after).
   REQUIRE(ran_on.wait_for(30s) == std::future_status::ready);
   const auto started = std::chrono::steady_clock::now();
-  CHECK(ran_on.get() != waiter);
+  CHECK(ran_on.get() != waiting.thread);
   CHECK(started - submitted >= grace);  // no thread was woken for it at once
   CHECK(pool.overdue_takes() >= 1);
-  release.set_value();
+  waiting.end();
   pool.stop();
 }
 
 TEST_CASE("transport.md/threads: a thread held past the grace counts as held: the next call wakes another at once") {
   constexpr auto grace = 20ms;
-  handler_pool pool(64, grace, 1);
-  pool.start(2);
-  REQUIRE(settle(pool));
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> holding;
-  REQUIRE(pool.submit([&] {
-    holding.set_value();
-    released.wait();
-  }));
-  holding.get_future().wait();
+  const auto owned = sleeping_pool(2, grace, 1);
+  handler_pool& pool = *owned;
+  waiting_call waiting(pool);
   std::this_thread::sleep_for(grace * 3);  // the first call has now run for longer than the grace
   for (int i = 0; i < 3; ++i) {
     std::promise<void> ran;
@@ -155,28 +164,21 @@ TEST_CASE("transport.md/threads: a thread held past the grace counts as held: th
   // Each was handed to the other thread by submit itself; the watcher never had to take one.
   CHECK(pool.overdue_takes() == 0);
   CHECK(pool.wakes() >= 2);
-  release.set_value();
+  waiting.end();
   pool.stop();
 }
 
 TEST_CASE("transport.md/threads: stop runs every queued task and refuses new ones, as a full queue does") {
   handler_pool pool(8, never, 1);
   pool.start(1);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> holding;
-  REQUIRE(pool.submit([&] {
-    holding.set_value();
-    released.wait();
-  }));
-  holding.get_future().wait();
+  waiting_call waiting(pool);
   std::atomic<int> ran{0};
   for (int i = 0; i < 8; ++i) {
     REQUIRE(pool.submit([&ran] { ran.fetch_add(1); }));
   }
   CHECK_FALSE(pool.submit([&ran] { ran.fetch_add(1); }));  // the queue holds its cap
   std::thread stopper([&pool] { pool.stop(); });
-  release.set_value();
+  waiting.end();
   stopper.join();
   CHECK(ran.load() == 8);
   CHECK_FALSE(pool.submit([&ran] { ran.fetch_add(1); }));
