@@ -41,7 +41,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <expected>
 #include <functional>
 #include <memory>

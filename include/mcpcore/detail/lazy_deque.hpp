@@ -39,10 +39,10 @@ class lazy_deque {
   [[nodiscard]] const_iterator begin() const noexcept { return d_ ? d_->cbegin() : const_iterator{}; }
   [[nodiscard]] const_iterator end() const noexcept { return d_ ? d_->cend() : const_iterator{}; }
 
-  [[nodiscard]] T& front() noexcept { return d_->front(); }
-  [[nodiscard]] const T& front() const noexcept { return d_->front(); }
-  [[nodiscard]] T& back() noexcept { return d_->back(); }
-  [[nodiscard]] const T& back() const noexcept { return d_->back(); }
+  [[nodiscard]] T& front() noexcept { return *begin(); }
+  [[nodiscard]] const T& front() const noexcept { return *begin(); }
+  [[nodiscard]] T& back() noexcept { return *(end() - 1); }
+  [[nodiscard]] const T& back() const noexcept { return *(end() - 1); }
 
   /// Strong guarantee: on a throw (the deque's first allocation included) nothing changed.
   void push_back(const T& v) { made().push_back(v); }
@@ -51,8 +51,10 @@ class lazy_deque {
   T& emplace_back(A&&... a) {
     return made().emplace_back(std::forward<A>(a)...);
   }
-  void pop_front() noexcept { d_->pop_front(); }
-  iterator erase(const_iterator it) { return d_->erase(it); }
+  void pop_front() noexcept {
+    if (d_) d_->pop_front();
+  }
+  iterator erase(const const_iterator& it) { return d_ ? d_->erase(it) : iterator{}; }
 
   /// Removes every element and keeps the memory for the next ones.
   void clear() noexcept {
