@@ -1351,7 +1351,7 @@ asio_http_server_options asio_http_server::impl::sized(asio_http_server_options 
     o.handler_threads = sized_handler_threads(hardware);
   }
   if (o.handler_eager_threads == 0) {
-    o.handler_eager_threads = hardware > o.io_threads ? hardware - o.io_threads : 1;
+    o.handler_eager_threads = sized_handler_eager_threads(hardware, o.io_threads);
   }
   return o;
 }

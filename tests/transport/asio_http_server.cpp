@@ -35,6 +35,7 @@ using mcpcore::http_stream;
 using mcpcore::transport::asio_http_server;
 using mcpcore::transport::asio_http_server_options;
 using mcpcore::transport::default_handler_grace;
+using mcpcore::transport::sized_handler_eager_threads;
 using mcpcore::transport::sized_handler_threads;
 using mcpcore::transport::sized_io_threads;
 using test_http::eventually;
@@ -821,6 +822,10 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   CHECK(sized_handler_threads(4) == 4);
   CHECK(sized_handler_threads(8) == 6);
   CHECK(sized_handler_threads(16) == 12);
+  CHECK(sized_handler_eager_threads(2, 1) == 1);  // the cores the I/O threads leave
+  CHECK(sized_handler_eager_threads(16, 4) == 12);
+  CHECK(sized_handler_eager_threads(2, 3) == 1);  // at least one
+  CHECK(sized_handler_eager_threads(0, 1) == 1);
   asio_http_server_options o;  // the defaults: 0 and 0
   o.port = 0;
   CHECK(o.io_threads == 0);
@@ -829,7 +834,7 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   asio_http_server srv(echo_handler, o);
   CHECK(srv.options().io_threads == sized_io_threads(hw));
   CHECK(srv.options().handler_threads == sized_handler_threads(hw));
-  CHECK(srv.options().handler_eager_threads == (hw > sized_io_threads(hw) ? hw - sized_io_threads(hw) : 1));
+  CHECK(srv.options().handler_eager_threads == sized_handler_eager_threads(hw, sized_io_threads(hw)));
   CHECK(srv.options().handler_grace == default_handler_grace);
   REQUIRE(srv.start());
   raw_client c(srv.port());
@@ -843,7 +848,7 @@ TEST_CASE("transport.md/threads: thread counts left at 0 are sized to the machin
   asio_http_server set(echo_handler, o);
   CHECK(set.options().io_threads == 3);
   CHECK(set.options().handler_threads == 5);
-  CHECK(set.options().handler_eager_threads == (hw > 3 ? hw - 3 : 1));  // the cores the I/O threads leave
+  CHECK(set.options().handler_eager_threads == sized_handler_eager_threads(hw, 3));  // beside the set I/O threads
   o.handler_eager_threads = 2;
   asio_http_server eager(echo_handler, o);
   CHECK(eager.options().handler_eager_threads == 2);

@@ -36,6 +36,12 @@ inline constexpr std::size_t default_handler_threads = 0;
 [[nodiscard]] constexpr std::size_t sized_io_threads(std::size_t hardware) noexcept {
   return hardware / 4 > 0 ? hardware / 4 : 1;
 }
+/// The handler threads a server with `io_threads` I/O threads on a machine with `hardware`
+/// hardware threads wakes at once for a backlog: the hardware threads the I/O threads leave, at
+/// least one (docs/transport.md#threads).
+[[nodiscard]] constexpr std::size_t sized_handler_eager_threads(std::size_t hardware, std::size_t io_threads) noexcept {
+  return hardware > io_threads ? hardware - io_threads : 1;
+}
 /// Handler threads a server keeps at least, whatever its cores: a call that waits (a tool on a
 /// database, a task's detached work until it is cancelled) holds its thread, and with one thread
 /// every other request of the server would wait behind it (docs/transport.md#threads).
@@ -44,15 +50,14 @@ inline constexpr std::size_t min_sized_handler_threads = 4;
 /// at least `min_sized_handler_threads`. Tools that wait longer or more often need more: set
 /// `handler_threads` to the calls that may wait at once.
 [[nodiscard]] constexpr std::size_t sized_handler_threads(std::size_t hardware) noexcept {
-  const std::size_t io = sized_io_threads(hardware);
-  const std::size_t rest = hardware > io ? hardware - io : 0;
+  const std::size_t rest = sized_handler_eager_threads(hardware, sized_io_threads(hardware));
   return rest > min_sized_handler_threads ? rest : min_sized_handler_threads;
 }
 /// Default time a queued handler task waits for a busy handler thread to come back for it before
 /// a sleeping thread is woken to take it (docs/transport.md#threads).
 inline constexpr std::chrono::microseconds default_handler_grace{1000};
 /// Default number of handler threads woken at once for a backlog of tasks: 0, sized to the
-/// machine when the server is made (the hardware threads the I/O threads leave, at least one).
+/// machine when the server is made (`sized_handler_eager_threads`).
 inline constexpr std::size_t default_handler_eager_threads = 0;
 /// Default number of handler tasks waiting for a handler thread before the executor refuses more.
 inline constexpr std::size_t default_handler_queue_cap = 256;
@@ -111,7 +116,7 @@ struct asio_http_server_options {
   /// Handler threads woken at once while tasks queue faster than the awake ones take them; beyond
   /// them, a sleeping thread is woken only for a task that has waited `handler_grace`. Waking a
   /// thread costs more than a short call, so a machine's spare cores are the useful number. 0
-  /// (the default): the hardware threads less the I/O threads, at least one.
+  /// (the default): `sized_handler_eager_threads` of the hardware threads and `io_threads`.
   std::size_t handler_eager_threads = default_handler_eager_threads;
   /// How long a queued task waits for a busy handler thread before a sleeping one is woken to take
   /// it: what a call that waits (a tool on a database, a task's detached work) holds back the
