@@ -392,6 +392,28 @@ TEST_CASE("MCP cancellation over stdio: a cancelled call writes no result line")
   CHECK(h.remaining_lines().empty());
 }
 
+// A cancellation read while the worker has taken its call but the call has not yet reached the
+// dispatch core (where the peer registers it) must still stop it. Each call below is followed at
+// once, in the same write, by its cancellation, so some land in that window. With one worker the
+// ping is answered only once every call before it ended: a call the cancellation missed blocks it.
+TEST_CASE("MCP cancellation over stdio: a call cancelled as the worker takes it stops, whatever the moment") {
+  stdio_server ss;
+  stdio_options o;
+  o.workers = 1;
+  harness h{ss.srv, o, true};
+  constexpr int calls = 300;
+  for (int i = 1; i <= calls; ++i) {
+    const std::string n = std::to_string(100 + i);
+    h.send(call_tool(100 + i, "block") + "\n" + cancel(n));
+  }
+  h.send(ping(1000));
+  CHECK(h.line() == R"({"jsonrpc":"2.0","id":1000,"result":{}})");
+  CHECK(ss.finished == ss.hold.arrived());  // every call that started was stopped
+  h.close_input();
+  CHECK(h.join() == 0);
+  CHECK(h.remaining_lines().empty());  // no cancelled call is answered
+}
+
 TEST_CASE("design.md/the-stdio-transport stdio: at the end of input run() lets calls in flight finish, then returns 0") {
   stdio_server ss;
   harness h{ss.srv, stdio_options{}, true};

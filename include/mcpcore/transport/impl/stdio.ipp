@@ -405,11 +405,17 @@ struct stdio_transport::impl {
     /// Set: the request is served in the per-request era with this envelope (views into `doc`).
     std::optional<request_envelope> envelope;
   };
-  /// A per-request call a worker is running: its id (a view into the worker's job) and the
-  /// source of its stop token. At most `options.workers` entries: one per running worker.
+  /// A call a worker is running, of either era: its id and the source of its stop token. At most
+  /// `options.workers` entries: one per running worker. The id is owned: a handshake job moves
+  /// into its resumer, which may end before the worker removes the entry.
   struct running_call {
-    request_id_view id;
+    request_id id;
     std::stop_source stop;
+  };
+  /// Links the transport's stop to a call's own stop source.
+  struct stop_forward {
+    std::stop_source to;
+    void operator()() noexcept { (void)to.request_stop(); }
   };
 
   /// A handshake-era call's way to wait for its client without a worker
@@ -428,6 +434,8 @@ struct stdio_transport::impl {
     }
     impl& transport;
     job request;
+    /// The call's own stop source, stopped by the transport's stop for as long as the call lives.
+    std::optional<std::stop_callback<stop_forward>> on_stop;
     /// A `tools/call`'s record (docs/transport.md#detached-calls-over-stdio), alive while the call waits.
     std::optional<detail::stdio_call_link> link;
     bool suspended = false;  // the worker's own: set during its dispatch, read after it
@@ -501,22 +509,23 @@ struct stdio_transport::impl {
         } else {
           j.emplace(std::move(queue.front()));
           queue.pop_front();
-          // Registered in the same step as the pop: a cancellation finds the call queued or running.
-          if (j->envelope && j->msg.id) running.push_back({*j->msg.id, call_stop});
+          // Registered in the same step as the pop: a cancellation finds the call queued or running,
+          // also before a handshake-era call reaches its peer's in-flight table.
+          if (j->msg.id) running.push_back({request_id{*j->msg.id}, call_stop});
         }
         ++busy;
       }
-      const bool per_request = j && j->envelope.has_value();
+      const bool registered = j && j->msg.id.has_value();
       if (task) {
         task();  // a call that waited for the client goes on
       } else if (j && j->envelope) {
         run_per_request(*j, *j->envelope, call_stop);
       } else if (j) {
-        run_handshake(std::move(*j));
+        run_handshake(std::move(*j), call_stop);
       }
       {
         std::lock_guard lock{mu};
-        if (per_request) {
+        if (registered) {
           std::erase_if(running, [&](const running_call& r) { return r.stop == call_stop; });
         }
         --busy;
@@ -549,15 +558,19 @@ struct stdio_transport::impl {
 
   // A handshake-era call; one that waits for its client gives the worker back
   // (docs/eras.md#waiting-for-the-client) and is answered by its resumer.
-  void run_handshake(job&& j) {
+  // Its stop token is `call_stop`'s, which the transport's stop and a cancellation read before the
+  // peer registered the call both reach.
+  void run_handshake(job&& j, const std::stop_source& call_stop) {
     std::shared_ptr<handshake_resumer> r;
     try {
       r = std::make_shared<handshake_resumer>(*this, std::move(j));
+      r->on_stop.emplace(stop.get_token(), stop_forward{call_stop});
     } catch (...) {  // no memory for the resumer: the call runs without one (a wait holds the worker)
+      const std::stop_callback on_stop{stop.get_token(), stop_forward{call_stop}};
       std::string out;
       std::optional<detail::stdio_call_link> link;
       emplace_link(link, j);
-      const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link ? &*link : nullptr,
+      const dispatch_context ctx{caller,  &client, sink.get(), call_stop.get_token(), link ? &*link : nullptr,
                                  nullptr, nullptr, nullptr,    &tasks_background, task_channel, shared_client};
       const bool answered = dispatch(j, ctx, out);
       settle_initialize(j.msg);
@@ -569,7 +582,7 @@ struct stdio_transport::impl {
     emplace_link(held, r->request);
     detail::stdio_call_link* const link = held.has_value() ? &*held : nullptr;
     std::string out;
-    const dispatch_context ctx{caller,  &client, sink.get(), stop.get_token(), link,
+    const dispatch_context ctx{caller,  &client, sink.get(), call_stop.get_token(), link,
                                nullptr, nullptr, r.get(),    &tasks_background, task_channel, shared_client};
     const bool answered = dispatch(r->request, ctx, out);
     settle_initialize(r->request.msg);
@@ -764,9 +777,9 @@ struct stdio_transport::impl {
   }
 
   // A cancelled request that no worker has started is dropped: it never runs and is never
-  // answered (MCP: the receiver of a cancellation sends no response). A running per-request call
-  // with that id is stopped (its answer is not written); a running handshake call is the peer's
-  // to stop.
+  // answered (MCP: the receiver of a cancellation sends no response). A call a worker is running
+  // with that id is stopped (its answer is not written): a handshake call also through its peer,
+  // which this reaches too even before the call registered there.
   void cancel(json::value rid) {
     const std::optional<request_id_view> id = detail::stdio_cancelled_id(rid);
     if (!id) return;
@@ -774,7 +787,7 @@ struct stdio_transport::impl {
       std::lock_guard lock{mu};
       std::erase_if(queue, [&](const job& q) { return q.msg.id && *q.msg.id == *id; });
       for (running_call& r : running) {
-        if (r.id == *id) r.stop.request_stop();
+        if (r.id.view() == *id) r.stop.request_stop();
       }
     }
     // A call held for its final is released: its answer is never written, its work goes on
