@@ -6,6 +6,7 @@
 #include <mcpcore/detail/config.hpp>
 
 #include <array>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -120,6 +121,13 @@ struct principal {
   /// The host's own context of the request (`host_context`); null when there is none. Never
   /// read by mcpcore, never written to audit rows; `authenticator::revalidate` sees it.
   std::shared_ptr<const host_context> context{};
+  /// The OAuth scopes the credential grants, as the access token listed them; empty for a
+  /// credential that is not an OAuth token. A tools/call the tier gate refuses names the scope
+  /// that would allow it (docs/oauth.md#step-up).
+  std::vector<std::string> scopes{};
+  /// When the credential stops standing (an access token's `exp`); `max()` when it does not
+  /// expire. The OAuth authenticators' `revalidate` says `revoked` once it has passed.
+  std::chrono::system_clock::time_point expires = std::chrono::system_clock::time_point::max();
 };
 
 /// The authenticator's answer when a held-open stream re-checks its principal
