@@ -1017,20 +1017,25 @@ TEST_CASE("MCP authorization: a request without a valid credential is 401 with W
   auto req = post(fx::request(1, "ping"), {}, "wrong");
   auto r = f.send(req);
   CHECK(r.head.status == 401);
+  // A token was presented and refused: invalid_token (RFC 6750 section 3.1).
   CHECK(header_of(r, "WWW-Authenticate") ==
-        R"(Bearer resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource")");
+        R"(Bearer error="invalid_token", resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource")");
   CHECK(code_of(r) == -32001);
   CHECK(body_of(r).root["id"].kind() == json::kind::null);
   CHECK(fx::is_correlation_id(fx::str(body_of(r).root["error"]["data"]["correlation_id"])));
   req.drop("Authorization");
-  CHECK(f.send(req).head.status == 401);
+  const http_reply none = f.send(req);
+  CHECK(none.head.status == 401);
+  CHECK(header_of(none, "WWW-Authenticate") ==
+        R"(Bearer resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource")");
   // Notifications too: an unauthenticated notification is never 202.
   CHECK(f.send(post(fx::notification("notifications/initialized"), {}, "wrong")).head.status == 401);
   CHECK(f.send(get("x", "wrong")).head.status == 401);
 
   SUBCASE("without resource metadata the challenge is bare") {
     fixture g;
-    CHECK(header_of(g.send(post(fx::request(1, "ping"), {}, "wrong")), "WWW-Authenticate") == "Bearer");
+    CHECK(header_of(g.send(post(fx::request(1, "ping"), {}, "wrong")), "WWW-Authenticate") ==
+          R"(Bearer error="invalid_token")");
   }
 }
 
@@ -1307,7 +1312,7 @@ TEST_CASE("http.md/head-checks: check_head refuses on the head alone what handle
   CHECK(head_verdict(f, version).head.status == 400);
   const auto anon = head_verdict(f, post("", {}, "wrong"), 4U << 20U);
   CHECK(anon.head.status == 401);
-  CHECK(header_of(anon, "WWW-Authenticate") == "Bearer");
+  CHECK(header_of(anon, "WWW-Authenticate") == R"(Bearer error="invalid_token")");
   CHECK(code_of(anon) == -32001);
   // The declared length against max_body_bytes, after authentication.
   const auto big = head_verdict(f, post(""), 1001);

@@ -72,6 +72,27 @@ struct per_request_stream_options {
 /// How long a browser may cache a CORS preflight answer (`Access-Control-Max-Age`, docs/http.md#cors).
 inline constexpr std::chrono::seconds default_cors_max_age{600};
 
+/// The protected-resource metadata the endpoint serves (RFC 9728, docs/oauth.md#protected-resource-metadata):
+/// where a remote client learns which authorization server issues tokens for this server. Off while
+/// `resource` is empty (the default).
+struct protected_resource_options {
+  /// This server's resource identifier (RFC 8707): the canonical `https://` (or, for loopback and
+  /// tests, `http://`) URI of its MCP endpoint, without query or fragment; the `aud` its access
+  /// tokens must carry. Set: the document is served at `/.well-known/oauth-protected-resource`
+  /// and, when the URI has a path, at that path appended to it; the 401 challenge points there
+  /// unless `http_endpoint_options::resource_metadata_url` says otherwise.
+  std::string resource{};
+  /// `authorization_servers`: the issuer URIs of the authorization servers it trusts.
+  std::vector<std::string> authorization_servers{};
+  /// `scopes_supported`: the scopes a client may ask for (each an RFC 6749 scope-token).
+  std::vector<std::string> scopes_supported{};
+  /// The `scope` of the 401 challenge: what a client should ask for first (space-separated
+  /// scope-tokens); empty sends none, and a client then asks for `scopes_supported`.
+  std::string challenge_scope{};
+  /// `resource_name`, for people; empty sends none.
+  std::string resource_name{};
+};
+
 /// Cross-origin requests from browser pages (docs/http.md#cors). Off while `allowed_origins` is
 /// empty (the default): then nothing changes, `OPTIONS` stays 405.
 struct cors_options {
@@ -153,8 +174,11 @@ struct http_endpoint_options {
   /// The `retry:` of the priming event.
   std::chrono::milliseconds sse_retry = default_sse_retry;
   /// `resource_metadata` of the `WWW-Authenticate: Bearer` challenge on a 401 (MCP
-  /// authorization, RFC 9728); empty → none.
+  /// authorization, RFC 9728); empty → the document `protected_resource` serves, or none.
   std::string resource_metadata_url{};
+  /// The protected-resource metadata to serve (docs/oauth.md#protected-resource-metadata); off by
+  /// default. The constructor throws `std::invalid_argument` for a value it refuses.
+  protected_resource_options protected_resource{};
   session_registry_options session{};
   progress_bridge_options bridge{};
   stream_budget_options budget{};

@@ -15,6 +15,7 @@
 #include <mcpcore/transport/impl/document_pool.ipp>
 #include <mcpcore/transport/impl/fair_dispatch.ipp>
 #include <mcpcore/transport/impl/http_pumped_stream.ipp>
+#include <mcpcore/transport/impl/resource_metadata.ipp>
 
 // The one table of error answers (`detail::refusal_table`) lives with stream admission.
 #include <mcpcore/session/impl/stream_admission.ipp>
@@ -251,7 +252,12 @@ inline void http_deliver_event(http_endpoint::impl& ep, const server_event& ev) 
 struct http_endpoint::impl {
   impl(server& s, std::unique_ptr<detail::authenticator_base> a, http_endpoint_options o,
        std::unique_ptr<detail::clock_base> c)
-      : srv(s), authn(std::move(a)), options(std::move(o)), clock(std::move(c)), budget(options.budget) {
+      : srv(s),
+        authn(std::move(a)),
+        options(std::move(o)),
+        resource_doc(detail::make_protected_resource(options.protected_resource, options.resource_metadata_url)),
+        clock(std::move(c)),
+        budget(options.budget) {
     rebuild();
     events = srv.subscribe([this](const server_event& ev) { detail::http_deliver_event(*this, ev); });
   }
@@ -259,6 +265,8 @@ struct http_endpoint::impl {
   server& srv;
   const std::unique_ptr<detail::authenticator_base> authn;
   const http_endpoint_options options;
+  // The protected-resource metadata and the 401 challenge (docs/oauth.md#protected-resource-metadata).
+  const detail::protected_resource_doc resource_doc;
   const std::unique_ptr<detail::clock_base> clock;
   metrics_registry* metrics = nullptr;
   session_metrics m;
@@ -492,6 +500,11 @@ struct http_endpoint::impl {
   void handle_delete(const http_request_view& req, const principal& who, const correlation_id& cid,
                      http_completion& done);
   bool handle_ops(const http_request_view& req, std::string_view path, http_completion& done);
+  /// The protected-resource metadata (docs/oauth.md#protected-resource-metadata); false when
+  /// `path` is not one of its paths.
+  bool handle_resource_metadata(const http_request_view& req, std::string_view path, http_completion& done);
+  /// The answer to a request for the metadata that is not a GET: the preflight, or 405.
+  [[nodiscard]] static http_reply resource_metadata_other(const http_request_view& req);
   /// Steps 1-6 of docs/http.md#processing-order-on-the-mcp-path (everything the head decides):
   /// the refusal, or nullopt with `who` set (authenticated unless it was set on entry: a
   /// principal handed in).
@@ -555,8 +568,10 @@ inline http_reply http_error(refusal id, const std::optional<request_id_view>& e
 }
 
 /// The 401 (MCP authorization): -32001 with the envelope, and the `WWW-Authenticate: Bearer`
-/// challenge naming the protected-resource metadata when configured (RFC 9728).
-inline http_reply http_unauthenticated(std::string_view cid, std::string_view resource_metadata_url) {
+/// challenge (docs/oauth.md#the-401-challenge): `error="invalid_token"` when the request presented
+/// a credential (RFC 6750 section 3.1; none when it presented nothing), the protected-resource
+/// metadata (RFC 9728) and the scope to ask for, each when configured.
+inline http_reply http_unauthenticated(std::string_view cid, const protected_resource_doc& pr, bool presented) {
   const refusal_row& row = refusal_row_of(refusal::unauthenticated);
   error_data d;
   d.correlation_id = cid;
@@ -570,10 +585,16 @@ inline http_reply http_unauthenticated(std::string_view cid, std::string_view re
   write_error_response(body, std::nullopt, eo);
   http_reply r = http_json_body(row.http_status, std::move(body));
   std::string challenge = "Bearer";
-  if (!resource_metadata_url.empty()) {
-    challenge += " resource_metadata=";
-    challenge += http_quoted(resource_metadata_url);
-  }
+  auto param = [&challenge, first = true](std::string_view name, std::string_view value) mutable {
+    challenge += first ? " " : ", ";
+    first = false;
+    challenge += name;
+    challenge += '=';
+    challenge += http_quoted(value);
+  };
+  if (presented) param("error", "invalid_token");
+  if (!pr.challenge_url.empty()) param("resource_metadata", pr.challenge_url);
+  if (!pr.challenge_scope.empty()) param("scope", pr.challenge_scope);
   http_add(r, "WWW-Authenticate", challenge);
   return r;
 }
@@ -725,7 +746,7 @@ inline std::optional<http_reply> http_endpoint::impl::mcp_head(const http_reques
   // (docs/sessions.md#the-session-registry); a principal the host handed in stands for it
   // (docs/http.md#handing-in-the-principal).
   if (!who) who = authenticate(req);
-  if (!who) return detail::http_unauthenticated(cid.view(), options.resource_metadata_url);
+  if (!who) return detail::http_unauthenticated(cid.view(), resource_doc, req.header("Authorization").has_value());
   return std::nullopt;
 }
 
@@ -744,7 +765,7 @@ inline void http_endpoint::impl::handle_mcp(const http_request_view& req, std::o
     return;
   }
   if (!who) {  // not reached: mcp_head refuses every request it leaves without a principal
-    detail::http_deliver(done, detail::http_unauthenticated(cid.view(), options.resource_metadata_url));
+    detail::http_deliver(done, detail::http_unauthenticated(cid.view(), resource_doc, false));
     return;
   }
   // The body against the cap, on every method and at the point check_head checks the declared
@@ -829,6 +850,37 @@ inline bool http_endpoint::impl::handle_ops(const http_request_view& req, std::s
   }
   http_deliver(done, up ? detail::http_json_body(200, R"({"status":"ready"})")
                         : detail::http_json_body(503, R"({"status":"not_ready"})"));
+  return true;
+}
+
+inline http_reply http_endpoint::impl::resource_metadata_other(const http_request_view& req) {
+  if (req.method == "OPTIONS") {
+    // A public document: any page may read it, with the header MCP clients send.
+    http_reply r = detail::http_empty(204);
+    detail::http_add(r, "Access-Control-Allow-Origin", "*");
+    detail::http_add(r, "Access-Control-Allow-Methods", "GET");
+    detail::http_add(r, "Access-Control-Allow-Headers", "MCP-Protocol-Version");
+    return r;
+  }
+  http_reply r = detail::http_empty(405);
+  detail::http_add(r, "Allow", "GET, OPTIONS");
+  return r;
+}
+
+inline bool http_endpoint::impl::handle_resource_metadata(const http_request_view& req, std::string_view path,
+                                                          http_completion& done) {
+  if (!resource_doc.serves(path)) return false;
+  if (std::optional<http_reply> refused = host_guard(req)) {
+    detail::http_deliver(done, std::move(*refused));
+    return true;
+  }
+  if (req.method != "GET") {
+    detail::http_deliver(done, resource_metadata_other(req));
+    return true;
+  }
+  http_reply r = detail::http_json_body(200, resource_doc.body);
+  detail::http_add(r, "Access-Control-Allow-Origin", "*");
+  detail::http_deliver(done, std::move(r));
   return true;
 }
 
@@ -926,6 +978,7 @@ inline void http_endpoint::impl::route(const http_request_view& req, std::option
     return;
   }
   if (handle_ops(req, path, done)) return;
+  if (handle_resource_metadata(req, path, done)) return;
   detail::http_deliver(done, detail::http_empty(404));
 }
 
@@ -978,6 +1031,11 @@ inline std::optional<http_response> http_endpoint::impl::head_verdict(const http
     }
     return std::nullopt;
   }
+  if (resource_doc.serves(path)) {
+    if (std::optional<http_reply> refused = host_guard(head)) return std::move(refused->head);
+    if (head.method != "GET") return resource_metadata_other(head).head;
+    return std::nullopt;
+  }
   return detail::http_empty(404).head;
 }
 
@@ -1014,7 +1072,7 @@ MCPCORE_DECL bool http_endpoint::matches(std::string_view target) const noexcept
   if (e.approvals != nullptr && e.approvals->matches(target)) return true;
   return (!e.options.metrics_path.empty() && path == e.options.metrics_path) ||
          (!e.options.healthz_path.empty() && path == e.options.healthz_path) ||
-         (!e.options.readyz_path.empty() && path == e.options.readyz_path);
+         (!e.options.readyz_path.empty() && path == e.options.readyz_path) || e.resource_doc.serves(path);
 }
 
 MCPCORE_DECL void http_endpoint::tick() noexcept {
