@@ -14,6 +14,7 @@
 #include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/wire/era.hpp>
 #include <mcpcore/wire/json.hpp>
 #include <mcpcore/wire/jsonrpc.hpp>
@@ -269,6 +270,9 @@ class peer {
 struct dispatch_report {
   /// The code of the error response written; empty for a result.
   std::optional<errc> error;
+  /// The tier gate refused an OAuth principal for lack of this scope (docs/oauth.md#step-up):
+  /// an HTTP transport answers 403 `insufficient_scope`. Empty otherwise.
+  std::string missing_scope{};
 };
 
 /// A transport's way to let a handshake-era call that waits for its client give its thread back
@@ -666,6 +670,10 @@ class server_builder {
   MCPCORE_DECL prompt_builder prompt(std::string name);
   /// Closes the securable catalogue: a tool naming another securable refuses the build.
   MCPCORE_DECL server_builder& securables(std::vector<std::string> names);
+  /// The OAuth scopes of the authenticator, for step-up (docs/oauth.md#step-up): when the tier
+  /// gate refuses a principal that came from an access token, the refusal names the first scope of
+  /// `scopes` it lacks whose tier the policy allows. The authenticator should use the same map.
+  MCPCORE_DECL server_builder& oauth_scopes(scope_map scopes);
 
   template <mcpcore::tier_policy P>
   server_builder& policy(P p) {

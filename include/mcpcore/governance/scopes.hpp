@@ -101,14 +101,20 @@ class scope_map {
   }
 
   /// The scope that would let `p` past the tier gate for `(securable, op)`; nullopt when `p` is
-  /// not an OAuth principal (no scopes and not `unscoped_tier`) or no grant it lacks would.
+  /// not an OAuth principal (no scopes and not `unscoped_tier`) or no grant it lacks would. With
+  /// `through_approval` false, a tier the policy sends through approval does not count (the
+  /// methods without an approval flow: resources, prompts).
   template <tier_policy P>
   [[nodiscard]] std::optional<std::string_view> step_up(const P& policy, const principal& p,
-                                                        std::string_view securable, operation op) const noexcept {
+                                                        std::string_view securable, operation op,
+                                                        bool through_approval = true) const noexcept {
     if (p.scopes.empty() && p.tier != unscoped_tier) return std::nullopt;
     for (const scope_grant& g : grants_) {
       if (g.tier.empty() || std::ranges::find(p.scopes, g.scope) != p.scopes.end()) continue;
-      if (policy.decide(g.tier, securable, op) != tier_decision::deny) return std::string_view{g.scope};
+      const tier_decision d = policy.decide(g.tier, securable, op);
+      if (d == tier_decision::allow || (through_approval && d == tier_decision::allow_with_approval)) {
+        return std::string_view{g.scope};
+      }
     }
     return std::nullopt;
   }

@@ -336,6 +336,29 @@ struct request_env {
   std::shared_ptr<const tables> t = s.tables();
 };
 
+/// The message of a tier refusal that a scope would lift (docs/oauth.md#step-up).
+inline constexpr std::string_view step_up_message = "The access token lacks a scope this operation needs";
+
+/// The scope an OAuth principal refused by the tier gate for `(securable, op)` lacks, noted in the
+/// dispatch report for the transport (an HTTP transport answers 403 insufficient_scope); empty
+/// when no scope would lift the refusal (docs/oauth.md#step-up).
+inline std::string_view step_up_scope(request_env& e, std::string_view securable, operation op,
+                                      bool through_approval) {
+  const std::optional<std::string_view> scope =
+      e.s.scopes.step_up(*e.s.policy, e.ctx.caller, securable, op, through_approval);
+  if (!scope) return {};
+  if (e.ctx.report != nullptr) e.ctx.report->missing_scope.assign(*scope);
+  return *scope;
+}
+
+/// What a client refused for lack of `scope` does next.
+inline std::string step_up_remediation(std::string_view scope) {
+  std::string r = "Ask the authorization server for a token that also has the scope ";
+  r += scope;
+  r += " (an HTTP answer names it in WWW-Authenticate), then retry.";
+  return r;
+}
+
 inline void write_error(request_env& e, errc code, std::string_view message, std::string_view cid,
                         std::optional<std::string_view> remediation,
                         std::optional<std::chrono::milliseconds> retry = std::nullopt,

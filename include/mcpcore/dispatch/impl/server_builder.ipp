@@ -66,6 +66,10 @@ MCPCORE_DECL server_builder& server_builder::securables(std::vector<std::string>
   s_->securables = std::move(names);
   return *this;
 }
+MCPCORE_DECL server_builder& server_builder::oauth_scopes(scope_map scopes) {
+  s_->scopes = std::move(scopes);
+  return *this;
+}
 MCPCORE_DECL server_builder& server_builder::approvals(approval_service& service) {
   s_->approvals = &service;
   return *this;
@@ -705,6 +709,7 @@ MCPCORE_DECL result<server> server_builder::build() {
     }
   }
   impl->policy = std::move(st.policy);
+  impl->scopes = std::move(st.scopes);
   impl->authz = std::move(st.authz);
   impl->approvals = std::exchange(st.approvals, nullptr);
   impl->audit = std::move(st.audit);

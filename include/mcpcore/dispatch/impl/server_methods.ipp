@@ -231,6 +231,7 @@ inline bool governance_refused(request_env& e, const governed_target& g, std::st
   auto& s = e.s;
   std::string_view message;
   std::string_view remediation;
+  std::string step_up_text;
   std::string detail;
   if (op != operation::read && s.switches.read_only()) {
     message = "MCP is in read-only mode";
@@ -240,6 +241,13 @@ inline bool governance_refused(request_env& e, const governed_target& g, std::st
     message = "MCP tier does not allow this operation";
     remediation = "Use a token of a higher tier, or the host's REST API or dashboard.";
     detail = "tier=" + sanitize_audit_value(e.ctx.caller.tier);
+    // docs/oauth.md#step-up: an OAuth principal is told the scope it lacks.
+    if (const std::string_view scope = step_up_scope(e, securable, op, false); !scope.empty()) {
+      message = step_up_message;
+      step_up_text = step_up_remediation(scope);
+      remediation = step_up_text;
+      detail += " missing scope=" + sanitize_audit_value(scope);
+    }
   } else {
     return false;
   }

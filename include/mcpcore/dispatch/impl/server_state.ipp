@@ -38,6 +38,7 @@ struct builder_state {
   std::deque<prompt_def> prompts;
   std::optional<std::vector<std::string>> securables;
   std::unique_ptr<policy_base> policy;
+  scope_map scopes;  // server_builder::oauth_scopes
   std::unique_ptr<authorizer_base> authz;
   std::unique_ptr<audit_base> audit;
   std::unique_ptr<clock_base> clock;
@@ -384,6 +385,8 @@ struct server::impl {
   /// The subscribers of `server::subscribe`.
   std::shared_ptr<detail::event_hub> events;
   std::unique_ptr<detail::policy_base> policy;
+  /// The OAuth scopes for step-up (docs/oauth.md#step-up); empty: none.
+  scope_map scopes;
   std::unique_ptr<detail::authorizer_base> authz;
   std::unique_ptr<detail::audit_base> audit;
   std::unique_ptr<detail::clock_base> clock;

@@ -559,11 +559,20 @@ inline gate_result kill_switch_gate(tool_call& c) {
                            .detail = "read-only mode"});
 }
 
-// 3. The tier policy; its decision also says whether step 6 runs.
+// 3. The tier policy; its decision also says whether step 6 runs. An OAuth principal is told the
+// scope it lacks (docs/oauth.md#step-up).
 inline gate_result tier_gate(tool_call& c) {
   const principal& who = c.e.ctx.caller;
   c.decision = c.e.s.policy->decide(who.tier, c.t.def.securable, c.t.op);
   if (c.decision != tier_decision::deny) return std::nullopt;
+  if (const std::string_view scope = step_up_scope(c.e, c.t.def.securable, c.t.op, true); !scope.empty()) {
+    const std::string remediation = step_up_remediation(scope);
+    return answer(c.e, c.t, {.code = errc::tier_denied,
+                             .message = step_up_message,
+                             .remediation = remediation,
+                             .detail = "tier=" + sanitize_audit_value(who.tier) +
+                                       " missing scope=" + sanitize_audit_value(scope)});
+  }
   return answer(c.e, c.t, {.code = errc::tier_denied,
                            .message = "MCP tier does not allow this operation",
                            .remediation = "Use a token of a higher tier, or the host's REST API or dashboard.",

@@ -599,6 +599,29 @@ inline http_reply http_unauthenticated(std::string_view cid, const protected_res
   return r;
 }
 
+/// The 403 of a call the tier gate refused for lack of a scope (docs/oauth.md#step-up): the
+/// JSON-RPC error `body` as it was written, and `WWW-Authenticate: Bearer
+/// error="insufficient_scope"` with the scopes to ask for (those the token has and the missing
+/// one: a client that asks for the challenge's scope alone keeps what it had) and the metadata.
+inline http_reply http_insufficient_scope(std::string body, const principal& who, std::string_view missing,
+                                          const protected_resource_doc& pr) {
+  http_reply r = http_json_body(403, std::move(body));
+  std::string scope;
+  for (const std::string& s : who.scopes) {
+    scope += s;
+    scope += ' ';
+  }
+  scope += missing;
+  std::string challenge = R"(Bearer error="insufficient_scope", scope=)";
+  challenge += http_quoted(scope);
+  if (!pr.challenge_url.empty()) {
+    challenge += ", resource_metadata=";
+    challenge += http_quoted(pr.challenge_url);
+  }
+  http_add(r, "WWW-Authenticate", challenge);
+  return r;
+}
+
 /// A session-layer refusal (`stream_admission.hpp`) with its status and `Retry-After`.
 inline http_reply http_refusal(const stream_refusal& s, const std::optional<request_id_view>& id,
                                std::string_view cid) {

@@ -420,6 +420,10 @@ inline void per_request_call::run(fair_slot& slot) noexcept {
     return;
   }
   try {
+    if (answered && !report.missing_scope.empty()) {
+      http_deliver(d, http_insufficient_scope(std::move(out), base->who, report.missing_scope, ep.resource_doc));
+      return;
+    }
     http_deliver(d, http_json_body(status, std::move(out)));
   } catch (...) {
     http_deliver(d, http_empty(500));

@@ -140,6 +140,8 @@ struct http_post_exchange {
   progress_call* dispatch_call = nullptr;   // the record admitted before dispatch, if any (in `call`)
   http_post_sink sink{*this};
   http_post_resumer resumer{*this};
+  // What the dispatch core reports of the call (a missing scope: docs/oauth.md#step-up).
+  dispatch_report report;
   // Set by the request path before dispatch: the upgrade hands the exchange to its SSE stream.
   std::weak_ptr<http_post_exchange> self_weak;
 
@@ -428,6 +430,8 @@ inline void http_post_exchange::finish(bool returned, bool threw, std::string ou
       r = http_json_body(500, std::move(body));
     } else if (!returned) {
       r = http_empty(202);  // cancelled: MCP sends no response, HTTP needs an answer
+    } else if (!report.missing_scope.empty()) {
+      r = http_insufficient_scope(std::move(out), who, report.missing_scope, ep.resource_doc);
     } else {
       r = http_json_body(200, std::move(out));
     }
@@ -455,7 +459,7 @@ inline void http_post_exchange::run(fair_slot& slot) noexcept {
                                {},
                                dispatch_call,
                                nullptr,
-                               nullptr,
+                               &report,
                                &resumer,
                                ep.background_for_tasks(),
                                attached != nullptr ? attached->tasks : nullptr,
