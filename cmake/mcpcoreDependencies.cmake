@@ -7,6 +7,8 @@
 #   sqlite     core + SQLite 3.35
 #   postgres   core + libpq (with pkg-config: the imported target PkgConfig::libpq)
 #   transport  core + Asio, http-parser, OpenSSL 3
+#   oauth      core + cjose (with jansson and libcrypto) and cpp-httplib (with pkg-config: the
+#              imported targets PkgConfig::cjose and PkgConfig::cpp_httplib)
 #
 # mcpcore_find_component_dependencies(<component> <result-var> [QUIET])
 #   Finds every dependency of <component>. On success sets <result-var> to ""; otherwise to a
@@ -74,8 +76,14 @@ macro(mcpcore_find_component_dependencies _mcpcore_component _mcpcore_result)
         set(${_mcpcore_result} "mcpcore component `transport` needs OpenSSL 3: apt install libssl-dev")
       endif()
     endif()
+  elseif("${_mcpcore_component}" STREQUAL "oauth")
+    # Debian 12's libcjose-dev ships a pkg-config file that requires jansson's (libjansson-dev).
+    _mcpcore_find_pc_module(oauth cjose cjose "cjose (and jansson)" "libcjose-dev libjansson-dev" ${_mcpcore_result})
+    if(NOT ${_mcpcore_result})
+      _mcpcore_find_pc_module(oauth cpp_httplib cpp-httplib cpp-httplib libcpp-httplib-dev ${_mcpcore_result})
+    endif()
   else()
-    set(${_mcpcore_result} "mcpcore has no component `${_mcpcore_component}` (components: core, sqlite, postgres, transport)")
+    set(${_mcpcore_result} "mcpcore has no component `${_mcpcore_component}` (components: core, sqlite, postgres, transport, oauth)")
   endif()
   unset(_mcpcore_quiet)
 endmacro()

@@ -2,6 +2,8 @@
 // The bearer-token authenticator: token file parsing, SHA-256 digests and constant-time lookup (libcrypto).
 #include <mcpcore/transport/token_authenticator.hpp>
 
+#include "bearer_token.hpp"
+
 #include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
@@ -130,22 +132,6 @@ std::optional<principal_kind> parse_kind(std::string_view s) noexcept {
 bool same_principal(const principal& a, const principal& b) noexcept {
   return a.id == b.id && a.tier == b.tier && a.kind == b.kind && a.display_name == b.display_name &&
          a.roles == b.roles && a.assured == b.assured;
-}
-
-// RFC 6750 §2.1 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-bool is_b64token(std::string_view s) noexcept {
-  std::size_t i = 0;
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-    if (!ok) break;
-  }
-  if (i == 0) return false;
-  for (; i < s.size(); ++i) {
-    if (s[i] != '=') return false;
-  }
-  return true;
 }
 
 // SHA-256 of `data`; false when libcrypto fails.
@@ -444,20 +430,9 @@ result<token_authenticator> token_authenticator::from_text(std::string_view text
 std::optional<principal> token_authenticator::authenticate(const http_request_view& req) const noexcept {
   try {
     if (!state_) return std::nullopt;
-    if (req.header_repeated("Authorization")) return std::nullopt;
-    const auto field = req.header("Authorization");
-    if (!field) return std::nullopt;
-    // credentials = auth-scheme 1*SP token68 (RFC 9110 §11.4, RFC 6750 §2.1); the field value
-    // carries no surrounding whitespace (RFC 9110 §5.5), which a lenient host may have left.
-    const std::string_view value = trim_blanks(*field);
-    constexpr std::string_view scheme = "Bearer";
-    if (value.size() <= scheme.size() ||
-        !mcpcore::detail::ascii_iequals(value.substr(0, scheme.size()), scheme) ||
-        value[scheme.size()] != ' ') {
-      return std::nullopt;
-    }
-    std::string_view token = value.substr(scheme.size());
-    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    const std::optional<std::string_view> bearer = detail::bearer_token(req);
+    if (!bearer) return std::nullopt;
+    const std::string_view token = *bearer;
     if (!is_valid_token(token)) return std::nullopt;
 
     digest_t presented{};
@@ -555,7 +530,7 @@ std::optional<std::string> token_authenticator::generate_token() {
 }
 
 bool token_authenticator::is_valid_token(std::string_view token) noexcept {
-  return token.size() <= max_bearer_token_bytes && is_b64token(token);
+  return token.size() <= max_bearer_token_bytes && detail::is_b64token(token);
 }
 
 std::optional<std::string> token_authenticator::token_file_line(std::string_view token, const principal& who) {
