@@ -5,15 +5,16 @@
 // Streamable HTTP on 127.0.0.1 by default, or stdio (`--stdio`) for desktop clients. Read-only
 // tools over the host's real state, tags kept in SQLite, an approval-gated execute_instruction
 // over an allow-list (a task when the client asks: MCP tasks, kept in SQLite), resources and
-// prompts; tokens and tiers from a token file; approvals and audit in SQLite under the data
-// directory. `mcpcore-host --help` lists every flag;
-// docs/host-server.md explains them.
+// prompts; tokens and tiers from a token file, or access tokens of an OAuth 2.1 authorization
+// server (--oauth-issuer); approvals and audit in SQLite under the data directory.
+// `mcpcore-host --help` lists every flag; docs/host-server.md explains them.
 #include "../common/atomic_file.hpp"
 #include "../common/stop_signals.hpp"
 #include "command_runner.hpp"
 #include "data_dir.hpp"
 #include "db_stores.hpp"
 #include "host_tools.hpp"
+#include "oauth_setup.hpp"
 #include "tag_store.hpp"
 #include "token_file.hpp"
 
@@ -23,11 +24,13 @@
 #include <mcpcore/governance/approval_endpoint.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/session/stream_pump.hpp>
 #include <mcpcore/stores/memory_task_store.hpp>
 #include <mcpcore/stores/sqlite_task_store.hpp>
 #include <mcpcore/transport/asio_http_server.hpp>
 #include <mcpcore/transport/http_endpoint.hpp>
+#include <mcpcore/transport/jwt_authenticator.hpp>
 #include <mcpcore/transport/stdio.hpp>
 #include <mcpcore/transport/token_authenticator.hpp>
 #include <mcpcore/version.hpp>
@@ -55,6 +58,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -128,6 +132,21 @@ struct config {
   std::string events_channel;
   /// This server's name in audit rows ("": `<hostname>:<port>`, or `stdio`).
   std::string server_id;
+  /// --oauth-*: access tokens of an authorization server instead of the token file
+  /// (docs/host-server.md#with-an-authorization-server).
+  mcpcore_host::oauth_settings oauth;
+};
+
+/// The flags that only mean something with --oauth-issuer.
+constexpr std::array<const char*, 6> oauth_dependent_flags = {"--oauth-audience",   "--oauth-scope",
+                                                              "--oauth-allow-http", "--oauth-ca-file",
+                                                              "--oauth-jwks-min-interval-ms", "--oauth-leeway-s"};
+
+/// What the endpoint needs of an authorization server: the authenticator and the
+/// protected-resource metadata (engaged with --oauth-issuer only).
+struct oauth_server {
+  mcpcore::transport::jwt_authenticator authn;
+  mcpcore::protected_resource_options resource;
 };
 
 /// Flags for a duration given in milliseconds.
@@ -166,6 +185,29 @@ void add_flags(CLI::App& app, config& c) {
                    ? fmt::format("1-{} printable ASCII characters, no blanks", mcpcore::max_server_id_bytes)
                    : std::string{};
       });
+  app.add_option("--oauth-issuer", c.oauth.issuer,
+                 "Accept OAuth 2.1 access tokens (JWTs) of this authorization server instead of the token file: its "
+                 "metadata is discovered at start (RFC 8414, then OpenID Connect), its issuer must equal this URL");
+  app.add_option("--oauth-audience", c.oauth.audience,
+                 "With --oauth-issuer (required): this server's resource identifier, its public MCP URL (e.g. "
+                 "https://mcp.example.com/mcp); tokens must carry it in aud");
+  app.add_option("--oauth-scope", c.oauth.scopes,
+                 "With --oauth-issuer: SCOPE=TIER[:ROLE,...], repeatable, least privilege first (default mcp:read=readonly "
+                 "mcp:operate=operator mcp:supervise=supervised); the first is the scope a client asks for first");
+  app.add_flag("--oauth-allow-http", c.oauth.allow_http,
+               "With --oauth-issuer: reach a loopback authorization server (localhost, 127.0.0.0/8, [::1]) over plain "
+               "http:// (tests); refused for any other host");
+  app.add_option("--oauth-ca-file", c.oauth.ca_file,
+                 "With --oauth-issuer: PEM file of the authorities trusted for the authorization server's certificate "
+                 "(default: the system's)")
+      ->check(CLI::ExistingFile);
+  add_ms(app, "--oauth-jwks-min-interval-ms", c.oauth.jwks_min_interval,
+         "With --oauth-issuer: least interval between two key fetches asked for by tokens of an unknown key (rotation)");
+  app.add_option_function<std::int64_t>(
+         "--oauth-leeway-s", [&c](std::int64_t s) { c.oauth.leeway = std::chrono::seconds{s}; },
+         "With --oauth-issuer: clock skew allowed on a token's exp, nbf and iat (seconds)")
+      ->default_str(std::to_string(c.oauth.leeway.count()))
+      ->check(CLI::Range(std::int64_t{0}, static_cast<std::int64_t>(mcpcore::transport::max_jwt_leeway.count())));
   app.add_option("--token-file", c.token_file,
                  "Bearer tokens and tiers (default <data-dir>/tokens; created on first run with a fresh operator "
                  "token, printed once; must not be readable by group or others)");
@@ -423,6 +465,81 @@ std::string events_flags_problem(const config& c) {
   return {};
 }
 
+/// Whether this build has mcpcore::oauth (cjose, cpp-httplib): without it --oauth-issuer refuses.
+#if MCPCORE_HOST_OAUTH
+constexpr bool oauth_available = true;
+#else
+constexpr bool oauth_available = false;
+#endif
+
+/// Why the --oauth-* flags cannot be used as given, or "" (checked before anything is opened).
+std::string oauth_flags_problem(const CLI::App& app, const config& c) {
+  const bool issuer = !c.oauth.issuer.empty();
+  for (const char* flag : oauth_dependent_flags) {
+    if (app.count(flag) == 0) continue;
+    if (!issuer) return fmt::format("{} needs --oauth-issuer", flag);
+  }
+  if (!issuer) return {};
+  if (c.stdio) {
+    return "--oauth-* flags do not apply to --stdio (stdio carries no bearer token: the caller is the "
+           "local user)";
+  }
+  if (!c.token_file.empty()) {
+    return "--token-file and --oauth-issuer exclude each other (an authorization server replaces the "
+           "token file)";
+  }
+  if (c.oauth.audience.empty()) {
+    return "--oauth-issuer needs --oauth-audience (this server's public MCP URL, the tokens' aud)";
+  }
+  if (!oauth_available) {
+    return "--oauth-issuer: this mcpcore-host was built without OAuth support (mcpcore::oauth needs cjose and "
+           "cpp-httplib: Debian libcjose-dev, libcpp-httplib-dev)";
+  }
+  return {};
+}
+
+/// The scope map of the --oauth-scope flags (nullopt without --oauth-issuer); false after saying why.
+bool oauth_scope_map([[maybe_unused]] const config& c, [[maybe_unused]] std::optional<mcpcore::scope_map>& out) {
+  if (c.oauth.issuer.empty()) return true;
+#if MCPCORE_HOST_OAUTH
+  auto scopes = mcpcore_host::scope_map_of(c.oauth.scopes);
+  if (!scopes) {
+    say("{}", scopes.error());
+    return false;
+  }
+  out = std::move(*scopes);
+  return true;
+#else
+  return false;
+#endif
+}
+
+/// Discovers the authorization server of --oauth-issuer and starts the JWT authenticator (nothing
+/// without the flag); false after saying why.
+bool start_oauth([[maybe_unused]] const config& c, const std::optional<mcpcore::scope_map>& scopes,
+                 [[maybe_unused]] std::optional<oauth_server>& out) {
+  if (!scopes) return true;
+#if MCPCORE_HOST_OAUTH
+  auto authn = mcpcore_host::make_oauth_authenticator(c.oauth, *scopes, mcpcore_host::oauth_fetcher(c.oauth));
+  if (!authn) {
+    say("{}", authn.error());
+    return false;
+  }
+  if (authn->stats().keys == 0) {
+    say("warning: the authorization server's keys could not be loaded yet; every access token is refused until a "
+        "refresh succeeds");
+  }
+  std::string names;
+  for (const auto& g : scopes->grants()) names += (names.empty() ? "" : " ") + g.scope;
+  say("access tokens of {} for {} (scopes: {})", c.oauth.issuer, c.oauth.audience, names);
+  out.emplace(oauth_server{.authn = std::move(*authn),
+                           .resource = mcpcore_host::protected_resource_of(c.oauth, *scopes)});
+  return true;
+#else
+  return false;
+#endif
+}
+
 /// Opens the bridge of --events-db on `srv` (none without the flag); false after saying why.
 bool open_events_bridge([[maybe_unused]] const config& c, [[maybe_unused]] mcpcore::server& srv,
                         [[maybe_unused]] events_bridge& out) {
@@ -539,9 +656,13 @@ int serve_stdio(const config& c, mcpcore::server& srv) {
 
 int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service& approvals, host_services& s,
                mcpcore::metrics_registry& metrics, mcpcore_host::command_runner& runner,
-               const std::string& first_token) {
-  auto tokens = load_tokens(s.paths.token_file);
-  if (!tokens) return 1;
+               const std::string& first_token, const std::optional<oauth_server>& oauth) {
+  // With an authorization server there is no token file (nor its reload on the tick).
+  std::optional<token_authenticator> tokens;
+  if (!oauth) {
+    tokens = load_tokens(s.paths.token_file);
+    if (!tokens) return 1;
+  }
   mcpcore::approval_endpoint approval_routes{approvals, mcpcore_host::host_authorizer{}};
   approval_routes.set_audit(s.audit);  // reviews over HTTP are audited like mcpcore-admin's
   const auto stop_signals = mcpcore_examples::block_stop_signals();
@@ -562,7 +683,22 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   // adds others.
   auto endpoint_options = c.endpoint;
   endpoint_options.allowed_origins = c.allowed_origins;
-  mcpcore::http_endpoint endpoint{srv, *tokens, endpoint_options};
+  std::unique_ptr<mcpcore::http_endpoint> endpoint_holder;
+  try {
+#if MCPCORE_HOST_OAUTH
+    if (oauth) {
+      endpoint_options.protected_resource = oauth->resource;
+      endpoint_holder = std::make_unique<mcpcore::http_endpoint>(srv, oauth->authn, endpoint_options);
+    } else
+#endif
+    {
+      endpoint_holder = std::make_unique<mcpcore::http_endpoint>(srv, *tokens, endpoint_options);
+    }
+  } catch (const std::invalid_argument& e) {
+    say("refused to start: {}", e.what());  // names the option (an --oauth-audience it cannot serve, ...)
+    return 1;
+  }
+  mcpcore::http_endpoint& endpoint = *endpoint_holder;
   mcpcore::transport::asio_http_server http{endpoint, http_options};
   endpoint.set_approvals(approval_routes);
   endpoint.set_metrics(metrics);
@@ -583,7 +719,8 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
   }
   const std::string scheme = http_options.tls ? "https" : "http";
 
-  // The host's own tick: approval expiry, token file reload on change.
+  // The host's own tick: approval expiry, token file reload on change (no token file with
+  // --oauth-issuer: the JWT authenticator refreshes its keys on its own thread).
   std::jthread ticker{[&approvals, &tokens, &c, path = s.paths.token_file](const std::stop_token& stop) {
     std::mutex m;
     std::condition_variable_any cv;
@@ -594,6 +731,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
       if (++n % approval_expiry_every_ticks == 0) {
         if (auto expired = approvals.expire(); !expired) say("approval expiry sweep failed: {}", expired.error().message());
       }
+      if (!tokens) continue;
       if (const auto now = mtime(path); now != seen) {
         seen = now;
         if (!token_file_permissions_ok(path)) {
@@ -627,7 +765,16 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
                                                                           : fmt::format("{}:{}", c.address, port);
   const std::string url = fmt::format("{}://{}/mcp", scheme, authority);
   fmt::print("mcpcore-host {} listening on {}\n", MCPCORE_VERSION_STRING, url);
-  if (!first_token.empty()) {
+  if (oauth) {
+    fmt::print("Connect an MCP client to {}: it gets its access token from the authorization server {} (resource {}; "
+               "metadata at {}://{}/.well-known/oauth-protected-resource).\n",
+               url, c.oauth.issuer, c.oauth.audience, scheme, authority);
+    if (c.oauth.audience != url) {
+      say("note: --oauth-audience {} is not the URL listened on ({}): clients must reach this server at the "
+          "audience's URL (a proxy in front)",
+          c.oauth.audience, url);
+    }
+  } else if (!first_token.empty()) {
     fmt::print(
         "\nA token file was created at {0} with one operator token. It is shown only now:\n\n    {1}\n\n"
         "Connect an MCP client to {2} with the header\n    Authorization: Bearer {1}\n"
@@ -669,13 +816,21 @@ int run(int argc, char** argv) {
     say("{}", problem);
     return 1;
   }
+  if (const auto problem = oauth_flags_problem(app, c); !problem.empty()) {
+    say("{}", problem);
+    return 1;
+  }
+  std::optional<mcpcore::scope_map> oauth_scopes;
+  if (!oauth_scope_map(c, oauth_scopes)) return 1;
+  std::optional<oauth_server> oauth;
+  if (!start_oauth(c, oauth_scopes, oauth)) return 1;
 
   ::umask(S_IRWXG | S_IRWXO);  // the databases and the token file are the server user's alone
   if (!prepare_data_dir(c.data_dir)) return 1;
   auto paths = mcpcore_host::data_paths::in(c.data_dir);
   if (!c.token_file.empty()) paths.token_file = c.token_file;
   std::string first_token;
-  if (!c.stdio && ::access(paths.token_file.c_str(), F_OK) != 0) {
+  if (!c.stdio && !oauth && ::access(paths.token_file.c_str(), F_OK) != 0) {
     auto token = mcpcore_host::create_first_run_token_file(paths.token_file);
     if (!token) {
       say("{}", token.error());
@@ -736,6 +891,7 @@ int run(int argc, char** argv) {
       .metrics(metrics)
       .approvals(approvals)
       .approval_tools();
+  if (oauth_scopes) b.oauth_scopes(*oauth_scopes);  // step-up: a refusal names the scope to ask for
   auto srv = b.build();
   if (!srv) {
     say("refused to start: {}", srv.error().message());
@@ -755,7 +911,7 @@ int run(int argc, char** argv) {
     return 1;
   }
 
-  const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token);
+  const int rc = c.stdio ? serve_stdio(c, *srv) : serve_http(c, *srv, approvals, s, metrics, runner, first_token, oauth);
   runner.shutdown();
   s.approval_store.set_on_reviewed({});  // the server goes first
   return rc;

@@ -5,7 +5,8 @@
 # an allow-list that is not JSON), a data directory on a read-only filesystem or that is not a
 # directory, a port already in use, half a TLS configuration, task flags that cannot work together
 # (docs/host-server.md#flags), --events-channel without --events-db, an --events-db that cannot be
-# reached and a --server-id that is not 1-128 printable ASCII characters. Loopback only. Also: --help states the defaults truly and lists the
+# reached, a --server-id that is not 1-128 printable ASCII characters, and --oauth-* flags that cannot
+# work (docs/host-server.md#with-an-authorization-server). Loopback only. Also: --help states the defaults truly and lists the
 # task flags.
 #
 # Usage: startup_refusals.sh <mcpcore-host>
@@ -150,6 +151,34 @@ for bad in "$(printf 'caf\xc3\xa9')" "$(printf 'ctl\001x')" "$(printf 'x%.0s' $(
     failed=$((failed + 1))
   fi
 done
+
+# An authorization server instead of the token file (docs/host-server.md#with-an-authorization-server):
+# the flags that need --oauth-issuer, --stdio, a missing audience, a bad scope flag, plain HTTP to a
+# host that is not loopback, and an issuer whose metadata cannot be read (nothing listens on port 1
+# of loopback). A build without mcpcore::oauth refuses --oauth-issuer itself, saying so.
+d=$(fresh_dir oauth)
+aud=http://127.0.0.1:8765/mcp
+expect_refusal "--oauth-audience without --oauth-issuer" "--oauth-audience needs --oauth-issuer" --data-dir "$d" \
+  --oauth-audience "$aud"
+expect_refusal "--oauth-issuer with --stdio" "do not apply to --stdio" --data-dir "$d" --stdio \
+  --oauth-issuer https://as.example.com --oauth-audience "$aud"
+expect_refusal "--oauth-issuer without --oauth-audience" "--oauth-issuer needs --oauth-audience" --data-dir "$d" \
+  --oauth-issuer https://as.example.com
+probe="$(timeout 20 "$host" --data-dir "$d" --port 0 --no-journal --oauth-issuer https://as.example.com \
+  --oauth-audience "$aud" --oauth-scope bad 2>&1 </dev/null)"
+if grep -qF "built without OAuth support" <<<"$probe"; then
+  echo "ok - the --oauth-issuer start-up refusals # SKIP a build without mcpcore::oauth (it refuses --oauth-issuer)"
+else
+  expect_refusal "a bad --oauth-scope" '--oauth-scope "mcp:read=root": the tier is none of' --data-dir "$d" \
+    --oauth-issuer https://as.example.com --oauth-audience "$aud" --oauth-scope mcp:read=root
+  expect_refusal "a plain-http issuer without --oauth-allow-http" "allowed only with --oauth-allow-http" \
+    --data-dir "$d" --oauth-issuer http://127.0.0.1:1 --oauth-audience "$aud"
+  expect_refusal "--oauth-allow-http for a host that is not loopback" "is plain http:// to a host that is not loopback" \
+    --data-dir "$d" --oauth-issuer http://as.example.com --oauth-audience "$aud" --oauth-allow-http
+  expect_refusal "an issuer whose metadata cannot be read" \
+    "cannot discover the metadata of --oauth-issuer http://127.0.0.1:1: http://127.0.0.1:1/.well-known/oauth-authorization-server:" \
+    --data-dir "$d" --oauth-issuer http://127.0.0.1:1 --oauth-audience "$aud" --oauth-allow-http
+fi
 
 # The help states each default as it is: the journal is offered unless --no-journal is given.
 help="$("$host" --help 2>&1)"
