@@ -8,7 +8,8 @@
 //    r require_session, p streamed_post off, b max_body_bytes 64, c small caps (sessions, stream
 //    budget, ring, sink queue, bridge records, TTLs), o/h an allowed Origin/Host
 //    (https://app.example, mcp.example), v no loopback Host check, l no loopback same-origin,
-//    m metrics registry, u audit sink, k kill switch on; the executor: q queued (tasks run on
+//    m metrics registry, u audit sink, k kill switch on, a protected-resource metadata served
+//    (docs/oauth.md#protected-resource-metadata); the executor: q queued (tasks run on
 //    `run`/`runall` and at the end), x refusing, n none (the library's inline dispatch); default
 //    an executor that runs each task at once.
 //  - A segment starting with '!' is commands separated by white space: run, runall, pull (every
@@ -35,13 +36,16 @@
 // sampler (sampling/createMessage with a 0 ms timeout), closer (close_stream then a log), fleet
 // (detached work), thrower (throws), pause (runs the following segments while the call is in
 // flight) and delete_tag (approval-gated for the "supervised" tier). Tokens: "Bearer alice"
-// (supervised), "Bearer bob" (no tier), "Bearer ro" (readonly); "Bearer throw" makes the
-// authenticator throw; anything else fails.
+// (supervised), "Bearer bob" (no tier), "Bearer ro" (readonly), "Bearer oauth-none" and
+// "Bearer oauth-read" (OAuth principals with the scopes openid and mcp:read, for step-up:
+// docs/oauth.md#step-up); "Bearer throw" makes the authenticator throw; anything else fails.
 //
 // Invariants:
 //  - the completion of every `handle` is called exactly once (by the end of the input);
 //  - every MCP-path status is one of 200 202 400 401 403 404 405 406 409 410 413 415 429 500 503;
-//    405 carries Allow and no body, 202 no body, 401 WWW-Authenticate: Bearer and -32001;
+//    405 carries Allow and no body, 202 no body, 401 WWW-Authenticate: Bearer and -32001, a 403
+//    with WWW-Authenticate an insufficient_scope challenge and -32004; the metadata is a JSON
+//    object naming its resource;
 //  - a JSON answer is one JSON-RPC 2.0 response: the request's id or null (a result: the id),
 //    exactly one of result and error; an error has an integer code and a string message and,
 //    except -32005 (the kill switch, no data), error.data with correlation_id and retry_after_ms;
@@ -70,6 +74,7 @@
 #include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
+#include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/session/progress_bridge.hpp>
 #include <mcpcore/session/stream_budget.hpp>
 #include <mcpcore/stores/memory_approval_store.hpp>
@@ -165,6 +170,7 @@ std::string principal_of(std::optional<std::string_view> authorization) {
   if (*authorization == "Bearer alice") return "alice";
   if (*authorization == "Bearer bob") return "bob";
   if (*authorization == "Bearer ro") return "carol";
+  if (*authorization == "Bearer oauth-none" || *authorization == "Bearer oauth-read") return "dave";
   return {};
 }
 
@@ -209,6 +215,13 @@ void check_error_object(json::value error) {
 
 // ---- the authenticator ------------------------------------------------------------------------------
 
+/// The scope map of the OAuth principals and the server's step-up.
+scope_map fuzz_scopes() {
+  return scope_map{{{.scope = "mcp:read", .tier = "readonly", .roles = {}},
+                    {.scope = "mcp:operate", .tier = "operator", .roles = {}},
+                    {.scope = "mcp:supervise", .tier = "supervised", .roles = {}}}};
+}
+
 struct fuzz_authenticator {
   std::shared_ptr<std::atomic<credential_verdict>> verdict;
 
@@ -218,6 +231,11 @@ struct fuzz_authenticator {
     if (*a == "Bearer alice") return principal{.id = "alice", .tier = "supervised"};
     if (*a == "Bearer bob") return principal{.id = "bob"};
     if (*a == "Bearer ro") return principal{.id = "carol", .tier = "readonly"};
+    if (*a == "Bearer oauth-none" || *a == "Bearer oauth-read") {
+      principal p{.id = "dave"};
+      fuzz_scopes().apply({*a == "Bearer oauth-read" ? std::string_view{"mcp:read"} : std::string_view{"openid"}}, p);
+      return p;
+    }
     if (*a == "Bearer throw") throw std::runtime_error("authenticator failure");
     return std::nullopt;
   }
@@ -236,6 +254,7 @@ struct request_info {
   bool bad_session = false;  // names a session this input saw deleted, shut down or minted by another
   bool mcp = false;        // on the MCP path
   bool approvals = false;  // on an approval route
+  bool metadata = false;   // on the protected-resource metadata's path
   bool post_initialize = false;
   bool per_request = false;  // the body claims the per-request era (docs/eras.md#classification)
   std::optional<std::string> id_json;  // the body's top-level "id" (string or integer), compact
@@ -308,6 +327,13 @@ class driver {
     if (has('v')) o.validate_loopback_host = false;
     if (has('l')) o.allow_loopback_same_origin = false;
     o.resource_metadata_url = "https://auth.example/.well-known/oauth-protected-resource";
+    if (has('a')) {
+      o.resource_metadata_url.clear();  // the served document's own URL
+      o.protected_resource.resource = "http://127.0.0.1:8765/mcp";
+      o.protected_resource.authorization_servers = {"https://auth.example"};
+      o.protected_resource.scopes_supported = {"mcp:read", "mcp:operate", "mcp:supervise"};
+      o.protected_resource.challenge_scope = "mcp:read";
+    }
     ep_ = std::make_unique<http_endpoint>(*srv_, fuzz_authenticator{verdict_}, std::move(o),
                                           clock_ref<manual_clock>{clk_});
     if (has('q')) {
@@ -424,6 +450,7 @@ class driver {
           return tool_result::text("deleted " + std::string{args["tag"].as_string()});
         });
     b.approvals(approvals_).clock(clock_ref<manual_clock>{clk_});
+    b.oauth_scopes(fuzz_scopes());
     auto r = b.build();
     if (!r) {
       std::fprintf(stderr, "fuzz_http_endpoint: the server did not build: %s\n", r.error().message().c_str());
@@ -617,6 +644,7 @@ class driver {
     const std::string_view path = path_of(target);
     info.mcp = path == "/mcp" || path == "/mcp/v1/";
     info.approvals = path.starts_with("/api/v1/approvals/");
+    info.metadata = path.starts_with("/.well-known/oauth-protected-resource");
     {
       json::document doc;
       if (auto root = doc.parse(body); root && root->is_object()) {
@@ -704,9 +732,17 @@ class driver {
       return;  // fuzz_approval checks the approval routes
     }
     if (!info.mcp) {
-      // 400: a repeated Host, refused on every route (docs/security.md#dns-rebinding-host-and-origin).
-      MCPCORE_FUZZ_CHECK(status == 200 || status == 400 || status == 403 || status == 404 || status == 405 ||
-                         status == 503);
+      // 400: a repeated Host, refused on every route (docs/security.md#dns-rebinding-host-and-origin);
+      // 204: the metadata's preflight.
+      MCPCORE_FUZZ_CHECK(status == 200 || status == 204 || status == 400 || status == 403 || status == 404 ||
+                         status == 405 || status == 503);
+      if (info.metadata && status == 200) {
+        json::document doc;
+        const auto root = doc.parse(r.head.body);
+        MCPCORE_FUZZ_CHECK(root.has_value() && root->is_object());
+        MCPCORE_FUZZ_CHECK((*root)["resource"].is_string());
+      }
+      if (status == 204) MCPCORE_FUZZ_CHECK(info.metadata && info.method == "OPTIONS");
       return;
     }
 
@@ -763,6 +799,11 @@ class driver {
         MCPCORE_FUZZ_CHECK(code == -32001);
         const auto challenge = r.head.header("WWW-Authenticate");
         MCPCORE_FUZZ_CHECK(challenge && challenge->starts_with("Bearer"));
+      }
+      if (const auto challenge = r.head.header("WWW-Authenticate"); challenge && status == 403) {
+        MCPCORE_FUZZ_CHECK(challenge->starts_with(R"(Bearer error="insufficient_scope", scope=")"));
+        MCPCORE_FUZZ_CHECK(code == -32004);
+        MCPCORE_FUZZ_CHECK(info.principal == "dave");
       }
       if (code == -32006) {
         const json::value aid = error["data"]["approval_id"];
