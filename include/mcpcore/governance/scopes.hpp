@@ -7,7 +7,6 @@
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/governance/policy.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -42,8 +41,23 @@ struct scope_grant {
 /// %x21 / %x23-5B / %x5D-7E.
 [[nodiscard]] constexpr bool is_scope_token(std::string_view s) noexcept {
   if (s.empty() || s.size() > max_scope_bytes) return false;
-  return std::ranges::all_of(s, [](char c) { return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\'; });
+  for (const char c : s) {
+    if (c < 0x21 || c > 0x7e || c == '"' || c == '\\') return false;
+  }
+  return true;
 }
+
+namespace detail {
+/// Whether `list` holds `s`: a loop, as `<algorithm>` would add about 8,600 preprocessed lines to
+/// every header that includes this one (cmake/mcpcore_header_budget.cmake).
+template <class List>
+[[nodiscard]] constexpr bool scope_list_has(const List& list, std::string_view s) noexcept {
+  for (const auto& e : list) {
+    if (std::string_view{e} == s) return true;
+  }
+  return false;
+}
+}  // namespace detail
 
 /// OAuth scopes as mcpcore tiers and roles: the grants are listed from the least privilege to the
 /// most (docs/oauth.md#scopes).
@@ -86,16 +100,16 @@ class scope_map {
     p.scopes.clear();
     for (const std::string_view s : scopes) {
       if (p.scopes.size() == max_principal_scopes) break;
-      if (!is_scope_token(s) || std::ranges::find(p.scopes, s) != p.scopes.end()) continue;
+      if (!is_scope_token(s) || detail::scope_list_has(p.scopes, s)) continue;
       p.scopes.emplace_back(s);
     }
     p.tier = std::string{unscoped_tier};
     p.roles.clear();
     for (const scope_grant& g : grants_) {
-      if (std::ranges::find(p.scopes, g.scope) == p.scopes.end()) continue;
+      if (!detail::scope_list_has(p.scopes, g.scope)) continue;
       if (!g.tier.empty()) p.tier = g.tier;
       for (const std::string& r : g.roles) {
-        if (std::ranges::find(p.roles, r) == p.roles.end()) p.roles.push_back(r);
+        if (!detail::scope_list_has(p.roles, r)) p.roles.push_back(r);
       }
     }
   }
@@ -110,7 +124,7 @@ class scope_map {
                                                         bool through_approval = true) const noexcept {
     if (p.scopes.empty() && p.tier != unscoped_tier) return std::nullopt;
     for (const scope_grant& g : grants_) {
-      if (g.tier.empty() || std::ranges::find(p.scopes, g.scope) != p.scopes.end()) continue;
+      if (g.tier.empty() || detail::scope_list_has(p.scopes, g.scope)) continue;
       const tier_decision d = policy.decide(g.tier, securable, op);
       if (d == tier_decision::allow || (through_approval && d == tier_decision::allow_with_approval)) {
         return std::string_view{g.scope};
