@@ -32,54 +32,19 @@ struct url_parts {
   std::string_view path;    ///< "" or from the first `/`
 };
 
-bool ascii_iprefix(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
-  }
-  return true;
-}
-
 /// The parts of `url`, or nullopt when it is not `http(s)://host[:port][/path]` of visible ASCII
-/// without user information, query or fragment.
+/// without user information, query or fragment (`parse_http_url`, which allows a query, then no
+/// query).
 std::optional<url_parts> split_url(std::string_view url) {
+  const auto parsed = mcpcore::transport::parse_http_url(url);
+  if (!parsed || url.find('?') != std::string_view::npos) return std::nullopt;
   url_parts out;
-  std::size_t scheme = 0;
-  if (ascii_iprefix(url, "https://")) {
-    out.https = true;
-    scheme = 8;
-  } else if (ascii_iprefix(url, "http://")) {
-    scheme = 7;
-  } else {
-    return std::nullopt;
-  }
-  if (!std::ranges::all_of(url, [](char c) { return c > 0x20 && c < 0x7f; })) return std::nullopt;
-  if (url.find_first_of("?#") != std::string_view::npos) return std::nullopt;
-  const std::size_t slash = url.find('/', scheme);
-  const std::string_view authority =
-      url.substr(scheme, slash == std::string_view::npos ? url.npos : slash - scheme);
-  if (authority.empty() || authority.find('@') != std::string_view::npos) return std::nullopt;
-  std::string_view host = authority;
-  if (host.front() == '[') {
-    const std::size_t close = host.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = host.substr(1, close - 1);
-  } else if (const std::size_t colon = host.find(':'); colon != std::string_view::npos) {
-    host = host.substr(0, colon);
-  }
-  if (host.empty()) return std::nullopt;
-  out.origin = url.substr(0, scheme + authority.size());
-  out.host = host;
-  out.path = slash == std::string_view::npos ? std::string_view{} : url.substr(slash);
+  out.https = parsed->https;
+  const std::size_t scheme = (parsed->https ? std::string_view{"https://"} : std::string_view{"http://"}).size();
+  out.origin = url.substr(0, scheme + parsed->authority.size());
+  out.host = parsed->host;
+  out.path = parsed->path_and_query;
   return out;
-}
-
-bool is_loopback_host(std::string_view host) {
-  if (host == "::1" || (host.size() == 9 && ascii_iprefix(host, "localhost"))) return true;
-  if (!host.starts_with("127.")) return false;
-  return std::ranges::all_of(host, [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 /// Whether `s` may be a role name: visible ASCII but `,`, at most `max_oauth_role_bytes` bytes.
@@ -210,7 +175,7 @@ std::string as_url_problem(std::string_view url, bool allow_http, std::string_vi
         "{} \"{}\" is plain http:// (allowed only with --oauth-allow-http, and only "
         "for a loopback host)",
         what, url);
-  if (!is_loopback_host(parts->host)) {
+  if (!mcpcore::transport::is_loopback_host(parts->host)) {
     return fmt::format(
         "{} \"{}\" is plain http:// to a host that is not loopback: --oauth-allow-http allows "
         "localhost, 127.0.0.0/8 and [::1] only",

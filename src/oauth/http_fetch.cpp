@@ -25,19 +25,8 @@ MCPCORE_BEGIN_NAMESPACE
 
 namespace transport {
 
-namespace {
-
-struct parsed_url {
-  bool https = false;
-  std::string authority;  // host[:port], as written
-  std::string host;       // without brackets and port
-  std::string target;     // path and query, at least "/"
-};
-
-error fetch_error(std::errc code, std::string message) { return error{std::make_error_code(code), std::move(message)}; }
-
-std::optional<parsed_url> parse_url(std::string_view url) {
-  parsed_url out;
+std::optional<http_url_parts> parse_http_url(std::string_view url) noexcept {
+  http_url_parts out;
   constexpr std::string_view https = "https://";
   constexpr std::string_view http = "http://";
   if (url.size() > https.size() && mcpcore::detail::ascii_iequals(url.substr(0, https.size()), https)) {
@@ -65,14 +54,13 @@ std::optional<parsed_url> parse_url(std::string_view url) {
     host = host.substr(0, colon);
   }
   if (host.empty()) return std::nullopt;
-  out.authority = std::string{authority};
-  out.host = std::string{host};
-  out.target = end == std::string_view::npos ? std::string{"/"} : std::string{url.substr(end)};
-  if (out.target.front() == '?') out.target.insert(0, "/");
+  out.authority = authority;
+  out.host = host;
+  out.path_and_query = end == std::string_view::npos ? std::string_view{} : url.substr(end);
   return out;
 }
 
-bool is_loopback(std::string_view host) noexcept {
+bool is_loopback_host(std::string_view host) noexcept {
   if (mcpcore::detail::ascii_iequals(host, "localhost") || host == "::1") return true;
   if (!host.starts_with("127.")) return false;
   for (const char c : host) {
@@ -80,6 +68,10 @@ bool is_loopback(std::string_view host) noexcept {
   }
   return true;
 }
+
+namespace {
+
+error fetch_error(std::errc code, std::string message) { return error{std::make_error_code(code), std::move(message)}; }
 
 void set_timeouts(httplib::Client& client, std::chrono::milliseconds timeout) {
   const auto sec = static_cast<std::time_t>(timeout.count() / 1000);
@@ -90,12 +82,12 @@ void set_timeouts(httplib::Client& client, std::chrono::milliseconds timeout) {
 }
 
 result<fetch_response> fetch_once(const httplib_fetcher_options& options, const fetch_request& request) {
-  const auto url = parse_url(request.url);
+  const auto url = parse_http_url(request.url);
   if (!url) return fail(fetch_error(std::errc::invalid_argument, "not an http(s) URL without credentials or fragment: " + request.url));
-  if (!url->https && !options.allow_http && !is_loopback(url->host)) {
+  if (!url->https && !options.allow_http && !is_loopback_host(url->host)) {
     return fail(fetch_error(std::errc::permission_denied, "plain http:// to a host that is not loopback: " + request.url));
   }
-  httplib::Client client((url->https ? "https://" : "http://") + url->authority);
+  httplib::Client client((url->https ? "https://" : "http://") + std::string{url->authority});
   set_timeouts(client, request.timeout);
   client.set_follow_location(false);
   client.set_keep_alive(false);
@@ -104,7 +96,9 @@ result<fetch_response> fetch_once(const httplib_fetcher_options& options, const 
 
   httplib::Request req;
   req.method = request.method;
-  req.path = url->target;
+  // The request target: the path and query, at least "/".
+  req.path = url->path_and_query.empty() ? std::string{"/"} : std::string{url->path_and_query};
+  if (req.path.front() == '?') req.path.insert(0, "/");
   for (const auto& [name, value] : request.headers) req.headers.emplace(name, value);
   if (!request.body.empty() || !request.content_type.empty()) {
     req.body = request.body;

@@ -3,6 +3,7 @@
 // checks of its answer with mcpcore's JSON parser, and the bounded cache with single flight.
 #include <mcpcore/transport/introspection_authenticator.hpp>
 
+#include "authenticator_common.hpp"
 #include "bearer_token.hpp"
 
 #include <mcpcore/detail/base64.hpp>
@@ -39,8 +40,9 @@ namespace transport {
 
 namespace {
 
-using steady_time = std::chrono::steady_clock::time_point;
-using system_time = std::chrono::system_clock::time_point;
+using detail::claim;
+using detail::steady_time;
+using detail::system_time;
 using digest = mcpcore::detail::sha256_digest;
 
 constexpr std::array<std::string_view, introspection_refusal_count> refusal_names{
@@ -57,13 +59,6 @@ struct digest_hash {
     return h;
   }
 };
-
-bool has_control(std::string_view s) noexcept {
-  return std::ranges::any_of(s, [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20U || u == 0x7FU;
-  });
-}
 
 // application/x-www-form-urlencoded (RFC 6749 Appendix B): every byte but ALPHA, DIGIT and
 // "-._~" percent-encoded (a space as %20, which every decoder reads as a space).
@@ -86,37 +81,9 @@ std::string form_encode(std::string_view s) {
   return out;
 }
 
-enum class claim : std::uint8_t { absent, bad, ok };
-
 // A NumericDate: an integer from 0 to `max_introspection_time`.
 claim read_time(const json::value& v, std::int64_t& out) noexcept {
-  if (!v.exists()) return claim::absent;
-  if (!v.is_integer()) return claim::bad;
-  const auto n = v.to_int64();
-  if (!n || *n < 0 || *n > max_introspection_time) return claim::bad;
-  out = *n;
-  return claim::ok;
-}
-
-// `sub` or `client_id`: a non-empty string of at most `max_introspection_subject_bytes`, no
-// control character.
-claim read_id(const json::value& v, std::string_view& out) noexcept {
-  if (!v.exists()) return claim::absent;
-  if (!v.is_string()) return claim::bad;
-  const std::string_view s = v.as_string();
-  if (s.empty() || s.size() > max_introspection_subject_bytes || has_control(s)) return claim::bad;
-  out = s;
-  return claim::ok;
-}
-
-void split_scopes(std::string_view s, std::vector<std::string_view>& out) {
-  while (!s.empty()) {
-    const std::size_t space = s.find(' ');
-    const std::string_view one = s.substr(0, space);
-    if (!one.empty()) out.push_back(one);
-    if (space == std::string_view::npos) break;
-    s.remove_prefix(space + 1);
-  }
+  return detail::read_time(v, max_introspection_time, out);
 }
 
 // What one introspection gave: the verdict, whether the authorization server answered usably
@@ -154,8 +121,8 @@ struct introspection_authenticator::shared_state {
   shared_state(introspection_authenticator_options o, fetch_function f, std::string basic)
       : options(std::move(o)), fetch(std::move(f)), authorization(std::move(basic)) {}
 
-  [[nodiscard]] steady_time steady_now() const { return options.steady_now ? options.steady_now() : std::chrono::steady_clock::now(); }
-  [[nodiscard]] system_time system_now() const { return options.system_now ? options.system_now() : std::chrono::system_clock::now(); }
+  [[nodiscard]] steady_time steady_now() const { return detail::steady_now(options); }
+  [[nodiscard]] system_time system_now() const { return detail::system_now(options); }
 
   [[nodiscard]] introspection introspect(std::string_view token) const;
   [[nodiscard]] introspection read_answer(std::string_view body) const;
@@ -173,8 +140,7 @@ struct introspection_authenticator::shared_state {
   std::list<digest> lru;  // most recently used first
   std::unordered_map<digest, std::shared_ptr<flight>, digest_hash> flights;
 
-  std::atomic<std::uint64_t> accepted{0};
-  std::array<std::atomic<std::uint64_t>, introspection_refusal_count> refused{};
+  detail::check_counters<introspection_refusal, introspection_refusal_count> counts;
   std::atomic<std::uint64_t> introspections{0};
   std::atomic<std::uint64_t> introspection_failures{0};
   std::atomic<std::uint64_t> cache_hits{0};
@@ -208,20 +174,10 @@ introspection introspection_authenticator::shared_state::read_answer(std::string
     if (iss.as_string() != options.issuer) return refuse(introspection_refusal::issuer);
   }
 
-  const json::value aud = answer.find("aud");
-  bool audience_found = false;
-  if (aud.is_string()) {
-    audience_found = aud.as_string() == options.audience;
-  } else if (aud.is_array()) {
-    for (const json::value a : aud.elements()) {
-      if (!a.is_string()) return refuse(introspection_refusal::malformed);
-      audience_found = audience_found || a.as_string() == options.audience;
-    }
-  } else if (aud.exists()) {
-    return refuse(introspection_refusal::malformed);
-  } else {
-    audience_found = !options.require_audience;
-  }
+  const detail::audience_claim aud = detail::read_audience(answer.find("aud"), options.audience);
+  if (aud == detail::audience_claim::bad) return refuse(introspection_refusal::malformed);
+  const bool audience_found = aud == detail::audience_claim::held ||
+                              (aud == detail::audience_claim::absent && !options.require_audience);
   if (!audience_found) return refuse(introspection_refusal::audience);
 
   const system_time wall = system_now();
@@ -236,27 +192,20 @@ introspection introspection_authenticator::shared_state::read_answer(std::string
   if (has_nbf == claim::bad) return refuse(introspection_refusal::malformed);
   if (has_nbf == claim::ok && now + leeway < nbf) return refuse(introspection_refusal::inactive);
 
-  std::string_view sub;
-  std::string_view client_id;
-  const claim has_sub = read_id(answer.find("sub"), sub);
-  const claim has_client = read_id(answer.find("client_id"), client_id);
-  if (has_sub == claim::bad || has_client == claim::bad) return refuse(introspection_refusal::malformed);
-  if (has_sub == claim::absent && has_client == claim::absent) return refuse(introspection_refusal::no_subject);
+  const detail::subject subject = detail::read_subject(answer, max_introspection_subject_bytes);
+  if (subject.state == claim::bad) return refuse(introspection_refusal::malformed);
+  if (subject.state == claim::absent) return refuse(introspection_refusal::no_subject);
 
   std::vector<std::string_view> scopes;
   if (const json::value scope = answer.find("scope"); scope.exists()) {
     if (!scope.is_string()) return refuse(introspection_refusal::malformed);
-    split_scopes(scope.as_string(), scopes);
+    detail::split_scopes(scope.as_string(), scopes);
   }
 
   principal p;
-  p.id = std::string{has_sub == claim::ok ? sub : client_id};
-  p.kind = has_sub == claim::absent || (has_client == claim::ok && sub == client_id) ? principal_kind::service
-                                                                                      : principal_kind::human_interactive;
-  if (const json::value name = answer.find("username"); name.is_string()) {
-    const std::string_view n = name.as_string();
-    if (!n.empty() && n.size() <= max_introspection_display_name_bytes && !has_control(n)) p.display_name = std::string{n};
-  }
+  p.id = std::string{subject.id};
+  p.kind = subject.kind;
+  detail::set_display_name(p, answer.find("username"), max_introspection_display_name_bytes);
   options.scopes.apply(scopes, p);
   out.keep = options.positive_ttl;
   if (has_exp == claim::ok) {
@@ -402,16 +351,12 @@ namespace {
 
 std::optional<std::string> options_problem(const introspection_authenticator_options& o, const fetch_function& fetch) {
   using std::chrono::milliseconds;
-  const std::string_view uri = o.introspection_endpoint;
-  if (uri.empty()) return "introspection_endpoint is required";
-  if (!uri.starts_with("https://") && !uri.starts_with("http://")) return "introspection_endpoint must be an https:// URL";
+  if (o.introspection_endpoint.empty()) return "introspection_endpoint is required";
+  if (auto problem = detail::url_option_problem("introspection_endpoint", o.introspection_endpoint)) return problem;
   if (o.client_id.empty()) return "client_id is required";
   if (o.client_secret.empty()) return "client_secret is required";
-  if (o.issuer.empty()) return "issuer is required";
-  if (o.audience.empty()) return "audience (this resource's canonical URI) is required";
-  if (o.leeway.count() < 0 || o.leeway > max_introspection_leeway) {
-    return "leeway must be from 0 to max_introspection_leeway (" + std::to_string(max_introspection_leeway.count()) + " s)";
-  }
+  if (auto problem = detail::issuer_audience_problem(o.issuer, o.audience)) return problem;
+  if (auto problem = detail::leeway_problem(o.leeway, max_introspection_leeway, "max_introspection_leeway")) return problem;
   if (o.max_token_bytes == 0 || o.max_response_bytes == 0 || o.max_cache_entries == 0 || o.max_inflight == 0) {
     return "the caps (max_token_bytes, max_response_bytes, max_cache_entries, max_inflight) must not be 0";
   }
@@ -437,46 +382,24 @@ result<introspection_authenticator> introspection_authenticator::make(introspect
 }
 
 std::optional<principal> introspection_authenticator::authenticate(const http_request_view& req) const noexcept {
-  const std::optional<std::string_view> token = detail::bearer_token(req);
-  if (!token) return std::nullopt;
-  auto p = check(*token);
-  if (!p) return std::nullopt;
-  return std::move(*p);
+  return detail::authenticate_bearer(*this, req);
 }
 
 result<principal, introspection_refusal> introspection_authenticator::check(std::string_view token) const noexcept {
   if (!state_) return fail(introspection_refusal::internal);
-  result<principal, introspection_refusal> out = fail(introspection_refusal::internal);
-  try {
-    out = state_->check(token);
-  } catch (...) {
-    out = fail(introspection_refusal::internal);
-  }
-  if (out) {
-    state_->accepted.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    const auto i = static_cast<std::size_t>(out.error());
-    if (i < state_->refused.size()) state_->refused.at(i).fetch_add(1, std::memory_order_relaxed);
-  }
-  return out;
+  return detail::counted_check(state_->counts, [&] { return state_->check(token); });
 }
 
 credential_verdict introspection_authenticator::revalidate(const principal& p) const noexcept {
-  try {
-    if (!state_) return credential_verdict::revoked;
-    if (p.expires != system_time::max() && state_->system_now() >= p.expires) return credential_verdict::revoked;
-    if (state_->last_failed.load(std::memory_order_relaxed)) return credential_verdict::indeterminate;
-    return credential_verdict::valid;
-  } catch (...) {
-    return credential_verdict::indeterminate;
-  }
+  return detail::revalidate_unexpired(state_.get(), p, [](const shared_state& s) {
+    return s.last_failed.load(std::memory_order_relaxed) ? credential_verdict::indeterminate : credential_verdict::valid;
+  });
 }
 
 introspection_authenticator_stats introspection_authenticator::stats() const noexcept {
   introspection_authenticator_stats s;
   if (!state_) return s;
-  s.accepted = state_->accepted.load(std::memory_order_relaxed);
-  for (std::size_t i = 0; i < s.refused.size(); ++i) s.refused.at(i) = state_->refused.at(i).load(std::memory_order_relaxed);
+  state_->counts.copy_to(s);
   s.introspections = state_->introspections.load(std::memory_order_relaxed);
   s.introspection_failures = state_->introspection_failures.load(std::memory_order_relaxed);
   s.cache_hits = state_->cache_hits.load(std::memory_order_relaxed);

@@ -3,7 +3,7 @@
 // signatures through cjose, the JWKS kept fresh by one refresher thread.
 #include <mcpcore/transport/jwt_authenticator.hpp>
 
-#include "bearer_token.hpp"
+#include "authenticator_common.hpp"
 #include "jwks.hpp"
 
 #include <mcpcore/detail/ascii.hpp>
@@ -42,8 +42,9 @@ namespace transport {
 
 namespace {
 
-using steady_time = std::chrono::steady_clock::time_point;
-using system_time = std::chrono::system_clock::time_point;
+using detail::claim;
+using detail::steady_time;
+using detail::system_time;
 
 constexpr std::array<std::string_view, 9> algorithm_names{"RS256", "RS384", "RS512", "PS256", "PS384",
                                                           "PS512", "ES256", "ES384", "ES512"};
@@ -66,13 +67,6 @@ bool is_b64url(std::string_view s) noexcept {
   });
 }
 
-bool has_control(std::string_view s) noexcept {
-  return std::ranges::any_of(s, [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20U || u == 0x7FU;
-  });
-}
-
 // RFC 9068 §2.1 `at+jwt`, RFC 7519 §5.1 `JWT`, each with or without `application/` (RFC 7515 §4.1.9).
 bool acceptable_typ(std::string_view typ) noexcept {
   constexpr std::string_view prefix = "application/";
@@ -82,52 +76,21 @@ bool acceptable_typ(std::string_view typ) noexcept {
   return mcpcore::detail::ascii_iequals(typ, "JWT") || mcpcore::detail::ascii_iequals(typ, "at+jwt");
 }
 
-enum class time_claim : std::uint8_t { absent, bad, ok };
-
 // A NumericDate claim: an integer from 0 to `max_jwt_time`.
-time_claim read_time(const json::value& v, std::int64_t& out) noexcept {
-  if (!v.exists()) return time_claim::absent;
-  if (!v.is_integer()) return time_claim::bad;
-  const auto n = v.to_int64();
-  if (!n || *n < 0 || *n > max_jwt_time) return time_claim::bad;
-  out = *n;
-  return time_claim::ok;
-}
-
-enum class id_claim : std::uint8_t { absent, bad, ok };
-
-// `sub` or `client_id`: a non-empty string of at most `max_jwt_subject_bytes`, no control character.
-id_claim read_id(const json::value& v, std::string_view& out) noexcept {
-  if (!v.exists()) return id_claim::absent;
-  if (!v.is_string()) return id_claim::bad;
-  const std::string_view s = v.as_string();
-  if (s.empty() || s.size() > max_jwt_subject_bytes || has_control(s)) return id_claim::bad;
-  out = s;
-  return id_claim::ok;
-}
-
-void split_scopes(std::string_view s, std::vector<std::string_view>& out) {
-  while (!s.empty()) {
-    const std::size_t space = s.find(' ');
-    const std::string_view one = s.substr(0, space);
-    if (!one.empty()) out.push_back(one);
-    if (space == std::string_view::npos) break;
-    s.remove_prefix(space + 1);
-  }
-}
+claim read_time(const json::value& v, std::int64_t& out) noexcept { return detail::read_time(v, max_jwt_time, out); }
 
 // The token's scopes (`scope`, space-separated; else `scp`, an array or a space-separated
 // string), or false when a claim has the wrong type.
 bool read_scopes(const json::value& claims, std::vector<std::string_view>& out) {
   if (const json::value scope = claims.find("scope"); scope.exists()) {
     if (!scope.is_string()) return false;
-    split_scopes(scope.as_string(), out);
+    detail::split_scopes(scope.as_string(), out);
     return true;
   }
   const json::value scp = claims.find("scp");
   if (!scp.exists()) return true;
   if (scp.is_string()) {
-    split_scopes(scp.as_string(), out);
+    detail::split_scopes(scp.as_string(), out);
     return true;
   }
   if (!scp.is_array()) return false;
@@ -181,8 +144,8 @@ struct jwt_authenticator::shared_state {
     if (refresher.joinable()) refresher.join();
   }
 
-  [[nodiscard]] steady_time steady_now() const { return options.steady_now ? options.steady_now() : std::chrono::steady_clock::now(); }
-  [[nodiscard]] system_time system_now() const { return options.system_now ? options.system_now() : std::chrono::system_clock::now(); }
+  [[nodiscard]] steady_time steady_now() const { return detail::steady_now(options); }
+  [[nodiscard]] system_time system_now() const { return detail::system_now(options); }
 
   [[nodiscard]] std::shared_ptr<const detail::jwk_set> snapshot() const {
     const std::lock_guard lock(keys_mutex);
@@ -214,8 +177,7 @@ struct jwt_authenticator::shared_state {
   std::optional<steady_time> last_success{};
   unsigned failures = 0;
 
-  std::atomic<std::uint64_t> accepted{0};
-  std::array<std::atomic<std::uint64_t>, jwt_refusal_count> refused{};
+  detail::check_counters<jwt_refusal, jwt_refusal_count> counts;
   std::atomic<std::uint64_t> fetches{0};
   std::atomic<std::uint64_t> fetch_failures{0};
   std::atomic<std::size_t> key_count{0};
@@ -364,53 +326,35 @@ result<principal, jwt_refusal> jwt_authenticator::shared_state::read_claims(std:
   if (!iss.is_string()) return fail(jwt_refusal::malformed);
   if (iss.as_string() != options.issuer) return fail(jwt_refusal::issuer);
 
-  const json::value aud = claims.find("aud");
-  bool audience_found = false;
-  if (aud.is_string()) {
-    audience_found = aud.as_string() == options.audience;
-  } else if (aud.is_array()) {
-    for (const json::value a : aud.elements()) {
-      if (!a.is_string()) return fail(jwt_refusal::malformed);
-      audience_found = audience_found || a.as_string() == options.audience;
-    }
-  } else if (aud.exists()) {
-    return fail(jwt_refusal::malformed);
-  }
-  if (!audience_found) return fail(jwt_refusal::audience);
+  const detail::audience_claim aud = detail::read_audience(claims.find("aud"), options.audience);
+  if (aud == detail::audience_claim::bad) return fail(jwt_refusal::malformed);
+  if (aud != detail::audience_claim::held) return fail(jwt_refusal::audience);
 
   const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(system_now().time_since_epoch()).count();
   const std::int64_t leeway = options.leeway.count();
   std::int64_t exp = 0;
-  if (read_time(claims.find("exp"), exp) != time_claim::ok) return fail(jwt_refusal::malformed);
+  if (read_time(claims.find("exp"), exp) != claim::ok) return fail(jwt_refusal::malformed);
   if (now >= exp + leeway) return fail(jwt_refusal::expired);
   std::int64_t nbf = 0;
-  const time_claim has_nbf = read_time(claims.find("nbf"), nbf);
-  if (has_nbf == time_claim::bad) return fail(jwt_refusal::malformed);
-  if (has_nbf == time_claim::ok && now + leeway < nbf) return fail(jwt_refusal::not_yet_valid);
+  const claim has_nbf = read_time(claims.find("nbf"), nbf);
+  if (has_nbf == claim::bad) return fail(jwt_refusal::malformed);
+  if (has_nbf == claim::ok && now + leeway < nbf) return fail(jwt_refusal::not_yet_valid);
   std::int64_t iat = 0;
-  const time_claim has_iat = read_time(claims.find("iat"), iat);
-  if (has_iat == time_claim::bad) return fail(jwt_refusal::malformed);
-  if (has_iat == time_claim::ok && iat > now + leeway) return fail(jwt_refusal::not_yet_valid);
+  const claim has_iat = read_time(claims.find("iat"), iat);
+  if (has_iat == claim::bad) return fail(jwt_refusal::malformed);
+  if (has_iat == claim::ok && iat > now + leeway) return fail(jwt_refusal::not_yet_valid);
 
-  std::string_view sub;
-  std::string_view client_id;
-  const id_claim has_sub = read_id(claims.find("sub"), sub);
-  const id_claim has_client = read_id(claims.find("client_id"), client_id);
-  if (has_sub == id_claim::bad || has_client == id_claim::bad) return fail(jwt_refusal::malformed);
-  if (has_sub == id_claim::absent && has_client == id_claim::absent) return fail(jwt_refusal::no_subject);
+  const detail::subject subject = detail::read_subject(claims, max_jwt_subject_bytes);
+  if (subject.state == claim::bad) return fail(jwt_refusal::malformed);
+  if (subject.state == claim::absent) return fail(jwt_refusal::no_subject);
 
   std::vector<std::string_view> scopes;
   if (!read_scopes(claims, scopes)) return fail(jwt_refusal::malformed);
 
   principal p;
-  p.id = std::string{has_sub == id_claim::ok ? sub : client_id};
-  p.kind = has_sub == id_claim::absent || (has_client == id_claim::ok && sub == client_id)
-               ? principal_kind::service
-               : principal_kind::human_interactive;
-  if (const json::value name = claims.find("name"); name.is_string()) {
-    const std::string_view n = name.as_string();
-    if (!n.empty() && n.size() <= max_jwt_display_name_bytes && !has_control(n)) p.display_name = std::string{n};
-  }
+  p.id = std::string{subject.id};
+  p.kind = subject.kind;
+  detail::set_display_name(p, claims.find("name"), max_jwt_display_name_bytes);
   options.scopes.apply(scopes, p);
   p.expires = system_time{std::chrono::seconds{exp}};
   return p;
@@ -470,10 +414,8 @@ namespace {
 
 std::optional<std::string> options_problem(const jwt_authenticator_options& o, const fetch_function& fetch) {
   using std::chrono::milliseconds;
-  if (o.issuer.empty()) return "issuer is required";
-  if (o.audience.empty()) return "audience (this resource's canonical URI) is required";
-  const std::string_view uri = o.jwks_uri;
-  if (!uri.starts_with("https://") && !uri.starts_with("http://")) return "jwks_uri must be an https:// URL";
+  if (auto problem = detail::issuer_audience_problem(o.issuer, o.audience)) return problem;
+  if (auto problem = detail::url_option_problem("jwks_uri", o.jwks_uri)) return problem;
   if (o.algorithms.empty()) return "algorithms must name at least one algorithm";
   for (std::size_t i = 0; i < o.algorithms.size(); ++i) {
     if (to_string(o.algorithms[i]).empty()) return "algorithms holds a value outside jwt_algorithm";
@@ -482,9 +424,7 @@ std::optional<std::string> options_problem(const jwt_authenticator_options& o, c
       return "algorithms lists " + std::string{to_string(o.algorithms[i])} + " twice";
     }
   }
-  if (o.leeway.count() < 0 || o.leeway > max_jwt_leeway) {
-    return "leeway must be from 0 to max_jwt_leeway (" + std::to_string(max_jwt_leeway.count()) + " s)";
-  }
+  if (auto problem = detail::leeway_problem(o.leeway, max_jwt_leeway, "max_jwt_leeway")) return problem;
   if (o.max_jwt_bytes == 0 || o.max_jwks_bytes == 0 || o.max_jwks_keys == 0) return "the caps must not be 0";
   if (o.jwks_refresh <= milliseconds::zero() || o.jwks_retry <= milliseconds::zero() ||
       o.fetch_timeout <= milliseconds::zero() || o.max_jwks_staleness <= milliseconds::zero() ||
@@ -515,49 +455,28 @@ result<jwt_authenticator> jwt_authenticator::make(jwt_authenticator_options opti
 }
 
 std::optional<principal> jwt_authenticator::authenticate(const http_request_view& req) const noexcept {
-  const std::optional<std::string_view> token = detail::bearer_token(req);
-  if (!token) return std::nullopt;
-  auto p = check(*token);
-  if (!p) return std::nullopt;
-  return std::move(*p);
+  return detail::authenticate_bearer(*this, req);
 }
 
 result<principal, jwt_refusal> jwt_authenticator::check(std::string_view token) const noexcept {
   if (!state_) return fail(jwt_refusal::internal);
-  result<principal, jwt_refusal> out = fail(jwt_refusal::internal);
-  try {
-    out = state_->check(token);
-  } catch (...) {
-    out = fail(jwt_refusal::internal);
-  }
-  if (out) {
-    state_->accepted.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    const auto i = static_cast<std::size_t>(out.error());
-    if (i < state_->refused.size()) state_->refused.at(i).fetch_add(1, std::memory_order_relaxed);
-  }
-  return out;
+  return detail::counted_check(state_->counts, [&] { return state_->check(token); });
 }
 
 credential_verdict jwt_authenticator::revalidate(const principal& p) const noexcept {
-  try {
-    if (!state_) return credential_verdict::revoked;
-    if (p.expires != system_time::max() && state_->system_now() >= p.expires) return credential_verdict::revoked;
-    const steady_time now = state_->steady_now();
-    const std::lock_guard lock(state_->schedule_mutex);
-    const steady_time since = state_->last_success.value_or(state_->started);
-    if (now - since > state_->options.max_jwks_staleness) return credential_verdict::indeterminate;
+  return detail::revalidate_unexpired(state_.get(), p, [](shared_state& s) {
+    const steady_time now = s.steady_now();
+    const std::lock_guard lock(s.schedule_mutex);
+    const steady_time since = s.last_success.value_or(s.started);
+    if (now - since > s.options.max_jwks_staleness) return credential_verdict::indeterminate;
     return credential_verdict::valid;
-  } catch (...) {
-    return credential_verdict::indeterminate;
-  }
+  });
 }
 
 jwt_authenticator_stats jwt_authenticator::stats() const noexcept {
   jwt_authenticator_stats s;
   if (!state_) return s;
-  s.accepted = state_->accepted.load(std::memory_order_relaxed);
-  for (std::size_t i = 0; i < s.refused.size(); ++i) s.refused.at(i) = state_->refused.at(i).load(std::memory_order_relaxed);
+  state_->counts.copy_to(s);
   s.fetches = state_->fetches.load(std::memory_order_acquire);
   s.fetch_failures = state_->fetch_failures.load(std::memory_order_acquire);
   s.keys = state_->key_count.load(std::memory_order_relaxed);

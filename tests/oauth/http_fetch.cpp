@@ -156,3 +156,30 @@ TEST_CASE("oauth.md/keys-and-rotation: httplib_fetcher refuses plain http to a h
   REQUIRE_FALSE(attempt.has_value());
   CHECK(attempt.error() == std::errc::connection_refused);
 }
+
+TEST_CASE("oauth.md/keys-and-rotation: parse_http_url takes apart the URLs httplib_fetcher fetches") {
+  using mcpcore::transport::is_loopback_host;
+  using mcpcore::transport::parse_http_url;
+  const auto full = parse_http_url("HTTPS://[::1]:8443/a/b?c=d");
+  REQUIRE(full.has_value());
+  CHECK(full->https);
+  CHECK(full->authority == "[::1]:8443");
+  CHECK(full->host == "::1");
+  CHECK(full->path_and_query == "/a/b?c=d");
+  const auto bare = parse_http_url("http://as.example.com:80");
+  REQUIRE(bare.has_value());
+  CHECK_FALSE(bare->https);
+  CHECK(bare->host == "as.example.com");
+  CHECK(bare->path_and_query.empty());
+  CHECK(parse_http_url("http://as.example.com?x=1")->path_and_query == "?x=1");
+  for (const char* bad : {"ftp://as.example.com/", "https://", "https://user@as.example.com/", "https://as.example.com/#f",
+                          "https://as.example.com/a b", "https://[::1/", "https://:443/"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_http_url(bad).has_value());
+  }
+  CHECK(is_loopback_host("LocalHost"));
+  CHECK(is_loopback_host("::1"));
+  CHECK(is_loopback_host("127.0.0.2"));
+  CHECK_FALSE(is_loopback_host("127.example.com"));
+  CHECK_FALSE(is_loopback_host("10.0.0.1"));
+}

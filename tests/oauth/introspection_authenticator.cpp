@@ -91,19 +91,10 @@ mcpcore::transport::fetch_function fetcher(const std::shared_ptr<fake_as>& as) {
 
 // An active answer for user `alice` at `now`: valid for an hour.
 claims active_answer(std::chrono::system_clock::time_point now) {
-  claims c;
-  const std::int64_t t = seconds_of(now);
+  claims c = user_claims(now);
   c.set("active", "true")
-      .set("iss", mcpcore_test_oauth::quoted(issuer))
-      .set("aud", mcpcore_test_oauth::quoted(audience))
-      .set("sub", mcpcore_test_oauth::quoted("alice"))
-      .set("client_id", mcpcore_test_oauth::quoted("mcp-client"))
       .set("username", mcpcore_test_oauth::quoted("Alice Example"))
-      .set("token_type", mcpcore_test_oauth::quoted("Bearer"))
-      .set("iat", std::to_string(t))
-      .set("nbf", std::to_string(t))
-      .set("exp", std::to_string(t + 3600))
-      .set("scope", mcpcore_test_oauth::quoted("mcp:read mcp:write"));
+      .set("token_type", mcpcore_test_oauth::quoted("Bearer"));
   return c;
 }
 
@@ -118,14 +109,12 @@ struct fixture {
     o.client_secret = "server-secret";
     o.issuer = issuer;
     o.audience = audience;
-    o.scopes = mcpcore::scope_map{{{"mcp:read", "readonly", {"reader"}}, {"mcp:write", "operator", {"writer"}}}};
+    o.scopes = test_scopes();
     o.use_clock(mcpcore::clock_ref{clock});
     return o;
   }
   introspection_authenticator make(mcpcore::transport::introspection_authenticator_options o) {
-    auto a = introspection_authenticator::make(std::move(o), fetcher(as));
-    REQUIRE(a.has_value());
-    return std::move(*a);
+    return must_make<introspection_authenticator>(std::move(o), fetcher(as));
   }
   introspection_authenticator make() { return make(options()); }
   [[nodiscard]] claims good() const { return active_answer(clock.system_now()); }
@@ -539,12 +528,7 @@ TEST_CASE("oauth.md/introspection: authenticate reads exactly one Bearer field a
 
 TEST_CASE("oauth.md/introspection-options: make refuses incomplete or unsafe options") {
   fixture f;
-  const auto refused = [&](auto change) {
-    auto o = f.options();
-    change(o);
-    const auto a = introspection_authenticator::make(std::move(o), fetcher(f.as));
-    return !a.has_value() && a.error() == std::errc::invalid_argument;
-  };
+  const auto refused = [&](auto change) { return make_refuses<introspection_authenticator>(f.options(), change, fetcher(f.as)); };
   using opts = mcpcore::transport::introspection_authenticator_options;
   CHECK(refused([](opts& o) { o.introspection_endpoint.clear(); }));
   CHECK(refused([](opts& o) { o.introspection_endpoint = "ftp://as.example.com/introspect"; }));

@@ -55,9 +55,7 @@ struct fixture {
     return o;
   }
   jwt_authenticator make(mcpcore::transport::jwt_authenticator_options o) {
-    auto a = jwt_authenticator::make(std::move(o), fetcher(endpoint));
-    REQUIRE(a.has_value());
-    return std::move(*a);
+    return must_make<jwt_authenticator>(std::move(o), fetcher(endpoint));
   }
   jwt_authenticator make() { return make(options()); }
   [[nodiscard]] std::string rs256(const claims& c) const { return sign(test_keys().rsa.get(), "RS256", "rsa-1", c.json()); }
@@ -566,12 +564,7 @@ TEST_CASE("oauth.md/jwt-access-tokens: authenticate reads exactly one Bearer fie
 TEST_CASE("oauth.md/options: make refuses incomplete or unsafe options") {
   fixture f;
   using mcpcore::transport::jwt_algorithm;
-  const auto refused = [&](auto change) {
-    auto o = f.options();
-    change(o);
-    const auto a = jwt_authenticator::make(std::move(o), fetcher(f.endpoint));
-    return !a.has_value() && a.error() == std::errc::invalid_argument;
-  };
+  const auto refused = [&](auto change) { return make_refuses<jwt_authenticator>(f.options(), change, fetcher(f.endpoint)); };
   using opts = mcpcore::transport::jwt_authenticator_options;
   CHECK(refused([](opts& o) { o.issuer.clear(); }));
   CHECK(refused([](opts& o) { o.audience.clear(); }));

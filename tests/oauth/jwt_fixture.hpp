@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test keys, tokens and an in-memory JWKS endpoint for the JWT authenticator's tests: keys made
-// at test time by cjose, tokens signed by cjose, the JWKS served through an injected fetch.
+// at test time by cjose, tokens signed by cjose, the JWKS served through an injected fetch; and
+// what the introspection authenticator's tests share with them (claims, scopes, `must_make`).
 #ifndef MCPCORE_TESTS_OAUTH_JWT_FIXTURE_HPP
 #define MCPCORE_TESTS_OAUTH_JWT_FIXTURE_HPP
+
+#include <doctest/doctest.h>
 
 #include <mcpcore/detail/base64.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/clock.hpp>
+#include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/transport/http_fetch.hpp>
 #include <mcpcore/transport/jwt_authenticator.hpp>
 
@@ -184,13 +188,34 @@ inline mcpcore::transport::fetch_function fetcher(const std::shared_ptr<jwks_end
   };
 }
 
+/// The scopes of the tests: `mcp:read` (tier readonly, role reader), `mcp:write` (operator, writer).
+inline mcpcore::scope_map test_scopes() {
+  return mcpcore::scope_map{{{"mcp:read", "readonly", {"reader"}}, {"mcp:write", "operator", {"writer"}}}};
+}
+
 inline mcpcore::transport::jwt_authenticator_options base_options() {
   mcpcore::transport::jwt_authenticator_options o;
   o.issuer = issuer;
   o.audience = audience;
   o.jwks_uri = jwks_uri;
-  o.scopes = mcpcore::scope_map{{{"mcp:read", "readonly", {"reader"}}, {"mcp:write", "operator", {"writer"}}}};
+  o.scopes = test_scopes();
   return o;
+}
+
+/// `Authenticator::make(o, fetch)`, which must succeed.
+template <class Authenticator, class Options>
+Authenticator must_make(Options o, mcpcore::transport::fetch_function fetch) {
+  auto a = Authenticator::make(std::move(o), std::move(fetch));
+  REQUIRE(a.has_value());
+  return std::move(*a);
+}
+
+/// Whether `Authenticator::make` refuses `o` once `change`d, with `invalid_argument`.
+template <class Authenticator, class Options, class Change>
+bool make_refuses(Options o, Change change, mcpcore::transport::fetch_function fetch) {
+  change(o);
+  const auto a = Authenticator::make(std::move(o), std::move(fetch));
+  return !a.has_value() && a.error() == std::errc::invalid_argument;
 }
 
 /// Waits (bounded, 20 s) until `pred` holds; returns whether it did. Not a timing assertion: the

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,6 +55,24 @@ struct fetch_response {
 /// timeout, a TLS failure, a body over the cap) is an `error`; an answer with any status is a
 /// `fetch_response`. Called from the authenticator's own thread: it must be thread-safe.
 using fetch_function = std::function<result<fetch_response>(const fetch_request&)>;
+
+/// An `http(s)://` URL taken apart by `parse_http_url`; every view points into the URL.
+struct http_url_parts {
+  bool https = false;                ///< `https://` (any case), else `http://`
+  std::string_view authority{};      ///< `host[:port]`, as written
+  std::string_view host{};           ///< the host, without brackets and port
+  std::string_view path_and_query{}; ///< from the first `/` or `?` on; empty when there is neither
+};
+
+/// The parts of `url` when it is `http(s)://` (the scheme in any case), then a non-empty host, of
+/// visible ASCII, without user information or fragment: the URLs `httplib_fetcher` will fetch;
+/// nullopt otherwise.
+[[nodiscard]] MCPCORE_API std::optional<http_url_parts> parse_http_url(std::string_view url) noexcept;
+
+/// Whether `host` (as in `http_url_parts::host`) is loopback: `localhost` (any case), `::1`, or
+/// a dotted `127.` address. The hosts `httplib_fetcher` fetches plain `http://` from without
+/// `allow_http`.
+[[nodiscard]] MCPCORE_API bool is_loopback_host(std::string_view host) noexcept;
 
 /// How `httplib_fetcher` connects.
 struct httplib_fetcher_options {

@@ -7,17 +7,15 @@
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/authenticator.hpp>
-#include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/transport/http_fetch.hpp>
+#include <mcpcore/transport/oauth_common.hpp>
 #include <mcpcore/wire/http.hpp>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,8 +73,9 @@ inline constexpr std::size_t introspection_refusal_count = 10;
 [[nodiscard]] MCPCORE_API std::string_view to_string(introspection_refusal r) noexcept;
 
 /// How an `introspection_authenticator` asks about tokens and remembers the answers
-/// (docs/oauth.md#introspection-options).
-struct introspection_authenticator_options {
+/// (docs/oauth.md#introspection-options). The clocks (`oauth_clock`): `system_now` for `exp` and
+/// `nbf`, `steady_now` for the cache.
+struct introspection_authenticator_options : oauth_clock {
   /// The authorization server's introspection endpoint (`https://`). Required.
   std::string introspection_endpoint{};
   /// This resource server's client id at the authorization server. Required.
@@ -112,35 +111,17 @@ struct introspection_authenticator_options {
   std::chrono::milliseconds negative_ttl = default_introspection_negative_ttl;
   /// Cap on the introspections of distinct tokens under way at once; past it, `busy`.
   std::size_t max_inflight = default_introspection_max_inflight;
-  /// The wall clock for `exp` and `nbf`; empty: `std::chrono::system_clock`.
-  std::function<std::chrono::system_clock::time_point()> system_now{};
-  /// The steady clock of the cache; empty: `std::chrono::steady_clock`.
-  std::function<std::chrono::steady_clock::time_point()> steady_now{};
-
-  /// Sets `system_now` and `steady_now` from a `clock_source` (`clock_ref{manual}` in tests).
-  template <clock_source C>
-  void use_clock(const C& c) {
-    system_now = [c] { return c.system_now(); };
-    steady_now = [c] { return c.steady_now(); };
-  }
 };
 
 /// Counters of an `introspection_authenticator` (shared by its copies), for metrics and tests.
-struct introspection_authenticator_stats {
-  std::uint64_t accepted = 0;                                        ///< tokens `check` accepted
-  std::array<std::uint64_t, introspection_refusal_count> refused{};  ///< tokens refused, by refusal
+/// `accepted`, `refused` and `refusals(r)` come from `oauth_check_counts`.
+struct introspection_authenticator_stats : oauth_check_counts<introspection_refusal, introspection_refusal_count> {
   std::uint64_t introspections = 0;          ///< requests sent to the introspection endpoint
   std::uint64_t introspection_failures = 0;  ///< of which got no usable answer (`unavailable`)
   std::uint64_t cache_hits = 0;              ///< checks answered from the cache
   std::uint64_t shared = 0;                  ///< checks that waited for an introspection under way
   std::uint64_t evictions = 0;               ///< entries dropped to keep the cache within its cap
   std::size_t cache_entries = 0;             ///< tokens remembered now
-
-  /// The refusals for `r`.
-  [[nodiscard]] std::uint64_t refusals(introspection_refusal r) const noexcept {
-    const auto i = static_cast<std::size_t>(r);
-    return i < refused.size() ? refused[i] : 0;
-  }
 };
 
 /// OAuth 2.1 opaque access tokens, validated by the authorization server's introspection endpoint

@@ -7,17 +7,15 @@
 #include <mcpcore/detail/config.hpp>
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/authenticator.hpp>
-#include <mcpcore/governance/clock.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/governance/scopes.hpp>
 #include <mcpcore/transport/http_fetch.hpp>
+#include <mcpcore/transport/oauth_common.hpp>
 #include <mcpcore/wire/http.hpp>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,8 +83,11 @@ inline constexpr std::size_t jwt_refusal_count = 11;
 /// "malformed", "too_large", ..., "internal"; "" for a value outside the enumeration.
 [[nodiscard]] MCPCORE_API std::string_view to_string(jwt_refusal r) noexcept;
 
-/// How a `jwt_authenticator` validates tokens and keeps its keys (docs/oauth.md#options).
-struct jwt_authenticator_options {
+/// How a `jwt_authenticator` validates tokens and keeps its keys (docs/oauth.md#options). The
+/// clocks (`oauth_clock`): `system_now` for `exp`, `nbf` and `iat`, `steady_now` for the refresh
+/// schedule; when `steady_now` is set, the refresher re-reads it at least every
+/// `injected_clock_poll` (a test clock moves without waking anyone).
+struct jwt_authenticator_options : oauth_clock {
   /// The authorization server's issuer identifier: `iss` must equal it exactly. Required.
   std::string issuer{};
   /// This resource's canonical URI (RFC 8707): `aud`, a string or an array of strings, must hold
@@ -116,38 +117,18 @@ struct jwt_authenticator_options {
   std::chrono::milliseconds fetch_timeout = default_fetch_timeout;
   /// Past this long without a successful fetch, `revalidate` answers `indeterminate`.
   std::chrono::milliseconds max_jwks_staleness = default_max_jwks_staleness;
-  /// The wall clock for `exp`, `nbf` and `iat`; empty: `std::chrono::system_clock`.
-  std::function<std::chrono::system_clock::time_point()> system_now{};
-  /// The steady clock of the refresh schedule; empty: `std::chrono::steady_clock`. When set, the
-  /// refresher re-reads it at least every `injected_clock_poll` (a test clock moves without
-  /// waking anyone).
-  std::function<std::chrono::steady_clock::time_point()> steady_now{};
-
-  /// Sets `system_now` and `steady_now` from a `clock_source` (`clock_ref{manual}` in tests).
-  template <clock_source C>
-  void use_clock(const C& c) {
-    system_now = [c] { return c.system_now(); };
-    steady_now = [c] { return c.steady_now(); };
-  }
 };
 
 /// How often the refresher re-reads an injected steady clock.
 inline constexpr std::chrono::milliseconds injected_clock_poll{20};
 
 /// Counters of a `jwt_authenticator` (shared by its copies), for metrics and tests.
-struct jwt_authenticator_stats {
-  std::uint64_t accepted = 0;                                ///< tokens `check` accepted
-  std::array<std::uint64_t, jwt_refusal_count> refused{};    ///< tokens refused, by `jwt_refusal`
+/// `accepted`, `refused` and `refusals(r)` come from `oauth_check_counts`.
+struct jwt_authenticator_stats : oauth_check_counts<jwt_refusal, jwt_refusal_count> {
   std::uint64_t fetches = 0;                                 ///< JWKS fetches attempted
   std::uint64_t fetch_failures = 0;                          ///< of which failed (no answer, status, parse)
   std::size_t keys = 0;                                      ///< usable keys in force
   std::size_t keys_ignored = 0;                              ///< keys the last good JWKS listed but could not be used
-
-  /// The refusals for `r`.
-  [[nodiscard]] std::uint64_t refusals(jwt_refusal r) const noexcept {
-    const auto i = static_cast<std::size_t>(r);
-    return i < refused.size() ? refused[i] : 0;
-  }
 };
 
 /// OAuth 2.1 access tokens as JWTs (RFC 9068), validated against the authorization server's
