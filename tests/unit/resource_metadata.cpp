@@ -99,8 +99,9 @@ TEST_CASE("oauth.md/protected-resource-metadata: it needs no credential, is refu
   CHECK(pre.head.status == 204);
   CHECK(header_of(pre, "Access-Control-Allow-Origin") == "*");
   CHECK(header_of(pre, "Access-Control-Allow-Headers") == "MCP-Protocol-Version");
-  // check_head says the same before any body is read.
+  // check_head says the same before any body is read; the preflight passes to handle.
   CHECK_FALSE(f.ep->check_head(r.view()).has_value());
+  CHECK_FALSE(f.ep->check_head(preflight.view()).has_value());
   const std::optional<http_response> head405 = f.ep->check_head(post_it.view());
   REQUIRE(head405.has_value());
   CHECK(head405->status == 405);  // NOLINT(bugprone-unchecked-optional-access): REQUIRE above

@@ -1056,7 +1056,8 @@ inline std::optional<http_response> http_endpoint::impl::head_verdict(const http
   }
   if (resource_doc.serves(path)) {
     if (std::optional<http_reply> refused = host_guard(head)) return std::move(refused->head);
-    if (head.method != "GET") return resource_metadata_other(head).head;
+    // Its preflight passes to handle, which answers it, as on the MCP path (docs/http.md#cors).
+    if (head.method != "GET" && head.method != "OPTIONS") return resource_metadata_other(head).head;
     return std::nullopt;
   }
   return detail::http_empty(404).head;
