@@ -567,6 +567,14 @@ inline http_reply http_error(refusal id, const std::optional<request_id_view>& e
   return r;
 }
 
+/// Appends ` name="value"` (the first parameter) or `, name="value"` to a `Bearer` challenge.
+inline void http_challenge_param(std::string& challenge, std::string_view name, std::string_view value) {
+  challenge += challenge == "Bearer" ? " " : ", ";
+  challenge += name;
+  challenge += '=';
+  challenge += http_quoted(value);
+}
+
 /// The 401 (MCP authorization): -32001 with the envelope, and the `WWW-Authenticate: Bearer`
 /// challenge (docs/oauth.md#the-401-challenge): `error="invalid_token"` when the request presented
 /// a credential (RFC 6750 section 3.1; none when it presented nothing), the protected-resource
@@ -585,16 +593,9 @@ inline http_reply http_unauthenticated(std::string_view cid, const protected_res
   write_error_response(body, std::nullopt, eo);
   http_reply r = http_json_body(row.http_status, std::move(body));
   std::string challenge = "Bearer";
-  auto param = [&challenge, first = true](std::string_view name, std::string_view value) mutable {
-    challenge += first ? " " : ", ";
-    first = false;
-    challenge += name;
-    challenge += '=';
-    challenge += http_quoted(value);
-  };
-  if (presented) param("error", "invalid_token");
-  if (!pr.challenge_url.empty()) param("resource_metadata", pr.challenge_url);
-  if (!pr.challenge_scope.empty()) param("scope", pr.challenge_scope);
+  if (presented) http_challenge_param(challenge, "error", "invalid_token");
+  if (!pr.challenge_url.empty()) http_challenge_param(challenge, "resource_metadata", pr.challenge_url);
+  if (!pr.challenge_scope.empty()) http_challenge_param(challenge, "scope", pr.challenge_scope);
   http_add(r, "WWW-Authenticate", challenge);
   return r;
 }
@@ -612,12 +613,10 @@ inline http_reply http_insufficient_scope(std::string body, const principal& who
     scope += ' ';
   }
   scope += missing;
-  std::string challenge = R"(Bearer error="insufficient_scope", scope=)";
-  challenge += http_quoted(scope);
-  if (!pr.challenge_url.empty()) {
-    challenge += ", resource_metadata=";
-    challenge += http_quoted(pr.challenge_url);
-  }
+  std::string challenge = "Bearer";
+  http_challenge_param(challenge, "error", "insufficient_scope");
+  http_challenge_param(challenge, "scope", scope);
+  if (!pr.challenge_url.empty()) http_challenge_param(challenge, "resource_metadata", pr.challenge_url);
   http_add(r, "WWW-Authenticate", challenge);
   return r;
 }
