@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/approval_tickets.hpp"
+
 #include "support/server_fixture.hpp"
 
 #include <mcpcore/dispatch/server.hpp>
@@ -31,14 +33,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-principal make_principal(std::string id, principal_kind kind, bool assured, std::vector<std::string> roles = {}) {
-  principal p;
-  p.id = std::move(id);
-  p.kind = kind;
-  p.assured = assured;
-  p.roles = std::move(roles);
-  return p;
-}
+using approval_tickets::make_principal;
 
 // Bearer tokens to principals; the test revokes principals through `revoked`.
 struct token_table {
@@ -57,11 +52,7 @@ struct token_table {
   }
 };
 
-role_table_authorizer approvers() {
-  role_table_authorizer a;
-  a.grant("approver", "Approval", operation::approve);
-  return a;
-}
+using approval_tickets::approvers;
 
 constexpr std::string_view id1 = "0123456789abcdef0123456789abcdef";
 constexpr std::string_view id2 = "fedcba9876543210fedcba9876543210";
