@@ -397,6 +397,7 @@ TEST_CASE("approvals page: the queue lists pending tickets and what others decid
   CHECK(live->body.find("<tr class=\"ticket\" data-id=\"" + std::string{id1} + "\">") != std::string::npos);
   CHECK(live->body.find("<td class=\"tool\">delete_tag</td><td class=\"submitter\">alice</td>") != std::string::npos);
   CHECK(live->body.find("<td class=\"age\">2 min</td>") != std::string::npos);
+  CHECK(live->body.find("<td class=\"args\"><code>{tag: &quot;x&quot;}</code></td>") != std::string::npos);
   CHECK(live->body.find("<td class=\"left\">6 d 23 h</td>") != std::string::npos);
 
   // Decided elsewhere (the admin command, another approver): the next poll shows it.
@@ -439,6 +440,16 @@ TEST_CASE("approvals page: hostile arguments and comments are shown as inert, vi
     CHECK(html.find("<span class=\"cc\">\\u202e</span>") != std::string::npos);
     CHECK(html.find("<span class=\"cc\">\\u200b</span>") != std::string::npos);
   }
+  // The queue's one line: members and strings as they are, the controls boxed, nothing doubled.
+  const auto queue = get_as(f, bob, "/approvals/live");
+  CHECK(queue->body.find("d: &quot;<span class=\"cc\">\\u0007</span><span class=\"cc\">\\u001b</span>[31m&quot;") !=
+        std::string::npos);
+  CHECK(queue->body.find("b: &quot;&quot;&#39;&gt;&lt;img") != std::string::npos);
+  f.mint(id2, "alice", R"({"long":")" + std::string(100, 'y') + R"(","many":[1,2,3,4,5,6,7,8,9,10],"deep":{"a":{"b":{"c":{"d":1}}}}})");
+  const auto cut = get_as(f, bob, "/approvals/live");
+  CHECK(cut->body.find("long: &quot;" + std::string(60, 'y') + "…&quot;") != std::string::npos);
+  CHECK(cut->body.find("many: [1, 2, 3, 4, 5, 6, 7, 8, …]") != std::string::npos);
+  CHECK(cut->body.find("deep: {a: {b: {c: {…}}}}") != std::string::npos);
   const auto ticket = get_as(f, bob, "/approvals/tickets/" + std::string{id1});
   const std::string& html = ticket->body;
   // Laid out: the members in order, strings quoted, the nested values as lists.
@@ -500,6 +511,26 @@ TEST_CASE("approvals page: an approver approves a ticket once, and the decision 
   CHECK(rows[1].detail == "approval_id=" + std::string{id1} + " refused: already_reviewed via=web");
 }
 
+TEST_CASE("approvals page: a browser's own form post passes with its Origin, or with a null Origin from the same origin") {
+  fixture f;
+  f.mint(id1);
+  f.mint(id2, "alice", R"({"tag":"y"})");
+  const browser bob = sign_in(f, "tok-bob");
+  request same = post(decide_target(id1, "approve"), "csrf=" + bob.csrf);
+  same.header("Sec-Fetch-Site", "same-origin");
+  same.header("Cookie", bob.cookie);
+  CHECK(same.send(*f.page)->status == 303);
+  CHECK((*f.service.get(id1))->status == approval_status::approved);
+  request opaque = post(decide_target(id2, "reject"), "csrf=" + bob.csrf);
+  opaque.fields[1].second = "null";
+  opaque.header("Sec-Fetch-Site", "same-origin");
+  opaque.header("Cookie", bob.cookie);
+  CHECK(opaque.send(*f.page)->status == 303);
+  CHECK((*f.service.get(id2))->status == approval_status::rejected);
+  const auto r = get("/approvals/login").send(*f.page);
+  CHECK(header_of(*r, "Referrer-Policy") == "same-origin");
+}
+
 TEST_CASE("approvals page: a submitter gets no decision forms on their own ticket, and the service refuses them") {
   fixture f;
   f.mint(id1, "dave");
@@ -545,6 +576,15 @@ TEST_CASE("approvals page: a decision from another origin, or without the sessio
     r.header("Sec-Fetch-Site", "cross-site");
     r.header("Cookie", bob.cookie);
     CHECK(r.send(*f.page)->status == 403);
+  }
+  SUBCASE("an opaque null Origin with a cross-site or no Sec-Fetch-Site") {
+    for (const std::string_view site : {"cross-site", "same-site", ""}) {
+      request r = post(decide_target(id1, "approve"), "csrf=" + bob.csrf);
+      r.fields[1].second = "null";
+      if (!site.empty()) r.header("Sec-Fetch-Site", std::string{site});
+      r.header("Cookie", bob.cookie);
+      CHECK(r.send(*f.page)->status == 403);
+    }
   }
   SUBCASE("a wrong token") {
     CHECK(post_as(f, bob, decide_target(id1, "approve"), "csrf=" + std::string(64, '0'))->status == 403);

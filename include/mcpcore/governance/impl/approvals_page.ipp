@@ -30,7 +30,12 @@ inline constexpr std::string_view signin_cookie = "mcpcore_signin";
 inline constexpr std::size_t max_credential_bytes = 8192;
 /// Deepest nesting of arguments laid out as lists; deeper values are shown as their JSON text.
 inline constexpr int max_layout_depth = 32;
-/// Bytes of the canonical arguments shown in the queue (the ticket's page shows them all).
+/// The queue shows a ticket's arguments on one line, cut: at most this many members or elements
+/// per object or array, bytes per string, and levels (the ticket's page shows them all).
+inline constexpr std::size_t queue_members_shown = 8;
+inline constexpr std::size_t queue_string_bytes = 60;
+inline constexpr int queue_depth_shown = 4;
+/// Bytes shown of arguments that are not JSON.
 inline constexpr std::size_t queue_arguments_bytes = 160;
 /// How long the sign-in form's CSRF nonce cookie lives.
 inline constexpr std::chrono::seconds signin_form_lifetime{std::chrono::hours{1}};
@@ -387,7 +392,7 @@ namespace detail::approvals_web {
   r.headers.push_back({"Content-Security-Policy", std::string{content_security_policy}});
   r.headers.push_back({"X-Frame-Options", "DENY"});
   r.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  r.headers.push_back({"Referrer-Policy", "no-referrer"});
+  r.headers.push_back({"Referrer-Policy", "same-origin"});
   r.headers.push_back({"Cross-Origin-Opener-Policy", "same-origin"});
   r.headers.push_back({"Cross-Origin-Resource-Policy", "same-origin"});
   return r;
@@ -526,6 +531,62 @@ inline void layout(std::string& out, json::value v, int depth) {
   out += "</span>";
 }
 
+// `v` on one line for the queue, cut (`queue_members_shown`, `queue_string_bytes`,
+// `queue_depth_shown`; a cut is marked `…`): strings quoted, their text escaped and shown visibly.
+inline void append_compact(std::string& out, json::value v, int depth) {
+  if ((v.is_object() || v.is_array()) && depth >= queue_depth_shown) {
+    out += v.is_object() ? "{…}" : "[…]";
+    return;
+  }
+  if (v.is_object() || v.is_array()) {
+    const bool object = v.is_object();
+    out += object ? '{' : '[';
+    std::size_t n = 0;
+    if (object) {
+      for (const json::member m : v.members()) {
+        if (n == queue_members_shown) break;
+        if (n > 0) out += ", ";
+        append_text(out, m.key);
+        out += ": ";
+        append_compact(out, m.value(), depth + 1);
+        ++n;
+      }
+    } else {
+      for (const json::value e : v.elements()) {
+        if (n == queue_members_shown) break;
+        if (n > 0) out += ", ";
+        append_compact(out, e, depth + 1);
+        ++n;
+      }
+    }
+    if (n < v.size()) out += ", …";
+    out += object ? '}' : ']';
+    return;
+  }
+  if (v.is_string()) {
+    const std::string_view text = v.as_string();
+    const std::string_view shown = utf8_prefix(text, queue_string_bytes);
+    out += "&quot;";
+    append_text(out, shown);
+    if (shown.size() < text.size()) out += "…";
+    out += "&quot;";
+    return;
+  }
+  append_json_text(out, v);
+}
+
+// A ticket's arguments on one line for the queue; a scope that is not JSON as its cut text.
+inline void append_queue_arguments(std::string& out, std::string_view scope) {
+  json::document doc;
+  if (const auto parsed = doc.parse(scope)) {
+    append_compact(out, *parsed, 0);
+    return;
+  }
+  const std::string_view shown = utf8_prefix(scope, queue_arguments_bytes);
+  append_text(out, shown);
+  if (shown.size() < scope.size()) out += "…";
+}
+
 // The ticket's canonical arguments, laid out; a scope that is not JSON is shown as its text.
 inline void append_arguments(std::string& out, std::string_view scope) {
   json::document doc;
@@ -580,9 +641,7 @@ inline void append_ticket_link(std::string& out, const approvals_page_options& o
       out += "</td><td class=\"left\">";
       append_duration(out, expires_at(service, t) - now);
       out += "</td><td class=\"args\"><code>";
-      const std::string_view shown = utf8_prefix(t.scope, queue_arguments_bytes);
-      append_text(out, shown);
-      if (shown.size() < t.scope.size()) out += "…";
+      append_queue_arguments(out, t.scope);
       out += "</code></td><td>";
       append_ticket_link(out, o, t.id);
       out += "Review</a></td></tr>";
@@ -838,9 +897,14 @@ class request_handler {
     st_.sessions.erase(key);
   }
 
-  // A POST's `Origin` (or, without one, `Sec-Fetch-Site`) says it came from this page's origin.
+  // A POST's `Origin` says it came from this page's origin; without one, or with the opaque
+  // `null` a browser sends under some referrer policies and from sandboxed frames, `Sec-Fetch-Site`
+  // decides: a `null` origin needs `same-origin`, an absent one only no other value (a client that
+  // is not a browser sends neither: the CSRF token and the SameSite cookie still apply).
   [[nodiscard]] bool same_origin() const {
-    if (const auto origin = req_.header("Origin")) {
+    const auto origin = req_.header("Origin");
+    const auto site = req_.header("Sec-Fetch-Site");
+    if (origin && trim(*origin) != "null") {
       const auto host = req_.header("Host");
       if (!host) return false;
       const std::string_view scheme = o_.secure ? "https://" : "http://";
@@ -849,8 +913,8 @@ class request_handler {
       return v.size() == scheme.size() + h.size() && ascii_iequals(v.substr(0, scheme.size()), scheme) &&
              ascii_iequals(v.substr(scheme.size()), h);
     }
-    if (const auto site = req_.header("Sec-Fetch-Site")) return trim(*site) == "same-origin";
-    return true;  // not a browser: the CSRF token and the SameSite cookie still apply
+    if (site) return trim(*site) == "same-origin";
+    return !origin;
   }
 
   [[nodiscard]] http_response cross_origin(const signed_in* who) const {
