@@ -96,6 +96,9 @@ class approval_db {
   mcpcore::result<std::optional<mcpcore::approval_ticket>> get(std::string_view id) {
     return std::visit([&](auto& s) { return s.get(id); }, s_);
   }
+  mcpcore::result<std::vector<mcpcore::approval_ticket>> recently_reviewed(std::size_t limit) {
+    return std::visit([&](auto& s) { return s.recently_reviewed(limit); }, s_);
+  }
   mcpcore::result<mcpcore::approval_consume_status> consume(const mcpcore::approval_consume_request& c) {
     return std::visit([&](auto& s) { return s.consume(c); }, s_);
   }
