@@ -18,7 +18,8 @@
 //  - an HTML answer holds no C0 control but LF, no DEL, no bidirectional override (U+202E) and no
 //    `<script` but the page's own script element (untrusted text is escaped and shown visibly);
 //  - a ticket changes state only through a POST to its approve or reject route whose body holds
-//    the session's CSRF token and whose Origin, when present, is the page's own;
+//    the session's CSRF token and whose Origin, when present and not `null`, is the page's own
+//    (a `null` one, or none with a Sec-Fetch-Site, needs Sec-Fetch-Site: same-origin);
 //  - the audit holds at most one row per POST to a decision route.
 #include <mcpcore/governance/approvals_page.hpp>
 
@@ -173,20 +174,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   approvals_page page{service, tokens{}, approvers()};
   page.set_audit(audit);
 
-  const auto mint = [&](std::string_view id, std::string_view scope) {
+  const auto mint = [&](std::string_view id, std::string_view submitter, std::string_view scope) {
     const auto r = store.mint(approval_mint_request{.id = id,
                                                     .definition_id = "mcp.delete_tag",
                                                     .origin = approval_origin_mcp,
-                                                    .submitted_by = "alice",
+                                                    .submitted_by = submitter,
                                                     .scope = scope,
                                                     .now = service.now(),
                                                     .lifetime = service.options().ticket_lifetime,
                                                     .per_submitter_cap = 25,
                                                     .global_cap = 1000});
-    MCPCORE_FUZZ_CHECK(r.has_value());
+    MCPCORE_FUZZ_CHECK(r.has_value() && r->status == approval_mint_status::created);
   };
-  mint(t1, R"({"tag":"x"})");
-  mint(t2, std::string_view{input}.substr(0, input.find('\n')));
+  mint(t1, "alice", R"({"tag":"x"})");
+  mint(t2, "carol", std::string_view{input}.substr(0, input.find('\n')));
 
   // The approver signs in as a browser would.
   const http_response form = send(page, {"GET", "/approvals/login", {}, {}});
@@ -263,10 +264,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       MCPCORE_FUZZ_CHECK(decision);
       MCPCORE_FUZZ_CHECK(r.target.find(id) != std::string::npos);
       MCPCORE_FUZZ_CHECK(r.body.find(csrf) != std::string::npos);
-      if (const auto origin = first_header(r, "Origin")) {
+      const auto origin = first_header(r, "Origin");
+      const auto site = first_header(r, "Sec-Fetch-Site");
+      if (origin && *origin != "null") {
         const auto host = first_header(r, "Host");
         MCPCORE_FUZZ_CHECK(host.has_value());
         MCPCORE_FUZZ_CHECK(lower(*origin) == "http://" + lower(trim(*host)));
+      } else if (origin || site) {
+        MCPCORE_FUZZ_CHECK(site == std::optional<std::string_view>{"same-origin"});
       }
     }
   }
