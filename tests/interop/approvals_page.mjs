@@ -233,6 +233,18 @@ async function clickAndWait(page, selector) {
   return response;
 }
 
+/**
+ * Fails unless a decision's POST, answered 303 (one hop), ended on ticket `id`'s page with 200. The contract's
+ * Location is P/tickets/<id>; a query after it (a notice of the outcome) is accepted and reported.
+ */
+function expectDecisionLanded(response, id, what) {
+  const url = new URL(response.url());
+  const hops = response.request().redirectChain().map((r) => r.response()?.status());
+  expectEqual([`${url.origin}${url.pathname}`, response.status(), hops], [`${base}/tickets/${id}`, 200, [303]],
+    `${what}: [where it ended, its status, the POST's answer]`);
+  if (url.search !== '') process.stdout.write(`# ${what} ended on ${url.pathname}${url.search} (a query after the contract's Location)\n`);
+}
+
 /** Signs in on P/login in `page` with `credential`; resolves with the response of the form's POST (redirected). */
 async function signIn(page, credential) {
   await page.goto(`${base}/login`);
@@ -440,7 +452,7 @@ await withFirst('the approver opens the ticket and approves it; the page says ap
   expect(await ticketTab.$('section#decide form#reject textarea#comment[name=comment]'), 'no textarea#comment');
   await screenshot(ticketTab, 'approvals-ticket.png');
   const decided = await clickAndWait(ticketTab, '#approve-submit');
-  expectEqual([decided.url(), decided.status()], [`${base}/tickets/${first}`, 200], 'where the approval ended');
+  expectDecisionLanded(decided, first, 'the approval');
   expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'approved',
     '#ticket-state[data-status] after approving');
   expectEqual(await textOf(ticketTab, '#decision #reviewer'), APPROVER, '#reviewer');
@@ -464,7 +476,7 @@ await withQueue('a second ticket rejected with a comment: the recall is refused 
   await ticketTab.goto(`${base}/tickets/${second}`);
   await ticketTab.type('textarea#comment', COMMENT);
   const decided = await clickAndWait(ticketTab, '#reject-submit');
-  expectEqual([decided.url(), decided.status()], [`${base}/tickets/${second}`, 200], 'where the rejection ended');
+  expectDecisionLanded(decided, second, 'the rejection');
   expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected', '#ticket-state[data-status]');
   expectEqual([await textOf(ticketTab, '#reviewer'), await textOf(ticketTab, '#review-comment')], [APPROVER, COMMENT],
     '[#reviewer, #review-comment]');
@@ -547,7 +559,7 @@ await withQueue('a hostile reject comment shows as inert text on the ticket page
   await ticketPage();
   await ticketTab.$eval('textarea#comment', (e, v) => { e.value = v; }, HOSTILE_COMMENT);
   const decided = await clickAndWait(ticketTab, '#reject-submit');
-  expectEqual(decided.status(), 200, 'the rejection\'s final status');
+  expectDecisionLanded(decided, hostile, 'the hostile rejection');
   expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected', '#ticket-state[data-status]');
   const parts = [MARKUP, ' \\\\ end'];
   expectInert(await shown(ticketTab, '#review-comment'), '#review-comment', parts);
