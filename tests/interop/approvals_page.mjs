@@ -48,7 +48,7 @@ import puppeteer from 'puppeteer-core';
 
 import {
   checkArguments, createChecks, expect, expectEqual, fmt, killRunning, scratchRun, serverMessage,
-  startGlobalTimer, startHost,
+  startGlobalTimer, startHost, stopServerProcess,
 } from './check.mjs';
 
 // ---- limits (milliseconds) ------------------------------------------------------------------------------
@@ -69,6 +69,12 @@ const LIVE_WAIT_MS = 15_000;
 const TICK_MS = 200;
 /** How long a freshly minted token may take to authenticate. */
 const TOKEN_RELOAD_WAIT_MS = 5_000;
+/** The second host's --approvals-page-fresh-s: a decision needs a sign-in younger than this (seconds). */
+const FRESH_S = 1;
+/** How long the re-authentication check waits after signing in, so that the sign-in is no longer fresh. */
+const STALE_AFTER_MS = FRESH_S * 1000 + 500;
+/** A host is given this long to exit on SIGTERM before it is killed. */
+const SERVER_EXIT_WAIT_MS = 10_000;
 
 // ---- what the run uses ----------------------------------------------------------------------------------
 
@@ -86,7 +92,8 @@ const EXPECTED_CSP = {
   'connect-src': "'self'", 'form-action': "'self'", 'frame-ancestors': "'none'", 'base-uri': "'none'",
 };
 /** Markup that runs script if it is ever parsed as HTML: each sets window.__pwned. */
-const MARKUP = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">"\'><svg onload=window.__pwned=1>';
+const MARKUP = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
+  + '"\'><svg onload=window.__pwned=1>';
 /** The invisible and control characters, and the escape the page must show for each. */
 const INVISIBLE = [['\u202e', '\\u202e'], ['\u200b', '\\u200b'], ['\u0007', '\\u0007'], ['\u001b', '\\u001b']];
 /** The hostile text: markup, then each invisible character between letters. */
@@ -103,12 +110,14 @@ checkArguments('approvals_page.mjs', {
 mkdirSync(shotDir, { recursive: true });
 
 let host;
+/** The second host, whose decisions need a sign-in younger than FRESH_S (the re-authentication check). */
+let freshHost;
 let browser;
 let evilServer;
 const { work, portFile, cleanup: cleanupScratch } = scratchRun('mcpcore-approvals-page-', () => host);
 const dataDir = join(work, 'data');
 const cleanup = () => {
-  killRunning([browser?.process()].filter(Boolean));
+  killRunning([browser?.process(), freshHost].filter(Boolean));
   if (evilServer) {
     evilServer.closeAllConnections();
     evilServer.close();
@@ -122,18 +131,21 @@ const { check, checkWith, expectMcpError, summary } = createChecks({ timeoutMs: 
 
 // ---- mcpcore-admin and the SDK client -------------------------------------------------------------------
 
-/** Runs mcpcore-admin with `args` on the test's data directory; resolves with {code, stdout, stderr}. */
-function admin(...args) {
+/** Runs mcpcore-admin with `args` on the data directory `dir`; resolves with {code, stdout, stderr}. */
+function adminIn(dir, ...args) {
   return new Promise((resolve) => {
-    execFile(adminBinary, ['--data-dir', dataDir, ...args], { timeout: REQUEST_TIMEOUT_MS }, (error, stdout, stderr) => {
+    execFile(adminBinary, ['--data-dir', dir, ...args], { timeout: REQUEST_TIMEOUT_MS }, (error, stdout, stderr) => {
       resolve({ code: error ? (error.code ?? 1) : 0, stdout, stderr });
     });
   });
 }
 
-/** Mints a token with `mcpcore-admin token mint --id id ...flags`; resolves with the token. */
-async function mint(id, ...flags) {
-  const r = await admin('token', 'mint', '--id', id, ...flags);
+/** Runs mcpcore-admin with `args` on the test's (first host's) data directory. */
+const admin = (...args) => adminIn(dataDir, ...args);
+
+/** Mints a token in data directory `dir` with `mcpcore-admin token mint --id id ...flags`; resolves with it. */
+async function mintIn(dir, id, ...flags) {
+  const r = await adminIn(dir, 'token', 'mint', '--id', id, ...flags);
   expectEqual(r.code, 0, `mcpcore-admin token mint --id ${id} (stderr ${fmt(r.stderr)})`);
   const token = r.stdout.trim();
   expect(/^[A-Za-z0-9_-]{43}$/.test(token), `the minted token ${fmt(token)}`);
@@ -150,11 +162,11 @@ async function showTicket(id) {
 const opts = { timeout: REQUEST_TIMEOUT_MS };
 const sdkClients = [];
 
-/** An SDK 1.x client connected with `token`, retried until the host loaded the token. */
-async function sdkClient(name, token) {
+/** An SDK 1.x client connected with `token` to `url` (the first host by default), retried until the token loads. */
+async function sdkClient(name, token, url = mcpUrl) {
   const deadline = Date.now() + TOKEN_RELOAD_WAIT_MS;
   for (;;) {
-    const transport = new StreamableHTTPClientTransport(new URL(mcpUrl),
+    const transport = new StreamableHTTPClientTransport(new URL(url),
       { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
     const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
     client.onerror = () => { /* the GET stream's end is reported here; the checks look at results */ };
@@ -227,8 +239,12 @@ async function newTab(context, name) {
   return page;
 }
 
-/** Clicks `selector` on `page` and waits for the navigation it starts; resolves with the final response. */
+/**
+ * Clicks `selector` on `page` and waits for the navigation it starts; resolves with the final response. The tab is
+ * brought to the front first: a click dispatched to a background tab of the context is not delivered.
+ */
 async function clickAndWait(page, selector) {
+  await page.bringToFront();
   const [response] = await Promise.all([page.waitForNavigation(), page.click(selector)]);
   return response;
 }
@@ -242,7 +258,9 @@ function expectDecisionLanded(response, id, what) {
   const hops = response.request().redirectChain().map((r) => r.response()?.status());
   expectEqual([`${url.origin}${url.pathname}`, response.status(), hops], [`${base}/tickets/${id}`, 200, [303]],
     `${what}: [where it ended, its status, the POST's answer]`);
-  if (url.search !== '') process.stdout.write(`# ${what} ended on ${url.pathname}${url.search} (a query after the contract's Location)\n`);
+  if (url.search !== '') {
+    process.stdout.write(`# ${what} ended on ${url.pathname}${url.search} (a query after the contract's Location)\n`);
+  }
 }
 
 /** Signs in on P/login in `page` with `credential`; resolves with the response of the form's POST (redirected). */
@@ -251,6 +269,11 @@ async function signIn(page, credential) {
   await page.waitForSelector('form#signin input#credential[type=password]');
   await page.type('#credential', credential);
   return clickAndWait(page, '#signin-submit');
+}
+
+/** What `page` says went wrong (#signin-error or the message page's #error), for a failure message. */
+async function pageError(page) {
+  return (await textOf(page, '#signin-error')) ?? (await textOf(page, '#error')) ?? '(no error text)';
 }
 
 /** The text of `selector` on `page` (null when absent). */
@@ -348,10 +371,10 @@ await check('mcpcore-host starts; mcpcore-admin mints an approver, a supervised 
   mcpUrl = started.url;
   origin = `http://127.0.0.1:${started.port}`;
   base = `${origin}${PREFIX}`;
-  approverToken = await mint(APPROVER, '--tier', 'readonly', '--kind', 'human_interactive', '--role', 'approver',
-    '--assured');
-  agentToken = await mint(AGENT, '--tier', 'supervised', '--kind', 'service');
-  dualToken = await mint(DUAL, '--tier', 'supervised', '--kind', 'human_interactive', '--role', 'approver',
+  approverToken = await mintIn(dataDir, APPROVER, '--tier', 'readonly', '--kind', 'human_interactive',
+    '--role', 'approver', '--assured');
+  agentToken = await mintIn(dataDir, AGENT, '--tier', 'supervised', '--kind', 'service');
+  dualToken = await mintIn(dataDir, DUAL, '--tier', 'supervised', '--kind', 'human_interactive', '--role', 'approver',
     '--assured');
   agent = await sdkClient('mcpcore-approvals-page-agent', agentToken);
 }, { needsSdk: false });
@@ -389,14 +412,16 @@ let signedIn = false;
 
 await withBrowser('the approver signs in on P/login; the queue page shows #whoami', async () => {
   const response = await signIn(queue, approverToken);
-  expectEqual([response.url(), response.status()], [base, 200], 'where the sign-in ended');
+  expectEqual([response.url(), response.status()], [base, 200],
+    `where the sign-in ended (the page says ${fmt(await pageError(queue))})`);
   expectEqual(response.request().redirectChain().map((r) => r.response()?.status()), [303],
     'the POST P/login answer');
   expect(await queue.$('main#queue'), 'no main#queue');
   expectEqual(await textOf(queue, '#whoami'), APPROVER, '#whoami');
   expect(await queue.$('form#logout button#logout-submit'), 'no form#logout with #logout-submit');
   const live = await queue.$eval('div#live', (e) => [e.dataset.liveUrl, e.dataset.intervalMs]).catch(() => null);
-  expect(live && live[0] && /^[1-9][0-9]*$/.test(live[1] ?? ''), `#live's data-live-url, data-interval-ms: ${fmt(live)}`);
+  expect(live && live[0] && /^[1-9][0-9]*$/.test(live[1] ?? ''),
+    `#live's data-live-url, data-interval-ms: ${fmt(live)}`);
   process.stdout.write(`# the queue's live region polls ${live[0]} every ${live[1]} ms\n`);
   signedIn = true;
 });
@@ -406,7 +431,8 @@ await withBrowser('a wrong token gets the 401 page with #signin-error', async ()
   try {
     const tab = await newTab(other, 'wrong-token');
     const response = await signIn(tab, randomBytes(32).toString('base64url'));
-    expectEqual(response.status(), 401, 'the status of the refused sign-in');
+    expectEqual(response.status(), 401,
+      `the status of the refused sign-in (the page says ${fmt(await pageError(tab))})`);
     expect(await tab.$('#signin-error'), 'no #signin-error on the 401 page');
     expect(!(await other.cookies()).some((c) => c.name === 'mcpcore_session'), 'a session cookie was set');
   } finally {
@@ -462,8 +488,8 @@ await withFirst('the approver opens the ticket and approves it; the page says ap
 await withFirst('the agent\'s recall runs delete_tag once (the tag is gone); a second recall is refused (-32003)', async () => {
   await callOk(agent, 'delete_tag', { key: key(1), approval_id: first });
   expect(!(await tagKeys(agent)).includes(key(1)), 'the tag is still there after the approved recall');
-  const again = await expectMcpError(agent.callTool({ name: 'delete_tag', arguments: { key: key(1), approval_id: first } },
-    undefined, opts), PERMISSION_DENIED);
+  const again = await expectMcpError(agent.callTool({ name: 'delete_tag',
+    arguments: { key: key(1), approval_id: first } }, undefined, opts), PERMISSION_DENIED);
   expectEqual(serverMessage(again), 'approval already used (one-time ticket)', 'the second recall\'s message');
 });
 
@@ -477,7 +503,8 @@ await withQueue('a second ticket rejected with a comment: the recall is refused 
   await ticketTab.type('textarea#comment', COMMENT);
   const decided = await clickAndWait(ticketTab, '#reject-submit');
   expectDecisionLanded(decided, second, 'the rejection');
-  expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected', '#ticket-state[data-status]');
+  expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected',
+    '#ticket-state[data-status]');
   expectEqual([await textOf(ticketTab, '#reviewer'), await textOf(ticketTab, '#review-comment')], [APPROVER, COMMENT],
     '[#reviewer, #review-comment]');
   const refused = await expectMcpError(agent.callTool({ name: 'delete_tag',
@@ -560,7 +587,8 @@ await withQueue('a hostile reject comment shows as inert text on the ticket page
   await ticketTab.$eval('textarea#comment', (e, v) => { e.value = v; }, HOSTILE_COMMENT);
   const decided = await clickAndWait(ticketTab, '#reject-submit');
   expectDecisionLanded(decided, hostile, 'the hostile rejection');
-  expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected', '#ticket-state[data-status]');
+  expectEqual(await ticketTab.$eval('#ticket-state', (e) => e.dataset.status), 'rejected',
+    '#ticket-state[data-status]');
   const parts = [MARKUP, ' \\\\ end'];
   expectInert(await shown(ticketTab, '#review-comment'), '#review-comment', parts);
   await screenshot(ticketTab, 'approvals-hostile.png');
@@ -623,6 +651,39 @@ await withQueue('a same-origin POST with a wrong csrf gets 403; the ticket stays
   }, `${base}/tickets/${target}/approve`);
   expectEqual(status, 403, 'the status of the wrong-csrf POST');
   expectEqual((await showTicket(target)).status, 'pending', 'the ticket after the POST (mcpcore-admin show)');
+});
+
+await withBrowser('a decision from a sign-in older than the fresh age goes to P/login?reauth=1 (#reauth-notice); nothing is decided', async () => {
+  const dir = join(work, 'data-fresh');
+  const started = await startHost(hostBinary, { dataDir: dir, portFile: join(work, 'port-fresh'), allowlist,
+    tickMs: TICK_MS, waitMs: PORT_FILE_WAIT_MS, extraArgs: ['--approvals-page-fresh-s', String(FRESH_S)] });
+  freshHost = started.child;
+  const freshBase = `http://127.0.0.1:${started.port}${PREFIX}`;
+  const approverFresh = await mintIn(dir, APPROVER, '--tier', 'readonly', '--kind', 'human_interactive',
+    '--role', 'approver', '--assured');
+  const agentFresh = await sdkClient('mcpcore-approvals-page-fresh-agent',
+    await mintIn(dir, AGENT, '--tier', 'supervised', '--kind', 'service'), started.url);
+  const id = await ticketFor(agentFresh, key(6));
+  const other = await browser.createBrowserContext();
+  try {
+    const tab = await newTab(other, 'fresh');
+    await tab.goto(`${freshBase}/login`);
+    await tab.type('#credential', approverFresh);
+    const signed = await clickAndWait(tab, '#signin-submit');
+    expectEqual(signed.url(), freshBase, `where the sign-in ended (the page says ${fmt(await pageError(tab))})`);
+    await tab.goto(`${freshBase}/tickets/${id}`);
+    await sleep(STALE_AFTER_MS);
+    const response = await clickAndWait(tab, '#approve-submit');
+    const hops = response.request().redirectChain().map((r) => r.response()?.status());
+    expectEqual([response.url(), hops], [`${freshBase}/login?reauth=1`, [303]], 'where the stale decision ended');
+    expect(await tab.$('#reauth-notice'), 'no #reauth-notice on the sign-in page');
+  } finally {
+    await other.close();
+  }
+  const t = await adminIn(dir, 'show', id, '--json');
+  expectEqual(JSON.parse(t.stdout || '{}').status, 'pending', `the ticket after the stale decision (${fmt(t.stderr)})`);
+  const exit = await stopServerProcess(freshHost, SERVER_EXIT_WAIT_MS);
+  expectEqual([exit.code, exit.signal], [0, null], 'the second host\'s exit on SIGTERM');
 });
 
 await withQueue('the pages carry the contract\'s security headers; the session cookie is HttpOnly and SameSite=Strict', async () => {
