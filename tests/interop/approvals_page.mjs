@@ -26,6 +26,8 @@
 //     Content-Security-Policy violation was needed to stop it (violations are recorded and reported);
 //   - a form on another origin that posts P/tickets/<id>/approve (a guessed csrf, then none) gets 403 and the
 //     ticket stays pending (mcpcore-admin show); a same-origin POST with a wrong csrf gets 403 too;
+//   - on a second host started with --approvals-page-fresh-s 1, a decision from a sign-in older than that is sent to
+//     P/login?reauth=1 (#reauth-notice) and the ticket stays pending;
 //   - the pages' headers (Content-Security-Policy with frame-ancestors 'none', X-Frame-Options, nosniff,
 //     no-referrer, Cache-Control: no-store); the session cookie is HttpOnly and SameSite=Strict; an unknown
 //     ticket is the 404 page; logging out clears the session.
