@@ -22,6 +22,7 @@
 #include <mcpcore/dispatch/tasks.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/approvals_page.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/governance/scopes.hpp>
@@ -135,6 +136,10 @@ struct config {
   /// --oauth-*: access tokens of an authorization server instead of the token file
   /// (docs/host-server.md#with-an-authorization-server).
   mcpcore_host::oauth_settings oauth;
+  /// The approvals page (docs/host-server.md#the-approvals-page): on at /approvals unless
+  /// --no-approvals-page.
+  bool approvals_page = true;
+  mcpcore::approvals_page_options page;
 };
 
 /// The flags that only mean something with --oauth-issuer.
@@ -236,6 +241,20 @@ void add_flags(CLI::App& app, config& c) {
   app.add_flag_callback("--journal", [&c] { c.journal = true; },
                         "Offer the systemd journal when journalctl exists (default: on)");
   app.add_flag_callback("--no-journal", [&c] { c.journal = false; }, "Do not offer the systemd journal");
+  app.add_option("--approvals-page", c.page.path,
+                 "Path of the approvals page, where approvers sign in and decide in a browser")
+      ->capture_default_str();
+  app.add_flag_callback("--no-approvals-page", [&c] { c.approvals_page = false; }, "Do not serve the approvals page");
+  app.add_option_function<std::int64_t>(
+         "--approvals-page-fresh-s", [&c](std::int64_t s) { c.page.fresh_sign_in = std::chrono::seconds{s}; },
+         "A decision on the approvals page needs a sign-in younger than this (seconds)")
+      ->default_str(std::to_string(c.page.fresh_sign_in.count()))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{86400}));
+  app.add_option_function<std::int64_t>(
+         "--approvals-page-idle-s", [&c](std::int64_t s) { c.page.session_idle_timeout = std::chrono::seconds{s}; },
+         "An approvals page session unused this long ends (seconds)")
+      ->default_str(std::to_string(c.page.session_idle_timeout.count()))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{86400}));
   app.add_flag("--read-only", c.read_only, "Start in read-only mode: every tool that changes something answers -32004");
   app.add_option("--metrics-prefix", c.metrics_prefix, "Prefix of every metric name")->capture_default_str();
   add_ms(app, "--tick-ms", c.tick, "Maintenance tick: idle sessions, sweeps, token file reload");
@@ -699,6 +718,29 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
     return 1;
   }
   mcpcore::http_endpoint& endpoint = *endpoint_holder;
+  // The approvals page signs approvers in with the same credentials as MCP requests.
+  std::unique_ptr<mcpcore::approvals_page> page;
+  if (c.approvals_page) {
+    auto page_options = c.page;
+    page_options.secure = http_options.tls.has_value();
+    try {
+#if MCPCORE_HOST_OAUTH
+      if (oauth) {
+        page = std::make_unique<mcpcore::approvals_page>(approvals, oauth->authn, mcpcore_host::host_authorizer{},
+                                                          page_options);
+      } else
+#endif
+      {
+        page = std::make_unique<mcpcore::approvals_page>(approvals, *tokens, mcpcore_host::host_authorizer{},
+                                                          page_options);
+      }
+    } catch (const std::invalid_argument& e) {
+      say("refused to start: --approvals-page: {}", e.what());
+      return 1;
+    }
+    page->set_audit(s.audit);  // decisions on the page are audited like the other surfaces', via=web
+    endpoint.set_approvals_page(*page);
+  }
   mcpcore::transport::asio_http_server http{endpoint, http_options};
   endpoint.set_approvals(approval_routes);
   endpoint.set_metrics(metrics);
@@ -765,6 +807,7 @@ int serve_http(const config& c, mcpcore::server& srv, mcpcore::approval_service&
                                                                           : fmt::format("{}:{}", c.address, port);
   const std::string url = fmt::format("{}://{}/mcp", scheme, authority);
   fmt::print("mcpcore-host {} listening on {}\n", MCPCORE_VERSION_STRING, url);
+  if (page) fmt::print("Approvers sign in at {}://{}{}\n", scheme, authority, c.page.path);
   if (oauth) {
     fmt::print("Connect an MCP client to {}: it gets its access token from the authorization server {} (resource {}; "
                "metadata at {}://{}/.well-known/oauth-protected-resource).\n",

@@ -105,6 +105,8 @@ struct sqlite_audit_sink_options;
 class sqlite_audit_sink;
 struct approval_endpoint_options;
 class approval_endpoint;
+struct approvals_page_options;
+class approvals_page;
 // sans-I/O HTTP
 struct http_header;
 struct http_header_view;

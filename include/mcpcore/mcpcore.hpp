@@ -12,6 +12,7 @@
 #include <mcpcore/fwd.hpp>
 #include <mcpcore/governance/approval.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/approvals_page.hpp>
 #include <mcpcore/governance/audit.hpp>
 #include <mcpcore/governance/authenticator.hpp>
 #include <mcpcore/governance/clock.hpp>

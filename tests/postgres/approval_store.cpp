@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the PostgreSQL approval store against a real PostgreSQL 15 cluster (scripts/pg-test-cluster,
 // started by the ctest fixture; MCPCORE_TEST_PG is its connection string): the shared approval_store
-// conformance suite, the schema, exactly-once consumption across stores and processes, and every
+// conformance, prune and history suites, the schema and its migration, exactly-once consumption across stores and processes, and every
 // fault mapped to the transient answer with the ticket intact
 // (docs/concepts/approval_store.md#semantic-requirements, docs/approvals.md#guarantees,
 // docs/approvals.md#every-answer-of-the-machine).
@@ -9,7 +9,8 @@
 #include <mcpcore/expected.hpp>
 #include <mcpcore/governance/approval.hpp>
 
-// The prune batch's exact SQL text (inline definitions only: nothing of the compiled library).
+// The prune batch's and the history's exact SQL text (inline definitions only: nothing of the
+// compiled library).
 #include <mcpcore/stores/impl/postgres_common.ipp>
 
 #include <doctest/doctest.h>
@@ -38,6 +39,7 @@ using test_pg::base_conninfo;
 using test_pg::scratch_schemas;
 
 static_assert(approval_store<postgres_approval_store>);
+static_assert(approval_store_history<postgres_approval_store>);
 static_assert(mcpcore_test::move_only<postgres_approval_store>);
 
 namespace {
@@ -73,6 +75,26 @@ class row_lock {
  private:
   test_pg::connection c_;
 };
+
+// Makes the store's schema at `c` and fills it, through `raw` (a connection to `c`), with a table
+// worth an index: 20,000 rejected tickets (ids r1 to r20000, submitted and reviewed by bob at 1 to
+// 20000) and 2,000 pending ones, then gathers statistics.
+void fill_for_plans(const std::string& c, test_pg::connection& raw) {
+  { auto s = open_store(c); }
+  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+           " reviewed_by, reviewed_at, scope) SELECT 'r' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', g, 'bob', g,"
+           " '{}' FROM generate_series(1, 20000) g");
+  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
+           " SELECT 'p' || g, 'mcp.deploy', 'pending', 'mcp', 'alice', g, '{}' FROM generate_series(1, 2000) g");
+  raw.exec("ANALYZE mcpcore_approvals");
+}
+
+// The plan PostgreSQL chooses for `sql` with `params`: EXPLAIN's rows, one a line.
+std::string explain(test_pg::connection& raw, const char* sql, const std::vector<std::string>& params) {
+  std::string plan;
+  for (const auto& line : raw.rows(std::string{"EXPLAIN "} + sql, params)) plan.append(line).append("\n");
+  return plan;
+}
 
 }  // namespace
 
@@ -152,7 +174,7 @@ TEST_CASE("approvals.md/retention: postgres prune skips a row a consume holds in
   CHECK(slowest < std::chrono::seconds{1});
 }
 
-TEST_CASE("postgres store schema: open creates version 1 with the server column and the index of finished tickets, reopening keeps the tickets, a newer version is schema_too_new") {
+TEST_CASE("postgres store schema: open creates version 2 with the server column, the index of finished tickets and the index of reviewed ones, reopening keeps the tickets, a newer version is schema_too_new") {
   scratch_schemas schemas;
   const auto c = schemas.make();
   {
@@ -160,23 +182,112 @@ TEST_CASE("postgres store schema: open creates version 1 with the server column 
     mint_approved(s, tid(1));
   }
   test_pg::connection raw(c);
-  CHECK(raw.exec("SELECT version FROM mcpcore_schema WHERE component = 'approvals'") == "1");
+  CHECK(postgres_approval_store::schema_version == 2);
+  CHECK(raw.exec("SELECT version FROM mcpcore_schema WHERE component = 'approvals'") == "2");
   CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
-                 " AND tablename = 'mcpcore_approvals'") == "6");
+                 " AND tablename = 'mcpcore_approvals'") == "7");
   CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
                  " AND indexname = 'mcpcore_approvals_finished'") == "1");
+  CHECK(raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                 " AND indexname = 'mcpcore_approvals_reviewed'") == "1");
   CHECK(raw.exec("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()"
                  " AND table_name = 'mcpcore_approvals' AND column_name = 'server' AND is_nullable = 'NO'") == "1");
   {
     auto s = open_store(c);  // idempotent
     check_intact(s, tid(1));
   }
-  raw.exec("UPDATE mcpcore_schema SET version = 2 WHERE component = 'approvals'");
+  raw.exec("UPDATE mcpcore_schema SET version = 3 WHERE component = 'approvals'");
   const auto s = postgres_approval_store::open(c);
   REQUIRE_FALSE(s);
   CHECK(s.error() == approval_store_errc::schema_too_new);
   CHECK(is_permanent_store_error(s.error()));
   CHECK(raw.exec("SELECT count(*) FROM mcpcore_approvals") == "1");  // untouched
+}
+
+TEST_CASE("approvals.md/recently-reviewed: a PostgreSQL database of schema version 1 gets the index of reviewed tickets when a store opens it, idempotently, and keeps its tickets") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  {
+    auto s = open_store(c);
+    mint_approved(s, tid(1));
+  }
+  test_pg::connection raw(c);
+  const auto count_index = [&] {
+    return raw.exec("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                    " AND indexname = 'mcpcore_approvals_reviewed'");
+  };
+  // Version 1 exactly: version 2 is version 1 and the index.
+  raw.exec("DROP INDEX mcpcore_approvals_reviewed");
+  raw.exec("UPDATE mcpcore_schema SET version = 1 WHERE component = 'approvals'");
+  REQUIRE(count_index() == "0");
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    {
+      auto s = open_store(c);
+      CHECK(raw.exec("SELECT version FROM mcpcore_schema WHERE component = 'approvals'") == "2");
+      CHECK(count_index() == "1");
+      const auto listed = s.recently_reviewed(10);
+      REQUIRE(listed);
+      REQUIRE(listed->size() == 1);
+      CHECK(listed->front().id == tid(1));
+      check_intact(s, tid(1));
+    }
+    // The second round: a version 1 database that already has the index (created ahead of the
+    // upgrade) migrates all the same.
+    raw.exec("UPDATE mcpcore_schema SET version = 1 WHERE component = 'approvals'");
+  }
+}
+
+TEST_CASE("approvals.md/recently-reviewed: the PostgreSQL store passes the history suite") {
+  scratch_schemas schemas;
+  mcpcore_test::approval_store_history_conformance(
+      mcpcore_test::store_opener<postgres_approval_store>([&] { return schemas.make(); }));
+}
+
+TEST_CASE("approvals.md/recently-reviewed: decisions made through another store on the same database, as by another server, are listed") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  auto page = open_store(c);
+  auto other = open_store(c);
+  const auto before = page.recently_reviewed(10);
+  REQUIRE(before);
+  CHECK(before->empty());
+  REQUIRE(other.mint(mint_req(tid(1))));
+  REQUIRE(other.mint(mint_req(tid(2), "dave", R"({"n":2})")));
+  const auto a = other.review(review_req(tid(1), "carol"));
+  REQUIRE(a);
+  REQUIRE(*a == approval_review_status::reviewed);
+  const auto b = page.review(review_req(tid(2), "bob", approval_status::rejected, t0 + std::chrono::minutes{2}));
+  REQUIRE(b);
+  REQUIRE(*b == approval_review_status::reviewed);
+  const auto listed = page.recently_reviewed(10);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].id == tid(2));
+  CHECK((*listed)[0].reviewed_by == "bob");
+  CHECK((*listed)[1].id == tid(1));
+  CHECK((*listed)[1].reviewed_by == "carol");
+}
+
+TEST_CASE("approvals.md/recently-reviewed: the PostgreSQL history reads the index of reviewed tickets in its order, no sequential scan and no sort") {
+  scratch_schemas schemas;
+  const auto c = schemas.make();
+  test_pg::connection raw(c);
+  fill_for_plans(c, raw);
+  for (const char* limit : {"1", "200"}) {
+    CAPTURE(limit);
+    const std::string plan = explain(raw, detail::pg_store::sql_approval_select_reviewed, {limit});
+    CAPTURE(plan);
+    CHECK(plan.find("Index Scan using mcpcore_approvals_reviewed") != std::string::npos);
+    CHECK(plan.find("Seq Scan") == std::string::npos);
+    CHECK(plan.find("Sort") == std::string::npos);  // the index order is the result's order
+  }
+  auto s = open_store(c);
+  const auto listed = s.recently_reviewed(3);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 3);
+  CHECK((*listed)[0].id == "r20000");
+  CHECK((*listed)[2].id == "r19998");
 }
 
 TEST_CASE("postgres store: a malformed connection string is permanent, an unreachable server transient") {
@@ -209,20 +320,11 @@ TEST_CASE("postgres store: quotes, SQL text and Unicode are bound parameters and
 TEST_CASE("approvals.md/retention: the PostgreSQL prune batch selects finished tickets through their index, not a sequential scan") {
   scratch_schemas schemas;
   const auto c = schemas.make();
-  { auto s = open_store(c); }
   test_pg::connection raw(c);
-  // A table worth an index: 20,000 finished tickets and 2,000 pending ones, with statistics.
-  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
-           " reviewed_by, reviewed_at, scope) SELECT 'r' || g, 'mcp.deploy', 'rejected', 'mcp', 'alice', g, 'bob', g,"
-           " '{}' FROM generate_series(1, 20000) g");
-  raw.exec("INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at, scope)"
-           " SELECT 'p' || g, 'mcp.deploy', 'pending', 'mcp', 'alice', g, '{}' FROM generate_series(1, 2000) g");
-  raw.exec("ANALYZE mcpcore_approvals");
+  fill_for_plans(c, raw);
   for (const char* older_than : {"100", "30000"}) {
     CAPTURE(older_than);
-    const std::string explain = std::string{"EXPLAIN "} + detail::pg_store::sql_approval_prune_batch;
-    std::string plan;
-    for (const auto& line : raw.rows(explain, {older_than, "500"})) plan.append(line).append("\n");
+    const std::string plan = explain(raw, detail::pg_store::sql_approval_prune_batch, {older_than, "500"});
     CAPTURE(plan);
     CHECK(plan.find("Index") != std::string::npos);
     CHECK(plan.find("using mcpcore_approvals_finished") != std::string::npos);
@@ -242,6 +344,33 @@ TEST_CASE("postgres store fault: a server restart between calls is transient, th
   REQUIRE_FALSE(first);
   check_transient(first.error());
   check_recovers(s, tid(4));
+}
+
+TEST_CASE("postgres store fault: a server restart before a history read is transient, then the history is served") {
+  scratch_schemas schemas;
+  auto s = open_store(schemas.make());
+  mint_approved(s, tid(4));
+  REQUIRE(test_pg::run_cluster_script("restart") == 0);
+  const auto first = s.recently_reviewed(10);  // on the pooled connection the restart closed
+  REQUIRE_FALSE(first);
+  check_transient(first.error());
+  const auto second = s.recently_reviewed(10);
+  REQUIRE_MESSAGE(second, (second ? "" : second.error().message()));
+  REQUIRE(second->size() == 1);
+  CHECK(second->front().id == tid(4));
+}
+
+TEST_CASE("postgres store: a moved-from store answers recently_reviewed closed (permanent), as pending") {
+  scratch_schemas schemas;
+  auto a = open_store(schemas.make());
+  const postgres_approval_store b = std::move(a);
+  const auto p = a.pending(10);  // NOLINT(bugprone-use-after-move): the moved-from state is what is tested
+  REQUIRE_FALSE(p);
+  CHECK(p.error() == approval_store_errc::closed);
+  const auto h = a.recently_reviewed(10);  // NOLINT(bugprone-use-after-move)
+  REQUIRE_FALSE(h);
+  CHECK(h.error() == approval_store_errc::closed);
+  CHECK(is_permanent_store_error(h.error()));
 }
 
 TEST_CASE("postgres store fault: pg_terminate_backend of the pool's connection is transient, then it reconnects") {

@@ -2,7 +2,7 @@
 // The store-agnostic conformance suite of the approval_store concept (approval.hpp;
 // docs/concepts/approval_store.md#valid-expressions, docs/approvals.md#the-flow,
 // #what-the-machine-checks-in-order, #lifetime, #guarantees): every documented check order, the
-// sweep, the caps, dedup, round-trips, retention, and the at-most-once consume race among threads
+// sweep, the caps, dedup, round-trips, retention, history, and the at-most-once consume race among threads
 // and among processes. Every store model runs it.
 #ifndef MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
 #define MCPCORE_TESTS_SUPPORT_APPROVAL_STORE_SUITE_HPP
@@ -140,6 +140,20 @@ std::vector<std::string> pending_ids(S& s, std::size_t limit) {
   std::vector<std::string> ids;
   for (const auto& t : must(s.pending(limit))) ids.push_back(t.id);
   return ids;
+}
+
+// A minter of tickets each of its own scope (`{"<key>":<n>}`, n counting up) at `now`, with caps
+// no test reaches: no dedup, no cap refusal. What the retention and history suites fill stores with.
+template <class S>
+auto fresh_minter(S& s, std::string key) {
+  return [&s, key = std::move(key), next = 0](approval_time now) mutable {
+    mint_spec m;
+    m.scope = "{\"" + key + "\":" + std::to_string(next++) + "}";
+    m.now = now;
+    m.per_submitter_cap = 1'000'000;
+    m.global_cap = 1'000'000;
+    return mint_created(s, m);
+  };
 }
 
 // Field by field (readable failures). `reviewed_at` is compared once the ticket was reviewed:
@@ -820,13 +834,10 @@ void approval_store_prune_conformance(MakeStore make) {
   using d::at;
   using d::consume;
   using d::lifetime;
-  using d::mint_created;
-  using d::mint_spec;
   using d::must;
   using d::review;
   using mcpcore::approval_prune_options;
   using mcpcore::approval_status;
-  using mcpcore::approval_time;
   using L = std::chrono::milliseconds::rep;
   const L life = lifetime.count();
 
@@ -835,16 +846,7 @@ void approval_store_prune_conformance(MakeStore make) {
   auto& s = *handle;
   static_assert(mcpcore::approval_store_prunable<std::remove_reference_t<decltype(s)>>);
 
-  // A ticket of its own scope (so no dedup, no cap) minted at `now`.
-  int next = 0;
-  auto fresh = [&](approval_time now) {
-    mint_spec m;
-    m.scope = R"({"n":)" + std::to_string(next++) + "}";
-    m.now = now;
-    m.per_submitter_cap = 1'000'000;
-    m.global_cap = 1'000'000;
-    return mint_created(s, m);
-  };
+  auto fresh = d::fresh_minter(s, "n");  // a ticket of its own scope minted at `now`
   auto consumed = [&](L t) {  // consumed at(t + 2)
     const auto id = fresh(at(t));
     REQUIRE(to_string(review(s, id, "bob", approval_status::approved, at(t + 1))) == "reviewed");
@@ -908,6 +910,131 @@ void approval_store_prune_conformance(MakeStore make) {
     CHECK_FALSE(known(a));
     CHECK_FALSE(known(b));
     CHECK(known(live));
+  }
+}
+
+/// The history capability (`mcpcore::approval_store_history`, docs/approvals.md#recently-reviewed):
+/// `recently_reviewed(limit)` lists every ticket a reviewer decided, whatever became of it since
+/// (approved, rejected, consumed, expired after approval), newest `reviewed_at` first with ties by
+/// id ascending, never a pending ticket nor one that expired unreviewed, up to
+/// `min(limit, max_recently_reviewed)`. `make()` as for `approval_store_conformance`. Call it
+/// inside a TEST_CASE.
+template <class MakeStore>
+void approval_store_history_conformance(MakeStore make) {
+  namespace d = approval_store_suite_detail;
+  using d::at;
+  using d::check_same;
+  using d::consume;
+  using d::lifetime;
+  using d::must;
+  using d::review;
+  using d::ticket;
+  using mcpcore::approval_status;
+  using mcpcore::approval_ticket;
+  using mcpcore::max_recently_reviewed;
+  using L = std::chrono::milliseconds::rep;
+  const L life = lifetime.count();
+
+  auto handle = make();
+  REQUIRE(handle);
+  auto& s = *handle;
+  static_assert(mcpcore::approval_store_history<std::remove_reference_t<decltype(s)>>);
+
+  auto fresh = d::fresh_minter(s, "h");  // a ticket of its own scope minted at `now`
+  auto ids_of = [](const std::vector<approval_ticket>& list) {
+    std::vector<std::string> ids;
+    ids.reserve(list.size());
+    for (const auto& t : list) ids.push_back(t.id);
+    return ids;
+  };
+  auto listed = [&](std::size_t limit) { return ids_of(must(s.recently_reviewed(limit))); };
+
+  SUBCASE("approvals.md/recently-reviewed: an empty store, or one holding only pending tickets, lists nothing") {
+    CHECK(must(s.recently_reviewed(10)).empty());
+    (void)fresh(at(0));
+    (void)fresh(at(1));
+    CHECK(must(s.recently_reviewed(10)).empty());
+    CHECK(must(s.recently_reviewed(max_recently_reviewed)).empty());
+  }
+
+  SUBCASE("approvals.md/recently-reviewed: decided tickets newest review first, ties by id, whatever became of them, "
+          "never pending or unreviewed-expired ones") {
+    // Decided, then aged: approved at(1) and expired by the sweep at(1 + life), unconsumed.
+    const auto aged = fresh(at(0));
+    REQUIRE(to_string(review(s, aged, "bob", approval_status::approved, at(1))) == "reviewed");
+    // Approved at(2), then consumed at(3): consumption keeps it listed at its review time.
+    const auto used = fresh(at(0));
+    REQUIRE(to_string(review(s, used, "carol", approval_status::approved, at(2))) == "reviewed");
+    REQUIRE(to_string(consume(s, used, "alice", at(3))) == "consumed");
+    // Rejected at(4).
+    const auto refused = fresh(at(0));
+    REQUIRE(to_string(review(s, refused, "bob", approval_status::rejected, at(4), "not now")) == "reviewed");
+    // Never reviewed, expired by the same sweep: no reviewer, not listed.
+    const auto lapsed = fresh(at(0));
+    REQUIRE(must(s.expire(at(1 + life), lifetime)) == 2);  // `aged` and `lapsed`
+    REQUIRE(to_string(ticket(s, aged).status) == "expired");
+    REQUIRE(to_string(ticket(s, lapsed).status) == "expired");
+    // After the sweep: approved at(life + 20), two decided in the same millisecond at(life + 30),
+    // one left pending.
+    const auto armed = fresh(at(life + 10));
+    REQUIRE(to_string(review(s, armed, "bob", approval_status::approved, at(life + 20))) == "reviewed");
+    const auto tie_a = fresh(at(life + 10));
+    const auto tie_b = fresh(at(life + 10));
+    REQUIRE(to_string(review(s, tie_a, "carol", approval_status::approved, at(life + 30))) == "reviewed");
+    REQUIRE(to_string(review(s, tie_b, "dave", approval_status::rejected, at(life + 30))) == "reviewed");
+    const auto waiting = fresh(at(life + 10));
+    // Failed reviews decide nothing: a self-review of the pending ticket, a review of a decided one.
+    REQUIRE(to_string(review(s, waiting, "alice", approval_status::approved, at(life + 40))) == "self_review");
+    REQUIRE(to_string(review(s, refused, "dave", approval_status::approved, at(life + 40))) == "already_reviewed");
+
+    const std::string first_tie = tie_a < tie_b ? tie_a : tie_b;
+    const std::string second_tie = tie_a < tie_b ? tie_b : tie_a;
+    const std::vector<std::string> newest_first{first_tie, second_tie, armed, refused, used, aged};
+    const auto all = must(s.recently_reviewed(100));
+    CHECK(ids_of(all) == newest_first);
+    // Each entry is the ticket as stored: who decided, when, and what became of it.
+    for (const auto& t : all) check_same(t, ticket(s, t.id));
+    REQUIRE(all.size() == newest_first.size());
+    CHECK(all[2].reviewed_by == "bob");
+    CHECK(to_string(all[2].status) == "approved");
+    CHECK_FALSE(all[2].consumed_at.has_value());
+    CHECK(to_string(all[3].status) == "rejected");
+    CHECK(all[3].review_comment == "not now");
+    CHECK(all[4].reviewed_by == "carol");
+    CHECK(to_string(all[4].status) == "approved");
+    CHECK(d::show(all[4].consumed_at) == d::show(at(3)));
+    CHECK(to_string(all[5].status) == "expired");
+    CHECK(d::show(all[5].reviewed_at) == d::show(at(1)));
+    CHECK(d::show(all[5].expired_at) == d::show(at(1 + life)));
+
+    // The limit: a prefix of the same order; 0 lists nothing.
+    CHECK(listed(0).empty());
+    CHECK(listed(1) == std::vector<std::string>{first_tie});
+    CHECK(listed(4) == std::vector<std::string>(newest_first.begin(), newest_first.begin() + 4));
+    CHECK(listed(newest_first.size()) == newest_first);
+    CHECK(listed(static_cast<std::size_t>(-1)) == newest_first);
+    // Listing changes nothing.
+    CHECK(listed(100) == newest_first);
+    CHECK(d::pending_ids(s, 10) == std::vector<std::string>{waiting});
+  }
+
+  SUBCASE("approvals.md/recently-reviewed: a limit above max_recently_reviewed is cut to it") {
+    // One more decided ticket than the cap, each reviewed a millisecond after the last.
+    std::vector<std::string> ids;
+    for (std::size_t i = 0; i <= max_recently_reviewed; ++i) {
+      ids.push_back(fresh(at(0)));
+      const auto decision = i % 2 == 0 ? approval_status::approved : approval_status::rejected;
+      REQUIRE(to_string(review(s, ids.back(), "bob", decision, at(1 + static_cast<L>(i)))) == "reviewed");
+    }
+    const std::vector<std::string> newest(ids.rbegin(), ids.rbegin() + static_cast<std::ptrdiff_t>(max_recently_reviewed));
+    for (const std::size_t limit : {max_recently_reviewed + 1, max_recently_reviewed * 10, static_cast<std::size_t>(-1)}) {
+      CAPTURE(limit);
+      const auto got = listed(limit);
+      CHECK(got.size() == max_recently_reviewed);
+      CHECK(got == newest);  // the oldest decision, ids[0], is the one left out
+    }
+    CHECK(listed(max_recently_reviewed) == newest);
+    CHECK(listed(max_recently_reviewed - 1).size() == max_recently_reviewed - 1);
   }
 }
 

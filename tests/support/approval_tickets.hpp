@@ -7,6 +7,7 @@
 #define MCPCORE_TESTS_SUPPORT_APPROVAL_TICKETS_HPP
 
 #include <mcpcore/governance/approval.hpp>
+#include <mcpcore/governance/policy.hpp>
 
 #include <doctest/doctest.h>
 
@@ -15,10 +16,30 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace approval_tickets {
 
 using mcpcore::approval_time;
+
+/// A principal of the approval tests: its id, kind, assurance and roles.
+inline mcpcore::principal make_principal(std::string id, mcpcore::principal_kind kind, bool assured,
+                                         std::vector<std::string> roles = {}) {
+  mcpcore::principal p;
+  p.id = std::move(id);
+  p.kind = kind;
+  p.assured = assured;
+  p.roles = std::move(roles);
+  return p;
+}
+
+/// The authorizer of the approval surfaces' tests: the role `approver` may `Approve` on `Approval`.
+inline mcpcore::role_table_authorizer approvers() {
+  mcpcore::role_table_authorizer a;
+  a.grant("approver", "Approval", mcpcore::operation::approve);
+  return a;
+}
 
 /// The tickets' lifetime (docs/approvals.md#lifetime: 7 days).
 inline constexpr std::chrono::milliseconds lifetime = std::chrono::days{7};

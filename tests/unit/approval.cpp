@@ -124,8 +124,22 @@ struct scripted_store {
     return run(pending_op, [&] { return inner.pending(limit); });
   }
 };
+// A scripted_store with the history capability; records the limit the service asked for.
+struct scripted_history_store : scripted_store {
+  op history_op;
+  std::size_t last_limit = 0;
+  result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit) {
+    last_limit = limit;
+    return run(history_op, [&] { return inner.recently_reviewed(limit); });
+  }
+};
 static_assert(approval_store<scripted_store>);
 static_assert(approval_store<memory_approval_store>);
+// The history is optional: the scripted store and the archetype are stores without it.
+static_assert(approval_store_history<scripted_history_store>);
+static_assert(approval_store_history<memory_approval_store>);
+static_assert(!approval_store_history<scripted_store>);
+static_assert(!approval_store_history<archetypes::approval_store>);
 static_assert(approval_store<archetypes::approval_store>);
 static_assert(approval_precondition_callable<archetypes::approval_precondition>);
 // What the concept refuses: a const-only store, a wrong result type, a missing member.
@@ -142,12 +156,14 @@ constexpr std::string_view tool = "deploy";
 constexpr std::string_view args = R"({"n":1,"target":"web"})";
 
 // A service over a scripted store and a manual clock.
-struct fixture {
+template <class Store>
+struct basic_fixture {
   manual_clock clock;
-  scripted_store store;
+  Store store;
   approval_service svc;
 
-  explicit fixture(approval_options options = {}) : svc{store, clock_ref<manual_clock>{clock}, std::move(options)} {}
+  explicit basic_fixture(approval_options options = {})
+      : svc{store, clock_ref<manual_clock>{clock}, std::move(options)} {}
 
   approval_gate_outcome gate(const principal& caller, std::string_view arguments, std::string_view tool_name = tool,
                              approval_precondition_ref precondition = {}) {
@@ -184,6 +200,8 @@ struct fixture {
   }
   std::size_t size() const { return store.inner.size(); }
 };
+using fixture = basic_fixture<scripted_store>;
+using history_fixture = basic_fixture<scripted_history_store>;
 
 }  // namespace
 
@@ -1582,6 +1600,107 @@ TEST_CASE("approvals.md: pending lists pending tickets oldest first, up to the l
   auto failed = f.svc.pending(10);
   REQUIRE_FALSE(failed.has_value());
   CHECK(is_permanent_store_error(failed.error()));
+}
+
+namespace {
+// The ids of a list of tickets, in its order.
+std::vector<std::string> ids_of(const std::vector<approval_ticket>& list) {
+  std::vector<std::string> ids;
+  for (const auto& t : list) ids.push_back(t.id);
+  return ids;
+}
+}  // namespace
+
+TEST_CASE("approvals.md/recently-reviewed: the service lists the decisions newest first with who made them, through "
+          "a store with the history, up to the limit") {
+  history_fixture f;
+  CHECK(f.svc.has_history());
+  const principal alice = agent("alice");
+  const auto approved = f.mint(alice, R"({"n":1})");
+  const auto rejected = f.mint(alice, R"({"n":2})");
+  const auto waiting = f.mint(agent("carol"), R"({"n":3})");
+  REQUIRE(f.svc.approve(approved, approver("bob")).ok());
+  f.clock.advance(std::chrono::seconds{1});
+  REQUIRE(f.svc.reject(rejected, approver("dave"), "too risky").ok());
+  f.clock.advance(std::chrono::seconds{1});
+  const auto used = f.armed(alice, R"({"n":4})");  // approved by bob, then redeemed
+  REQUIRE(to_string(f.recall(alice, used, R"({"n":4})").verdict) == "proceed");
+  // A decision made through another service sharing the store (another process, another server).
+  approval_service elsewhere{f.store.inner, clock_ref<manual_clock>{f.clock}};
+  f.clock.advance(std::chrono::seconds{1});
+  const auto remote = f.mint(alice, R"({"n":5})");
+  REQUIRE(elsewhere.approve(remote, approver("erin")).ok());
+
+  const auto all = f.svc.recently_reviewed(10);
+  REQUIRE(all.has_value());
+  CHECK(ids_of(*all) == std::vector<std::string>{remote, used, rejected, approved});
+  CHECK(f.store.last_limit == 10);
+  REQUIRE(all->size() == 4);
+  CHECK((*all)[0].reviewed_by == "erin");
+  CHECK((*all)[1].reviewed_by == "bob");
+  CHECK((*all)[1].consumed_at.has_value());
+  CHECK((*all)[2].reviewed_by == "dave");
+  CHECK(to_string((*all)[2].status) == "rejected");
+  CHECK((*all)[2].review_comment == "too risky");
+  CHECK(ms((*all)[2].reviewed_at) == ms(clock_start) + 1000);
+  CHECK(to_string((*all)[3].status) == "approved");
+  for (const auto& t : *all) CHECK(t.id != waiting);
+
+  const auto two = f.svc.recently_reviewed(2);
+  REQUIRE(two.has_value());
+  CHECK(ids_of(*two) == std::vector<std::string>{remote, used});
+  const auto none = f.svc.recently_reviewed(0);
+  REQUIRE(none.has_value());
+  CHECK(none->empty());
+}
+
+TEST_CASE("approvals.md/recently-reviewed: the service asks the store for at most max_recently_reviewed, and passes "
+          "its errors on") {
+  history_fixture f;
+  for (const std::size_t limit : {max_recently_reviewed + 1, max_recently_reviewed * 100, static_cast<std::size_t>(-1)}) {
+    CAPTURE(limit);
+    REQUIRE(f.svc.recently_reviewed(limit).has_value());
+    CHECK(f.store.last_limit == max_recently_reviewed);
+  }
+  REQUIRE(f.svc.recently_reviewed(max_recently_reviewed).has_value());
+  CHECK(f.store.last_limit == max_recently_reviewed);
+  REQUIRE(f.svc.recently_reviewed(7).has_value());
+  CHECK(f.store.last_limit == 7);
+  CHECK(f.store.history_op.calls == 5);
+
+  f.store.history_op.fail_with(approval_store_errc::busy);
+  const auto busy = f.svc.recently_reviewed(10);
+  REQUIRE_FALSE(busy.has_value());
+  CHECK(busy.error() == make_error_code(approval_store_errc::busy));
+  f.store.history_op.fail_with(approval_store_errc::corrupt);
+  const auto broken = f.svc.recently_reviewed(10);
+  REQUIRE_FALSE(broken.has_value());
+  CHECK(is_permanent_store_error(broken.error()));
+  f.store.history_op.raise();  // a throwing store is a transient fault
+  const auto thrown = f.svc.recently_reviewed(10);
+  REQUIRE_FALSE(thrown.has_value());
+  CHECK_FALSE(is_permanent_store_error(thrown.error()));
+}
+
+TEST_CASE("approvals.md/recently-reviewed: over a store without the history the service has_history false and lists "
+          "nothing, without calling the store") {
+  fixture f;
+  CHECK_FALSE(f.svc.has_history());
+  const auto id = f.mint(agent("alice"));
+  REQUIRE(f.svc.approve(id, approver("bob")).ok());
+  const int calls = f.store.total_calls();
+  const auto listed = f.svc.recently_reviewed(10);
+  REQUIRE(listed.has_value());  // not an error: the capability is absent
+  CHECK(listed->empty());
+  CHECK(f.store.total_calls() == calls);
+
+  // The archetype fails every call it gets: the service gives it none.
+  archetypes::approval_store store;
+  approval_service service{store};
+  CHECK_FALSE(service.has_history());
+  const auto none = service.recently_reviewed(max_recently_reviewed);
+  REQUIRE(none.has_value());
+  CHECK(none->empty());
 }
 
 TEST_CASE("approvals.md/lifetime: expire runs the lifetime sweep at the service's clock") {

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/approval_tickets.hpp"
+
 #include "archetypes.hpp"
 #include "support/wire_fixture.hpp"
 
@@ -37,14 +39,7 @@ namespace {
 
 // ---- principals ---------------------------------------------------------------------------------
 
-principal make_principal(std::string id, principal_kind kind, bool assured, std::vector<std::string> roles = {}) {
-  principal p;
-  p.id = std::move(id);
-  p.kind = kind;
-  p.assured = assured;
-  p.roles = std::move(roles);
-  return p;
-}
+using approval_tickets::make_principal;
 
 // The submitter: an MCP agent's service token, not an approver.
 const principal alice = make_principal("alice", principal_kind::service, false);
@@ -58,11 +53,7 @@ const principal unassured_human = make_principal("erin", principal_kind::human_i
 // A human with no grant at all.
 const principal mallory = make_principal("mallory", principal_kind::human_interactive, true, {"viewer"});
 
-mcpcore::role_table_authorizer approvers() {
-  mcpcore::role_table_authorizer a;
-  a.grant("approver", "Approval", operation::approve);
-  return a;
-}
+using approval_tickets::approvers;
 
 // ---- ids and scopes -------------------------------------------------------------------------------
 

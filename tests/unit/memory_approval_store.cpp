@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the in-memory approval store: the approval_store conformance suite
-// (docs/approvals.md#the-flow), its history bound and its own errors.
+// (docs/approvals.md#the-flow), the prune and history suites, its history bound and its own errors.
 #include <mcpcore/stores/memory_approval_store.hpp>
 
 #include <mcpcore/governance/approval.hpp>
@@ -26,6 +26,7 @@ using namespace mcpcore;
 namespace suite = mcpcore_test::approval_store_suite_detail;
 
 static_assert(approval_store<memory_approval_store>);
+static_assert(approval_store_history<memory_approval_store>);
 
 TEST_CASE("memory_approval_store passes the approval_store conformance suite (concepts/approval_store.md/valid-expressions, approvals.md/the-flow, approvals.md/what-the-machine-checks-in-order, approvals.md/lifetime)") {
   mcpcore_test::approval_store_conformance([] { return std::make_unique<memory_approval_store>(); });
@@ -33,6 +34,49 @@ TEST_CASE("memory_approval_store passes the approval_store conformance suite (co
 
 TEST_CASE("approvals.md/retention: memory_approval_store passes the prune suite") {
   mcpcore_test::approval_store_prune_conformance([] { return std::make_unique<memory_approval_store>(); });
+}
+
+TEST_CASE("approvals.md/recently-reviewed: memory_approval_store passes the history suite") {
+  mcpcore_test::approval_store_history_conformance([] { return std::make_unique<memory_approval_store>(); });
+}
+
+TEST_CASE("approvals.md/recently-reviewed: a memory ticket forgotten by max_history or removed by prune is no longer "
+          "listed, the others keep their order") {
+  memory_approval_store s{memory_approval_store_options{.max_history = 2}};
+  int next = 0;
+  const auto decided = [&](approval_status decision, long ms) {
+    suite::mint_spec m;
+    m.scope = R"({"n":)" + std::to_string(next++) + "}";
+    const auto id = suite::mint_created(s, m);
+    REQUIRE(to_string(suite::review(s, id, "bob", decision, suite::at(ms))) == "reviewed");
+    return id;
+  };
+  const auto listed = [&] {
+    std::vector<std::string> ids;
+    for (const auto& t : suite::must(s.recently_reviewed(100))) ids.push_back(t.id);
+    return ids;
+  };
+  // Approved unconsumed tickets are never forgotten; finished ones beyond max_history are.
+  const auto armed = decided(approval_status::approved, 1);
+  const auto r1 = decided(approval_status::rejected, 2);
+  const auto r2 = decided(approval_status::rejected, 3);
+  CHECK(listed() == std::vector<std::string>{r2, r1, armed});
+  const auto r3 = decided(approval_status::rejected, 4);  // r1 finished first: forgotten
+  CHECK_FALSE(suite::must(s.get(r1)).has_value());
+  CHECK(listed() == std::vector<std::string>{r3, r2, armed});
+  // Consumption finishes `armed` (r2 is forgotten): it stays listed at its review time.
+  REQUIRE(to_string(suite::consume(s, armed, "alice", suite::at(5))) == "consumed");
+  CHECK(listed() == std::vector<std::string>{r3, armed});
+  // Prune removes the finished tickets changed before at(5): r3 (rejected at 4), not armed
+  // (consumed at 5).
+  CHECK(suite::must(s.prune(suite::at(5))) == 1);
+  CHECK(listed() == std::vector<std::string>{armed});
+  CHECK(suite::must(s.prune(suite::at(6))) == 1);
+  CHECK(listed().empty());
+  CHECK(s.size() == 0);
+  // The index is empty as well as the map: new decisions list alone.
+  const auto fresh = decided(approval_status::approved, 7);
+  CHECK(listed() == std::vector<std::string>{fresh});
 }
 
 TEST_CASE("memory_approval_store: size() counts pending, approved and finished tickets") {

@@ -3,11 +3,13 @@
 // restarts, exactly-once consumption across processes, fault mapping
 // (docs/concepts/approval_store.md#valid-expressions, docs/approvals.md#the-flow,
 // #what-the-machine-checks-in-order, #lifetime, #every-answer-of-the-machine, #guarantees;
-// docs/plugins.md, docs/approvals.md), and the shared approval_store conformance suite.
+// docs/plugins.md, docs/approvals.md), and the shared approval_store conformance, prune and history
+// suites.
 #include <mcpcore/stores/sqlite_approval_store.hpp>
 #include <mcpcore/governance/approval.hpp>
 
-// The prune batch's exact SQL text (inline data only: no definitions of the compiled library).
+// The prune batch's and the history's exact SQL text (inline data only: no definitions of the
+// compiled library).
 #include <mcpcore/stores/impl/sqlite_common.ipp>
 
 #include <doctest/doctest.h>
@@ -40,6 +42,7 @@ using namespace approval_tickets;
 using std::chrono::milliseconds;
 
 static_assert(approval_store<sqlite_approval_store>);
+static_assert(approval_store_history<sqlite_approval_store>);
 static_assert(mcpcore_test::move_only<sqlite_approval_store>);
 
 namespace {
@@ -55,19 +58,20 @@ sqlite_approval_store open_store(const std::string& path, sqlite_approval_store_
 
 // ---- schema and migration ---------------------------------------------------------------------
 
-TEST_CASE("sqlite store schema: a fresh file gets user_version 2, the tickets table, its indexes and WAL mode") {
+TEST_CASE("sqlite store schema: a fresh file gets user_version 3, the tickets table, its indexes and WAL mode") {
   const temp_dir dir;
   {
     auto s = open_store(dir.file());
-    CHECK(sqlite_approval_store::schema_version == 2);
+    CHECK(sqlite_approval_store::schema_version == 3);
     // While the store is open (WAL is a property of the file, so this also shows it persists).
     raw_db raw(dir.file());
-    CHECK(raw.integer("PRAGMA user_version") == 2);
+    CHECK(raw.integer("PRAGMA user_version") == 3);
     CHECK(raw.text("PRAGMA journal_mode") == "wal");
     CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mcpcore_approvals'") == 1);
     CHECK(raw.integer("SELECT count(*) FROM pragma_table_info('mcpcore_approvals') WHERE name = 'server'") == 1);
     for (const char* index : {"mcpcore_approvals_dedup", "mcpcore_approvals_submitter", "mcpcore_approvals_pending",
-                              "mcpcore_approvals_redeemable", "mcpcore_approvals_finished"}) {
+                              "mcpcore_approvals_redeemable", "mcpcore_approvals_finished",
+                              "mcpcore_approvals_reviewed"}) {
       CAPTURE(index);
       const std::string q = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '") +
                             index + "'";
@@ -212,8 +216,8 @@ std::string query_plan(const std::string& path, const std::string& sql) {
 
 }  // namespace
 
-TEST_CASE("approvals.md/several-servers: a file of schema version 1 is migrated to 2: its tickets read with an empty server, "
-          "new mints keep theirs") {
+TEST_CASE("approvals.md/several-servers: a file of schema version 1 is migrated to the current version: its tickets read "
+          "with an empty server, new mints keep theirs") {
   const temp_dir dir;
   const std::string path = dir.file();
   {
@@ -231,8 +235,10 @@ TEST_CASE("approvals.md/several-servers: a file of schema version 1 is migrated 
   auto s = open_store(path);
   {
     raw_db raw(path);
-    CHECK(raw.integer("PRAGMA user_version") == 2);
+    CHECK(raw.integer("PRAGMA user_version") == sqlite_approval_store::schema_version);
     CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mcpcore_approvals_finished'") ==
+          1);
+    CHECK(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mcpcore_approvals_reviewed'") ==
           1);
   }
   const auto old = s.get(tid(1));
@@ -242,6 +248,12 @@ TEST_CASE("approvals.md/several-servers: a file of schema version 1 is migrated 
   CHECK(v1.server.empty());
   CHECK(v1.consumed_by == "alice");
   CHECK(v1.review_comment == "ok");
+  // Its review is in the history (approvals.md/recently-reviewed).
+  const auto reviewed = s.recently_reviewed(10);
+  REQUIRE(reviewed);
+  REQUIRE(reviewed->size() == 1);
+  CHECK(reviewed->front().id == tid(1));
+  CHECK(reviewed->front().reviewed_by == "bob");
   const auto listed = s.pending(10);
   REQUIRE(listed);
   REQUIRE(listed->size() == 1);
@@ -280,6 +292,86 @@ TEST_CASE("approvals.md/retention: the SQLite prune batch selects finished ticke
   CAPTURE(plan);
   CHECK(plan.find("USING INDEX mcpcore_approvals_finished") != std::string::npos);
   CHECK(plan.find("SCAN mcpcore_approvals") == std::string::npos);
+}
+
+TEST_CASE("approvals.md/recently-reviewed: a file of schema version 2 gets the index of reviewed tickets when a writer "
+          "opens it, idempotently, and keeps its tickets") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  const auto count_index = [&] {
+    raw_db raw(path);
+    return raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'mcpcore_approvals_reviewed'");
+  };
+  {
+    auto s = open_store(path);
+    mint_approved(s, tid(1));
+  }
+  // Version 2 exactly: version 3 is version 2 and the index.
+  {
+    raw_db raw(path);
+    REQUIRE(raw.exec("DROP INDEX mcpcore_approvals_reviewed; PRAGMA user_version = 2;") == SQLITE_OK);
+  }
+  REQUIRE(count_index() == 0);
+  // A read-only open cannot migrate: refused until a writer did.
+  sqlite_approval_store_options ro;
+  ro.read_only = true;
+  const auto early = sqlite_approval_store::open(path, ro);
+  REQUIRE_FALSE(early);
+  CHECK(early.error() == approval_store_errc::read_only);
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    {
+      auto s = open_store(path);
+      raw_db raw(path);
+      CHECK(raw.integer("PRAGMA user_version") == 3);
+      CHECK(count_index() == 1);
+      const auto listed = s.recently_reviewed(10);
+      REQUIRE(listed);
+      REQUIRE(listed->size() == 1);
+      CHECK(listed->front().id == tid(1));
+      check_intact(s, tid(1));
+    }
+    // The second round: a version 2 file that already has the index (created ahead of the
+    // upgrade) migrates all the same.
+    raw_db raw(path);
+    REQUIRE(raw.exec("PRAGMA user_version = 2") == SQLITE_OK);
+  }
+  const auto writer = open_store(path);  // migrates the file the last round left at 2
+  auto s = open_store(path, ro);
+  const auto listed = s.recently_reviewed(10);
+  REQUIRE(listed);
+  CHECK(listed->size() == 1);
+}
+
+TEST_CASE("approvals.md/recently-reviewed: the SQLite history reads the index of reviewed tickets in its order, no table "
+          "scan and no sort") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  { auto s = open_store(path); }
+  const auto check_plan = [&] {
+    const std::string plan = query_plan(path, detail::sqlite::approval_select_reviewed_sql);
+    CAPTURE(plan);
+    CHECK(plan.find("USING INDEX mcpcore_approvals_reviewed") != std::string::npos);
+    CHECK(plan.find("TEMP B-TREE") == std::string::npos);  // the index order is the result's order
+  };
+  check_plan();  // an empty file, no statistics
+  {
+    // A table worth an index: 20,000 reviewed tickets and 2,000 pending ones, with statistics.
+    raw_db raw(path);
+    REQUIRE(raw.exec("WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 22000)"
+                     " INSERT INTO mcpcore_approvals (id, definition_id, status, origin, submitted_by, submitted_at,"
+                     " reviewed_by, reviewed_at, scope) SELECT printf('%032x', n), 'mcp.deploy',"
+                     " CASE WHEN n <= 20000 THEN 'rejected' ELSE 'pending' END, 'mcp', 'alice', n,"
+                     " CASE WHEN n <= 20000 THEN 'bob' ELSE '' END, CASE WHEN n <= 20000 THEN n END, '{}' FROM g;"
+                     "ANALYZE;") == SQLITE_OK);
+  }
+  check_plan();
+  auto s = open_store(path);
+  const auto listed = s.recently_reviewed(3);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 3);
+  CHECK((*listed)[0].id == tid(20000));
+  CHECK((*listed)[2].id == tid(19998));
 }
 
 // ---- durability ---------------------------------------------------------------------------------
@@ -521,18 +613,28 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a file that is not a databa
   }
 }
 
-TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged table page is reported as corrupt (permanent)") {
-  const temp_dir dir;
-  const std::string path = dir.file();
-  const auto id = tid(1);
+namespace {
+
+// A store on a new file at `path` whose ticket `id` was approved, then the root page of the table
+// or index `what` damaged while no store had the file open (page 1 stays intact: the file still
+// opens).
+sqlite_approval_store damaged_store(const std::string& path, const std::string& id, const std::string& what) {
   {
     auto s = open_store(path);
     mint_approved(s, id);
   }
   // The last connection checkpointed the WAL into the file and removed it.
   REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));
-  damage_table_root_page(path, "mcpcore_approvals");  // page 1 stays intact: the file still opens
-  auto s = open_store(path);
+  damage_table_root_page(path, what);
+  return open_store(path);
+}
+
+}  // namespace
+
+TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged table page is reported as corrupt (permanent)") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto s = damaged_store(dir.file(), id, "mcpcore_approvals");
   const auto t = s.get(id);
   REQUIRE_FALSE(t);
   CHECK(t.error() == approval_store_errc::corrupt);
@@ -543,6 +645,21 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged table page is rep
   const auto c = s.consume(consume_req(id));
   REQUIRE_FALSE(c);
   CHECK(is_permanent_store_error(c.error()));
+  const auto h = s.recently_reviewed(10);
+  REQUIRE_FALSE(h);
+  CHECK(h.error() == approval_store_errc::corrupt);
+}
+
+TEST_CASE("approvals.md/every-answer-of-the-machine: a damaged history index fails recently_reviewed as corrupt "
+          "(permanent), get still reads the ticket") {
+  const temp_dir dir;
+  const auto id = tid(1);
+  auto s = damaged_store(dir.file(), id, "mcpcore_approvals_reviewed");
+  const auto h = s.recently_reviewed(10);
+  REQUIRE_FALSE(h);
+  CHECK(h.error() == approval_store_errc::corrupt);
+  CHECK(is_permanent_store_error(h.error()));
+  check_intact(s, id);
 }
 
 TEST_CASE("approvals.md/every-answer-of-the-machine: a moved-from store is closed (permanent), the moved-to store works") {
@@ -571,6 +688,9 @@ TEST_CASE("approvals.md/every-answer-of-the-machine: a moved-from store is close
     const auto p = s.pending(10);
     REQUIRE_FALSE(p);
     CHECK(p.error() == approval_store_errc::closed);
+    const auto h = s.recently_reviewed(10);
+    REQUIRE_FALSE(h);
+    CHECK(h.error() == approval_store_errc::closed);
   };
   check_closed(a);  // NOLINT(bugprone-use-after-move): the moved-from state is what is tested
   const auto g = b.get(id);
@@ -803,6 +923,50 @@ TEST_CASE("approvals.md/retention: the SQLite store passes the prune suite, and 
   const auto r = s->prune(approval_time{std::chrono::milliseconds{1}});
   REQUIRE_FALSE(r);
   CHECK(r.error() == approval_store_errc::read_only);
+}
+
+TEST_CASE("approvals.md/recently-reviewed: the SQLite store passes the history suite, and a read-only store lists the "
+          "history") {
+  const temp_dir dir;
+  mcpcore_test::approval_store_history_conformance(mcpcore_test::store_files<sqlite_approval_store>(dir, "history"));
+  const auto path = dir.file("history-ro.db");
+  {
+    auto w = open_store(path);
+    mint_approved(w, tid(1));
+  }
+  sqlite_approval_store_options ro;
+  ro.read_only = true;
+  auto s = open_store(path, ro);
+  const auto r = s.recently_reviewed(10);
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  CHECK(r->front().id == tid(1));
+}
+
+TEST_CASE("approvals.md/recently-reviewed: reviews made through another connection, as by another process, are listed") {
+  const temp_dir dir;
+  const std::string path = dir.file();
+  auto reader = open_store(path);
+  const auto before = reader.recently_reviewed(10);
+  REQUIRE(before);
+  CHECK(before->empty());
+  {
+    // The child opens a store of its own and never touches the inherited one.
+    const pid_t child = spawn([&] {
+      auto w = sqlite_approval_store::open(path);
+      if (!w) return 10;
+      const auto m = w->mint(mint_req(tid(5)));
+      if (!m || m->status != approval_mint_status::created) return 11;
+      const auto r = w->review(review_req(tid(5), "carol"));
+      return r && *r == approval_review_status::reviewed ? 0 : 12;
+    });
+    REQUIRE(wait_exit(child) == 0);
+  }
+  const auto listed = reader.recently_reviewed(10);
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().id == tid(5));
+  CHECK(listed->front().reviewed_by == "carol");
 }
 
 TEST_CASE("plugins.md: the SQLite store passes the approval_store conformance suite") {

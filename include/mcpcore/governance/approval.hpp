@@ -281,6 +281,22 @@ concept approval_store_prunable =
       { s.prune(older_than, options) } -> std::same_as<result<std::size_t>>;
     };
 
+/// The largest `limit` that `recently_reviewed` honours; larger limits are cut to it
+/// (docs/approvals.md#recently-reviewed).
+inline constexpr std::size_t max_recently_reviewed = 200;
+
+/// The optional history capability of an `approval_store` (docs/concepts/approval_store.md):
+/// `s.recently_reviewed(limit)` returns up to `min(limit, max_recently_reviewed)` tickets that a
+/// reviewer decided, whatever became of them since (every ticket whose `reviewed_by` is not
+/// empty: approved, rejected, consumed, expired after approval), newest `reviewed_at` first, ties
+/// by `id` ascending; none for `limit` 0. Thread-safe and erroring as every other member. Not part
+/// of `approval_store`, so hosts' own stores need not have it.
+template <class S>
+concept approval_store_history = approval_store<S> && requires(S& s, std::size_t limit) {
+  // the reviewed tickets, newest review first
+  { s.recently_reviewed(limit) } -> std::same_as<result<std::vector<approval_ticket>>>;
+};
+
 /// The machine's caps and names (docs/approvals.md#what-the-machine-checks-in-order, #lifetime).
 /// How long a recall refused by a tool's precondition is told to wait before it tries again
 /// (`retry_after_ms` of that -32003: docs/approvals.md#every-answer-of-the-machine).
@@ -456,6 +472,9 @@ struct MCPCORE_API approval_store_base {
   virtual result<approval_review_status> review(const approval_review_request& r) = 0;
   virtual result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime) = 0;
   virtual result<std::vector<approval_ticket>> pending(std::size_t limit) = 0;
+  // `approval_store_history`: the store's answer, or none when it lacks the capability.
+  virtual result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit) = 0;
+  virtual bool has_history() const noexcept = 0;
 };
 template <class S>
 struct approval_store_ref final : approval_store_base {
@@ -468,6 +487,14 @@ struct approval_store_ref final : approval_store_base {
     return s_->expire(now, lifetime);
   }
   result<std::vector<approval_ticket>> pending(std::size_t limit) override { return s_->pending(limit); }
+  result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit) override {
+    if constexpr (approval_store_history<S>) {
+      return s_->recently_reviewed(limit);
+    } else {
+      return std::vector<approval_ticket>{};
+    }
+  }
+  bool has_history() const noexcept override { return approval_store_history<S>; }
 
  private:
   S* s_;
@@ -525,6 +552,13 @@ class approval_service {
   [[nodiscard]] MCPCORE_DECL result<std::optional<approval_ticket>> get(std::string_view id);
   /// Up to `limit` pending tickets, oldest first.
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// Up to `min(limit, max_recently_reviewed)` reviewed tickets, newest review first
+  /// (`approval_store_history`, docs/approvals.md#recently-reviewed); decisions made through any
+  /// service or process sharing the store are included. Empty, without touching the store, when
+  /// the store lacks the capability (`has_history()` false).
+  [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit);
+  /// Whether the store models `approval_store_history`.
+  [[nodiscard]] MCPCORE_DECL bool has_history() const noexcept;
   /// Runs the lifetime sweep now; returns how many tickets expired.
   MCPCORE_DECL result<std::size_t> expire();
 

@@ -26,6 +26,7 @@
 #include <mcpcore/dispatch/impl/waiting_call.ipp>
 #include <mcpcore/governance/impl/approval.ipp>
 #include <mcpcore/governance/impl/approval_endpoint.ipp>
+#include <mcpcore/governance/impl/approvals_page.ipp>
 #include <mcpcore/governance/impl/audit.ipp>
 #include <mcpcore/governance/impl/metrics.ipp>
 #include <mcpcore/governance/impl/policy.ipp>

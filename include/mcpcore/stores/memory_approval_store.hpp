@@ -34,7 +34,9 @@ struct memory_approval_store_options {
 /// The members implement the steps, in the order, that `approval_mint_request`,
 /// `approval_consume_request` and `approval_review_request` document; `expire` runs the sweep
 /// of a mint alone and returns how many tickets it expired; `pending` lists pending tickets
-/// oldest first (by `submitted_at`, then by id) and, like `get`, does not sweep.
+/// oldest first (by `submitted_at`, then by id) and, like `get`, does not sweep;
+/// `recently_reviewed` lists reviewed tickets newest review first, from an index kept in review
+/// order (O(limit)).
 ///
 /// @par Errors
 /// A failed call changes nothing. Out of memory gives `std::errc::not_enough_memory`
@@ -64,6 +66,11 @@ class memory_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime);
   /// Up to `limit` pending tickets, oldest first (by `submitted_at`, then by id).
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// `approval_store_history` (docs/approvals.md#recently-reviewed): up to
+  /// `min(limit, max_recently_reviewed)` tickets whose `reviewed_by` is not empty, newest
+  /// `reviewed_at` first (ties by id). A ticket forgotten by `max_history` or removed by `prune`
+  /// is no longer listed.
+  [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit);
   /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
   /// whose last change is before `older_than`, `options.batch` at a time, the lock released
   /// between batches. Returns how many it removed. (`max_history` bounds the history anyway.)

@@ -46,7 +46,10 @@ struct postgres_approval_store_options {
 /// (times as `bigint` milliseconds since the Unix epoch; `server`, the minting server) plus an
 /// identity `seq` (dedup's tie-break), and the same five indexes: four partial ones over the live
 /// tickets and `mcpcore_approvals_finished`, over the finished ones by their last change, which
-/// `prune` reads. Migration runs in one transaction under an advisory lock, so
+/// `prune` reads. Version 2 adds the SQLite store's version 3 index `mcpcore_approvals_reviewed`
+/// (`reviewed_at DESC, id` where `reviewed_by <> ''`), which `recently_reviewed` reads; opening a
+/// version 1 database migrates it, after which a process with an older library refuses it
+/// (`schema_too_new`). Migration runs in one transaction under an advisory lock, so
 /// servers starting together migrate once. A database whose version is above `schema_version`
 /// is refused with `schema_too_new` and left untouched.
 ///
@@ -82,7 +85,7 @@ struct postgres_approval_store_options {
 class postgres_approval_store {
  public:
   /// The schema version this library writes.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// Connects to `conninfo` (a libpq connection string or URI), creating and migrating the
   /// schema when needed. The connection is kept in the pool.
@@ -106,6 +109,11 @@ class postgres_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime);
   /// Up to `limit` pending tickets, oldest `submitted_at` first (ties by id).
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// `approval_store_history` (docs/approvals.md#recently-reviewed): up to
+  /// `min(limit, max_recently_reviewed)` tickets whose `reviewed_by` is not empty, newest
+  /// `reviewed_at` first (ties by id), one statement reading the index
+  /// `mcpcore_approvals_reviewed`. It sees the reviews of every server sharing the database.
+  [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit);
   /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
   /// whose last change is before `older_than`, in batches of `options.batch`; each batch one statement on a pooled
   /// connection, its own transaction (`DELETE ... WHERE id = ANY (ARRAY(SELECT id ... LIMIT n FOR

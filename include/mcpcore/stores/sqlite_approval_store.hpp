@@ -33,8 +33,9 @@ struct sqlite_approval_store_options {
 /// An `approval_store` in an SQLite database file (the durable embedded default, docs/plugins.md).
 ///
 /// @par Schema
-/// The library creates and migrates its schema, versioned with `PRAGMA user_version`. Version 2
-/// is one table, four partial indexes over the live tickets and one over the finished ones:
+/// The library creates and migrates its schema, versioned with `PRAGMA user_version`. Version 3
+/// is one table, four partial indexes over the live tickets, one over the finished ones and one
+/// over the reviewed ones:
 /// @code{.sql}
 /// CREATE TABLE mcpcore_approvals (
 ///   id TEXT NOT NULL PRIMARY KEY, definition_id TEXT NOT NULL,
@@ -55,11 +56,14 @@ struct sqlite_approval_store_options {
 /// -- retention (v2): finished tickets by their last change, what each prune batch reads
 /// CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals (COALESCE(consumed_at, expired_at, reviewed_at))
 ///   WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;
+/// -- history (v3): the reviewed tickets, newest review first, what recently_reviewed reads
+/// CREATE INDEX mcpcore_approvals_reviewed ON mcpcore_approvals (reviewed_at DESC, id)
+///   WHERE reviewed_by <> '';
 /// @endcode
-/// Version 1 had neither `server` nor the last index; opening a version 1 file migrates it (its
-/// tickets read `server` ""). A process with an older library then refuses the file
-/// (`schema_too_new`), and a read-only open of a version 1 file is refused (`read_only`) until a
-/// writer migrated it.
+/// Version 1 had neither `server` nor the last two indexes, version 2 not the last one; opening
+/// an older file migrates it (version 1's tickets read `server` ""). A process with an older
+/// library then refuses the file (`schema_too_new`), and a read-only open of an older file is
+/// refused (`read_only`) until a writer migrated it.
 /// Times are integer milliseconds since the Unix epoch (UTC). Migration steps run inside one
 /// `BEGIN IMMEDIATE` transaction, so processes opening a fresh file together migrate it once;
 /// an up-to-date file is opened without taking the write lock. A database whose user_version is
@@ -102,7 +106,7 @@ struct sqlite_approval_store_options {
 class sqlite_approval_store {
  public:
   /// The schema version this library writes.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   /// Opens (creating and migrating when needed) the database at `path`.
   ///
@@ -129,6 +133,12 @@ class sqlite_approval_store {
   [[nodiscard]] MCPCORE_DECL result<std::size_t> expire(approval_time now, std::chrono::milliseconds lifetime);
   /// Up to `limit` pending tickets, oldest `submitted_at` first (ties by id).
   [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> pending(std::size_t limit);
+  /// `approval_store_history` (docs/approvals.md#recently-reviewed): up to
+  /// `min(limit, max_recently_reviewed)` tickets whose `reviewed_by` is not empty, newest
+  /// `reviewed_at` first (ties by id), read through the index `mcpcore_approvals_reviewed`. It
+  /// sees every connection's reviews (other processes sharing the file). Works on a read-only
+  /// store.
+  [[nodiscard]] MCPCORE_DECL result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit);
   /// Retention (docs/approvals.md#retention): removes the consumed, rejected and expired tickets
   /// whose last change is before `older_than`, in batches of `options.batch`; each batch one `BEGIN IMMEDIATE`
   /// transaction (`DELETE ... WHERE rowid IN (SELECT rowid ... LIMIT n)`, the select reading the index of

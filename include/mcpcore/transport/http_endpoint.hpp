@@ -29,6 +29,8 @@
 
 MCPCORE_BEGIN_NAMESPACE
 
+class approvals_page;  // governance/approvals_page.hpp: mounted by set_approvals_page
+
 class server;
 class metrics_registry;
 
@@ -289,7 +291,8 @@ class http_executor_binding {
 /// #get-attach-replay-resume, #pinned-finals, #streamed-post, #shutdown) over a `server`, sans-I/O.
 ///
 /// Routes: POST / GET / DELETE on `path` and each alias (others: 405 with `Allow`); the approval
-/// routes when `set_approvals` was called; the operational routes. Anything else: 404.
+/// routes when `set_approvals` was called; the approvals page when `set_approvals_page` was
+/// called; the operational routes. Anything else: 404.
 ///
 /// @par Processing order (docs/http.md#processing-order-on-the-mcp-path, #delete-sessions-on,
 /// #get-sessions-on) kill switch (-32005, no `data`) → Host (400 when repeated, 403) → Origin
@@ -353,6 +356,9 @@ class http_endpoint {
   }
   /// Serves the approval routes through `approvals` (which must outlive the endpoint).
   MCPCORE_DECL void set_approvals(const approval_endpoint& approvals);
+  /// Serves the approvals page through `page` (which must outlive the endpoint), after the
+  /// endpoint's Host check (docs/approvals-page.md#mounting-the-page).
+  MCPCORE_DECL void set_approvals_page(const approvals_page& page);
   /// `/readyz` answers 200 while `ready()` is true, else 503 (default: always ready).
   MCPCORE_DECL void set_readiness(std::function<bool()> ready);
 
@@ -389,7 +395,7 @@ class http_endpoint {
   /// std::nullopt.
   [[nodiscard]] MCPCORE_DECL std::optional<http_response> check_head(const http_request_view& head,
                                                                    std::optional<principal>& established) const;
-  /// Whether `target`'s path is served here (MCP, approval or operational route).
+  /// Whether `target`'s path is served here (MCP, approval, approvals page or operational route).
   [[nodiscard]] MCPCORE_DECL bool matches(std::string_view target) const noexcept;
 
   /// The maintenance tick (call every `session.stream.tick`-ish interval, default 3 s): idle

@@ -444,6 +444,14 @@ MCPCORE_DECL result<std::vector<approval_ticket>> approval_service::pending(std:
   return detail::guarded_store_call([&] { return store_->pending(limit); });
 }
 
+MCPCORE_DECL result<std::vector<approval_ticket>> approval_service::recently_reviewed(std::size_t limit) {
+  // Cut here too, so a host's store is never asked for more than the documented cap.
+  const std::size_t n = limit < max_recently_reviewed ? limit : max_recently_reviewed;
+  return detail::guarded_store_call([&] { return store_->recently_reviewed(n); });
+}
+
+MCPCORE_DECL bool approval_service::has_history() const noexcept { return store_->has_history(); }
+
 MCPCORE_DECL result<std::size_t> approval_service::expire() {
   return detail::guarded_store_call([&] { return store_->expire(now(), options_.ticket_lifetime); });
 }

@@ -208,6 +208,95 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
   row.detail.append(why);
 }
 
+// What the service said of one review, as an HTTP status and an error token (docs/approvals.md#the-status-endpoint):
+// 200 with an empty token when the ticket was reviewed. Shared by the JSON routes and the approvals page.
+struct review_verdict {
+  int status = 200;
+  std::string token;    // the error token ("" when reviewed)
+  std::string message;  // what a person is told
+  std::error_code store_error;  // set for 500/503
+};
+
+// Approves or rejects ticket `id` as `caller` through the service, and fills the audit `row`.
+// The caller has checked the permission and the id's shape.
+[[nodiscard]] MCPCORE_INTERNAL review_verdict decide(approval_service& service, bool approve, std::string_view id,
+                                                 std::string_view comment, const principal& caller, review_row& row) {
+  const approval_status decision = approve ? approval_status::approved : approval_status::rejected;
+  // An approval type-checks a comment but never records it (docs/approvals.md#the-status-endpoint).
+  const approval_review_outcome o = approve ? service.approve(id, caller) : service.reject(id, caller, comment);
+  review_verdict v;
+  const auto refuse = [&](int status, std::string token, std::string message) {
+    refused(row, token);
+    v.status = status;
+    v.token = std::move(token);
+    v.message = std::move(message);
+    return v;
+  };
+  if (o.assurance != approver_assurance::ok) {
+    std::string token{"approver_assurance_required:"};
+    token.append(to_string(o.assurance));
+    return refuse(403, std::move(token),
+                  "approvers must be human-interactive principals with a fresh, strong authentication");
+  }
+  if (o.comment_too_long) {
+    std::string message{"the comment is longer than "};
+    message.append(std::to_string(service.options().max_review_comment_bytes)).append(" bytes");
+    return refuse(400, "comment_too_long", std::move(message));
+  }
+  if (o.error) {
+    row.result = audit_result::failure;
+    row.detail = "review failed: " + sanitize_audit_value(o.error.message());
+    v.status = is_permanent_store_error(o.error) ? 500 : 503;
+    v.store_error = o.error;
+    return v;
+  }
+  switch (o.status) {
+    case approval_review_status::reviewed: break;
+    case approval_review_status::not_found:
+      refuse(404, "not_found", "no such approval");
+      row.result = audit_result::not_found;
+      return v;
+    case approval_review_status::self_review:
+      return refuse(403, "self_review", "the reviewer must differ from the submitter");
+    case approval_review_status::already_reviewed:
+      return refuse(409, "already_reviewed", "already reviewed by another user");
+    case approval_review_status::expired:
+      return refuse(409, "expired", "the approval expired before it was reviewed");
+    default:
+      row.result = audit_result::failure;
+      row.detail = "review failed: review status out of range";
+      v.status = 500;
+      v.store_error = make_error_code(approval_store_errc::internal);
+      return v;
+  }
+  row.result = audit_result::success;
+  row.detail = to_string(decision);
+  return v;
+}
+
+// Writes the one audit row of a review request through `audit` (null: none), its detail ending
+// `via=<via>`. A sink that refuses or throws changes no answer
+// (docs/security.md#audit-and-the-one-cid-pattern).
+MCPCORE_INTERNAL void audit_review(audit_base* audit, const approval_service& service, bool approve,
+                                   std::string_view id, const principal& caller, const review_row& row,
+                                   std::string_view via) noexcept {
+  if (audit == nullptr) return;
+  try {
+    std::string detail = "approval_id=" + sanitize_audit_value(id);
+    detail.append(" ").append(row.detail).append(" via=").append(via);
+    audit_record a;
+    a.action = approve ? "approval.approve" : "approval.reject";
+    a.target_type = "approval";
+    a.target_id = is_approval_id(id) ? id : std::string_view{"malformed"};
+    a.principal_id = caller.id;
+    a.result = row.result;
+    a.detail = detail;
+    a.time = service.now();
+    (void)audit->record(a);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (docs/security.md#audit-and-the-one-cid-pattern)
+  }
+}
+
 [[nodiscard]] MCPCORE_INTERNAL http_response handle_review(approval_service& service, const authorizer_base& authz,
                                                        const approval_endpoint_options& options, route r,
                                                        std::string_view body, const principal& caller,
@@ -244,50 +333,11 @@ inline void refused(review_row& row, std::string_view why, audit_result result =
     }
   }
 
-  const approval_status decision = r.kind == route_kind::approve ? approval_status::approved : approval_status::rejected;
-  // An approval type-checks a comment but never records it (docs/approvals.md#the-status-endpoint).
-  const approval_review_outcome o =
-      decision == approval_status::approved ? service.approve(r.id, caller) : service.reject(r.id, caller, comment);
-
-  if (o.assurance != approver_assurance::ok) {
-    std::string token{"approver_assurance_required:"};
-    token.append(to_string(o.assurance));
-    refused(row, token);
-    return error_response(403, token,
-                          "approvers must be human-interactive principals with a fresh, strong authentication");
-  }
-  if (o.comment_too_long) {
-    std::string message{"the comment is longer than "};
-    message.append(std::to_string(service.options().max_review_comment_bytes)).append(" bytes");
-    refused(row, "comment_too_long");
-    return error_response(400, "comment_too_long", message);
-  }
-  if (o.error) {
-    row.result = audit_result::failure;
-    row.detail = "review failed: " + sanitize_audit_value(o.error.message());
-    return store_error_response(o.error);
-  }
-  switch (o.status) {
-    case approval_review_status::reviewed: break;
-    case approval_review_status::not_found:
-      refused(row, "not_found", audit_result::not_found);
-      return not_found();
-    case approval_review_status::self_review:
-      refused(row, "self_review");
-      return error_response(403, "self_review", "the reviewer must differ from the submitter");
-    case approval_review_status::already_reviewed:
-      refused(row, "already_reviewed");
-      return error_response(409, "already_reviewed", "already reviewed by another user");
-    case approval_review_status::expired:
-      refused(row, "expired");
-      return error_response(409, "expired", "the approval expired before it was reviewed");
-    default:
-      row.result = audit_result::failure;
-      row.detail = "review failed: review status out of range";
-      return store_error_response(make_error_code(approval_store_errc::internal));
-  }
-  row.result = audit_result::success;
-  row.detail = to_string(decision);
+  const bool approve = r.kind == route_kind::approve;
+  const approval_status decision = approve ? approval_status::approved : approval_status::rejected;
+  const review_verdict v = decide(service, approve, r.id, comment, caller, row);
+  if (v.store_error) return store_error_response(v.store_error);
+  if (v.status != 200) return error_response(v.status, v.token, v.message);
 
   // Reviewed: answer with the ticket as it now is. The review has happened, so a failed re-read
   // still answers 200, with what is known for certain.
@@ -346,24 +396,7 @@ MCPCORE_DECL std::optional<http_response> approval_endpoint::handle(const http_r
   if (r.kind == h::route_kind::ticket) return h::handle_get(*service_, *authz_, options_, r.id, *caller);
   h::review_row row;
   http_response resp = h::handle_review(*service_, *authz_, options_, r, req.body, *caller, row);
-  if (audit_ != nullptr) {
-    // One row per review request; a sink that refuses or throws changes no answer
-    // (docs/security.md#audit-and-the-one-cid-pattern).
-    try {
-      std::string detail = "approval_id=" + sanitize_audit_value(r.id);
-      detail.append(" ").append(row.detail).append(" via=http");
-      audit_record a;
-      a.action = r.kind == h::route_kind::approve ? "approval.approve" : "approval.reject";
-      a.target_type = "approval";
-      a.target_id = is_approval_id(r.id) ? r.id : std::string_view{"malformed"};
-      a.principal_id = caller->id;
-      a.result = row.result;
-      a.detail = detail;
-      a.time = service_->now();
-      (void)audit_->record(a);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): audit never fails the request (docs/security.md#audit-and-the-one-cid-pattern)
-    }
-  }
+  h::audit_review(audit_, *service_, r.kind == h::route_kind::approve, r.id, *caller, row, "http");
   return resp;
 }
 

@@ -305,40 +305,65 @@ MCPCORE_DECL std::string sanitize_audit_value(std::string_view v) {
   return out;
 }
 
-MCPCORE_DECL std::string escape_for_display(std::string_view text) {
+namespace detail {
+
+// `text` cut into the pieces a person may be shown (docs/security.md#text-shown-to-people): runs
+// of plain text go to `plain`, and each C0 control, DEL, C1 control and invisible character
+// (`\u202e`), each ill-formed UTF-8 byte (`\xNN`) and each backslash (`\\`) goes to `escape` as
+// its visible escape. `escape_for_display` joins them; the approvals page wraps the escapes in a
+// marked element.
+template <class Plain, class Escape>
+void for_each_display_piece(std::string_view text, Plain&& plain, Escape&& escape) {
   constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());  // NOLINT: bytes of the text
+  std::string esc;
+  const auto* const begin = reinterpret_cast<const unsigned char*>(text.data());  // NOLINT: bytes of the text
+  const auto* p = begin;
   const auto* const end = p + text.size();
+  const auto* run = p;  // the start of the plain run not yet handed on
+  const auto flush = [&](const unsigned char* upto) {
+    if (upto != run) plain(text.substr(static_cast<std::size_t>(run - begin), static_cast<std::size_t>(upto - run)));
+  };
   while (p < end) {
     const unsigned char c = *p;
+    std::size_t length = 1;
+    esc.clear();
     if (c < 0x80) {
       if (c < 0x20 || c == 0x7F) {
-        detail::append_code_point_escape(out, c);
+        append_code_point_escape(esc, c);
       } else if (c == '\\') {
-        out += "\\\\";
-      } else {
-        out += static_cast<char>(c);
+        esc = "\\\\";
       }
-      ++p;
-      continue;
-    }
-    const auto step = json::detail::utf8_sequence(p, end);
-    if (!step.valid) {
-      for (std::size_t i = 0; i < step.length; ++i) {  // each byte of the ill-formed part
-        out += "\\x";
-        out += hex[p[i] >> 4U];    // NOLINT: bytes of the text
-        out += hex[p[i] & 0xFU];   // NOLINT: bytes of the text
-      }
-    } else if (const char32_t cp = detail::decode_utf8(p, step.length);
-               (cp >= 0x80 && cp <= 0x9F) || detail::invisible_code_point(cp)) {
-      detail::append_code_point_escape(out, cp);
     } else {
-      out.append(reinterpret_cast<const char*>(p), step.length);  // NOLINT: bytes of the text
+      const auto step = json::detail::utf8_sequence(p, end);
+      length = step.length;
+      if (!step.valid) {
+        for (std::size_t i = 0; i < step.length; ++i) {  // each byte of the ill-formed part
+          esc += "\\x";
+          esc += hex[p[i] >> 4U];    // NOLINT: bytes of the text
+          esc += hex[p[i] & 0xFU];   // NOLINT: bytes of the text
+        }
+      } else if (const char32_t cp = decode_utf8(p, step.length);
+                 (cp >= 0x80 && cp <= 0x9F) || invisible_code_point(cp)) {
+        append_code_point_escape(esc, cp);
+      }
     }
-    p += step.length;
+    if (!esc.empty()) {
+      flush(p);
+      escape(std::string_view{esc});
+      run = p + length;
+    }
+    p += length;
   }
+  flush(end);
+}
+
+}  // namespace detail
+
+MCPCORE_DECL std::string escape_for_display(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto append = [&out](std::string_view piece) { out.append(piece); };
+  detail::for_each_display_piece(text, append, append);
   return out;
 }
 

@@ -57,6 +57,9 @@ namespace detail {
 //   with that key. Mint deduplicates before it inserts, so there is at most one: that ticket is
 //   also "the newest pending ticket with the key".
 // - `pending_per_submitter` counts pending tickets per submitter; no entry is zero.
+// - `reviewed` holds exactly the tickets whose `reviewed_by` is not empty, newest review first.
+//   A ticket enters it at its review and leaves it only when it is erased (evict, prune): expiry
+//   and consumption change neither `reviewed_at` nor `reviewed_by`.
 // Every mutation first allocates whatever it needs (strings, spare nodes), then commits with
 // operations that cannot throw (node splices, erases, moves), so a failed call changes nothing.
 struct memory_approval_store::impl {
@@ -70,6 +73,13 @@ struct memory_approval_store::impl {
   };
   using ticket_map = std::map<std::string, approval_ticket, std::less<>>;
   using time_index = std::set<index_entry>;  // ordered by (time, id)
+  // (time descending, id ascending): the order of `recently_reviewed`.
+  struct newest_first {
+    bool operator()(const index_entry& a, const index_entry& b) const noexcept {
+      return std::tie(b.at, a.id) < std::tie(a.at, b.id);
+    }
+  };
+  using review_index = std::set<index_entry, newest_first>;
   using dedup_key = std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>;
   using dedup_index = std::map<dedup_key, approval_ticket*>;
   using count_map = std::map<std::string, std::size_t, std::less<>>;
@@ -85,6 +95,7 @@ struct memory_approval_store::impl {
   dedup_index pending_by_key;
   count_map pending_per_submitter;
   history_list history;  // oldest finished first
+  review_index reviewed;  // key: reviewed_at, newest first
 
   static dedup_key key_of(const approval_ticket& t) noexcept {
     return {t.definition_id, t.submitted_by, t.scope, t.origin};
@@ -135,12 +146,19 @@ struct memory_approval_store::impl {
     while (armed_by_review.begin() != armed_end) expire_ticket(*armed_by_review.begin()->ticket, now, spare);
   }
 
+  // Erases ticket `it` from `tickets` and from the review index. @pre it is in no other index.
+  void forget(ticket_map::iterator it) noexcept {
+    const approval_ticket& t = it->second;
+    if (!t.reviewed_by.empty()) reviewed.erase(index_entry{t.reviewed_at, t.id, nullptr});
+    tickets.erase(it);
+  }
+
   // Forgets the oldest finished tickets beyond `max_history`.
   void evict() noexcept {
     while (history.size() > options.max_history) {
       const auto it = tickets.find(history.front());
       history.pop_front();
-      if (it != tickets.end()) tickets.erase(it);
+      if (it != tickets.end()) forget(it);
     }
   }
 
@@ -280,12 +298,22 @@ struct memory_approval_store::impl {
       tmp.insert(index_entry{r.now, {}, nullptr});
       armed_node = tmp.extract(tmp.begin());
     }
+    review_index::node_type reviewed_node;
+    if (!r.reviewer.empty()) {  // the history lists what a named reviewer decided
+      review_index tmp;
+      tmp.insert(index_entry{r.now, {}, nullptr});
+      reviewed_node = tmp.extract(tmp.begin());
+    }
     // Commit.
     leave_pending(t);
     t.status = r.decision;
     t.reviewed_by = std::move(reviewer);
     t.reviewed_at = r.now;
     t.review_comment = std::move(comment);
+    if (reviewed_node) {
+      reviewed_node.value() = index_entry{t.reviewed_at, t.id, &t};
+      reviewed.insert(std::move(reviewed_node));
+    }
     if (armed_node) {
       armed_node.value() = index_entry{t.reviewed_at, t.id, &t};
       armed_by_review.insert(std::move(armed_node));
@@ -317,7 +345,7 @@ struct memory_approval_store::impl {
       }
       if (detail::approval_last_change(it->second) < older_than) {
         h = history.erase(h);
-        tickets.erase(it);
+        forget(it);
         ++removed;
       } else {
         ++h;
@@ -333,6 +361,14 @@ struct memory_approval_store::impl {
       if (out.size() == limit) break;
       out.push_back(*e.ticket);
     }
+    return out;
+  }
+
+  result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit) const {
+    const std::size_t n = std::min({limit, max_recently_reviewed, reviewed.size()});
+    std::vector<approval_ticket> out;
+    out.reserve(n);
+    for (auto it = reviewed.begin(); out.size() < n; ++it) out.push_back(*it->ticket);
     return out;
   }
 
@@ -381,6 +417,10 @@ MCPCORE_DECL result<std::size_t> memory_approval_store::expire(approval_time now
 
 MCPCORE_DECL result<std::vector<approval_ticket>> memory_approval_store::pending(std::size_t limit) {
   return detail::memory_approval_store_call(*impl_, [&] { return impl_->pending(limit); });
+}
+
+MCPCORE_DECL result<std::vector<approval_ticket>> memory_approval_store::recently_reviewed(std::size_t limit) {
+  return detail::memory_approval_store_call(*impl_, [&] { return impl_->recently_reviewed(limit); });
 }
 
 MCPCORE_DECL result<std::size_t> memory_approval_store::prune(approval_time older_than,

@@ -42,7 +42,7 @@ struct migration_step {
 };
 // To change the schema, append a step and raise postgres_approval_store::schema_version; never
 // edit a published step.
-inline constexpr std::array<migration_step, 1> migrations{{
+inline constexpr std::array<migration_step, 2> migrations{{
     {1,
      "CREATE TABLE mcpcore_approvals ("
      " seq bigint GENERATED ALWAYS AS IDENTITY,"
@@ -71,6 +71,13 @@ inline constexpr std::array<migration_step, 1> migrations{{
      // the prune batch (sql_approval_prune_batch), so a batch reads the index from its oldest entry.
      "CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals ((COALESCE(consumed_at, expired_at, reviewed_at)))"
      " WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;"},
+    {2,
+     // History (approval_store_history): the reviewed tickets, newest review first, exactly the
+     // predicate and the order of sql_approval_select_reviewed, so the list reads `limit` index
+     // entries instead of scanning and sorting the table. IF NOT EXISTS: a database that already
+     // has it (an operator created it ahead of the upgrade) migrates all the same.
+     "CREATE INDEX IF NOT EXISTS mcpcore_approvals_reviewed ON mcpcore_approvals (reviewed_at DESC, id)"
+     " WHERE reviewed_by <> '';"},
 }};
 static_assert(migrations.back().version == postgres_approval_store::schema_version,
               "the last migration step must produce schema_version");
@@ -121,7 +128,10 @@ inline constexpr const char* sql_review_update =  // $1 status, $2 reviewer, $3 
 inline constexpr const char* sql_select_pending =  // $1 limit
     "SELECT " MCPCORE_PG_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT $1";
-// Retention: sql_approval_prune_batch (postgres_common.ipp).
+// Retention: sql_approval_prune_batch (postgres_common.ipp); history: sql_approval_select_reviewed
+// (postgres_common.ipp), which reads the ticket columns in this order.
+static_assert(std::string_view{sql_approval_select_reviewed}.starts_with("SELECT " MCPCORE_PG_TICKET_COLUMNS " FROM"),
+              "the history select reads the ticket columns in read_ticket's order");
 #undef MCPCORE_PG_TICKET_COLUMNS
 
 inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
@@ -362,11 +372,21 @@ struct postgres_approval_store::impl {
   }
 
   static result<std::vector<approval_ticket>> pending(detail::pg_store::lease& l, std::size_t limit) {
+    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    return list(l, detail::pg_store::sql_select_pending, limit < max ? limit : max);
+  }
+
+  static result<std::vector<approval_ticket>> recently_reviewed(detail::pg_store::lease& l, std::size_t limit) {
+    return list(l, detail::pg_store::sql_approval_select_reviewed,
+                limit < max_recently_reviewed ? limit : max_recently_reviewed);
+  }
+
+  // The tickets of `sql`, whose $1 is the limit. @pre `limit` fits an int64.
+  static result<std::vector<approval_ticket>> list(detail::pg_store::lease& l, const char* sql, std::size_t limit) {
     using namespace detail::pg_store;
     std::vector<approval_ticket> out;
     if (limit == 0) return out;
-    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-    auto r = l.exec(sql_select_pending, {int_text(static_cast<std::int64_t>(limit < max ? limit : max))});
+    auto r = l.exec(sql, {int_text(static_cast<std::int64_t>(limit))});
     if (!r) return fail(r.error());
     const int n = PQntuples(r->get());
     out.reserve(static_cast<std::size_t>(n));
@@ -450,6 +470,12 @@ MCPCORE_DECL result<std::vector<approval_ticket>> postgres_approval_store::pendi
   if (impl_ == nullptr) return fail(approval_store_errc::closed);
   return impl_->call<result<std::vector<approval_ticket>>>(
       [&](detail::pg_store::lease& l) { return impl::pending(l, limit); });
+}
+
+MCPCORE_DECL result<std::vector<approval_ticket>> postgres_approval_store::recently_reviewed(std::size_t limit) {
+  if (impl_ == nullptr) return fail(approval_store_errc::closed);
+  return impl_->call<result<std::vector<approval_ticket>>>(
+      [&](detail::pg_store::lease& l) { return impl::recently_reviewed(l, limit); });
 }
 
 MCPCORE_DECL result<std::size_t> postgres_approval_store::prune(approval_time older_than,

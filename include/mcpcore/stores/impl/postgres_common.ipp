@@ -49,6 +49,15 @@ inline constexpr const char* sql_approval_prune_batch =
     " WHERE (status IN ('rejected', 'expired') OR consumed_at IS NOT NULL)"
     " AND COALESCE(consumed_at, expired_at, reviewed_at) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))";
 
+// The approval store's history (postgres_approval_store::recently_reviewed; $1 limit): the tickets
+// a reviewer decided, newest review first, ties by id. The predicate and the order are those of
+// the partial index mcpcore_approvals_reviewed (reviewed_at DESC, id), so the server reads $1
+// entries of it and sorts nothing. The columns are the store's ticket columns, in their order.
+inline constexpr const char* sql_approval_select_reviewed =
+    "SELECT id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at,"
+    " review_comment, scope, consumed_at, consumed_by, expired_at, server"
+    " FROM mcpcore_approvals WHERE reviewed_by <> '' ORDER BY reviewed_at DESC, id LIMIT $1";
+
 // How a pool connects (each store's options name them).
 struct connect_options {
   std::size_t max_connections;

@@ -42,7 +42,7 @@ inline std::error_code sqlite_error(int rc) noexcept { return sqlite::sqlite_err
 // The migrations (sqlite::migrate runs them): each step ends with `PRAGMA user_version =
 // <version>`, the version this store owns in the file. To change the schema, append a step and
 // raise sqlite_approval_store::schema_version; never edit a published step.
-inline constexpr std::array<migration_step, 2> migrations{{
+inline constexpr std::array<migration_step, 3> migrations{{
     {1,
      "CREATE TABLE mcpcore_approvals ("
      " id TEXT NOT NULL PRIMARY KEY,"
@@ -80,6 +80,14 @@ inline constexpr std::array<migration_step, 2> migrations{{
      "CREATE INDEX mcpcore_approvals_finished ON mcpcore_approvals (COALESCE(consumed_at, expired_at, reviewed_at))"
      " WHERE status IN ('rejected', 'expired') OR consumed_at IS NOT NULL;"
      "PRAGMA user_version = 2;"},
+    {3,
+     // History (approval_store_history): the reviewed tickets, newest review first, exactly the
+     // predicate and the order of select_reviewed, so the list reads `limit` index entries
+     // instead of scanning and sorting the table. IF NOT EXISTS: a file that already has it (an
+     // operator created it ahead of the upgrade) migrates all the same.
+     "CREATE INDEX IF NOT EXISTS mcpcore_approvals_reviewed ON mcpcore_approvals (reviewed_at DESC, id)"
+     " WHERE reviewed_by <> '';"
+     "PRAGMA user_version = 3;"},
 }};
 static_assert(migrations.back().version == sqlite_approval_store::schema_version,
               "the last migration step must produce schema_version");
@@ -106,6 +114,7 @@ enum stmt : std::size_t {
   expire_pending,  // ?1 now, ?2 id, ?3 cutoff
   review_update,   // ?1 status, ?2 reviewer, ?3 now, ?4 comment, ?5 id
   select_pending,  // ?1 limit
+  select_reviewed, // ?1 limit
   prune_batch,     // ?1 older_than, ?2 limit
   stmt_count,
 };
@@ -135,9 +144,14 @@ inline constexpr std::array<const char*, stmt_count> stmt_sql{{
     " WHERE id = ?5 AND status = 'pending'",
     "SELECT " MCPCORE_SQLITE_TICKET_COLUMNS
     " FROM mcpcore_approvals WHERE status = 'pending' ORDER BY submitted_at, id LIMIT ?1",
+    // History: reads the index mcpcore_approvals_reviewed (its predicate and its order).
+    sqlite::approval_select_reviewed_sql,
     // Retention: finished tickets whose last change is before ?1, at most ?2 of them.
     sqlite::approval_prune_batch_sql,
 }};
+static_assert(std::string_view{sqlite::approval_select_reviewed_sql}.starts_with("SELECT " MCPCORE_SQLITE_TICKET_COLUMNS
+                                                                                   " FROM"),
+              "the history select reads the ticket columns in read_ticket's order");
 #undef MCPCORE_SQLITE_TICKET_COLUMNS
 
 inline std::int64_t to_ms(approval_time t) noexcept { return static_cast<std::int64_t>(t.time_since_epoch().count()); }
@@ -369,12 +383,21 @@ struct sqlite_approval_store::impl : detail::sqlite::connection<detail::sqlite_s
   }
 
   result<std::vector<approval_ticket>> pending(std::size_t limit) {
+    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    return list(detail::sqlite_store::select_pending, limit < max ? limit : max);
+  }
+
+  result<std::vector<approval_ticket>> recently_reviewed(std::size_t limit) {
+    return list(detail::sqlite_store::select_reviewed, limit < max_recently_reviewed ? limit : max_recently_reviewed);
+  }
+
+  // The tickets of statement `which`, whose ?1 is the limit. @pre `limit` fits an int64.
+  result<std::vector<approval_ticket>> list(detail::sqlite_store::stmt which, std::size_t limit) {
     using namespace detail::sqlite_store;
     std::vector<approval_ticket> out;
     if (limit == 0) return out;
-    constexpr auto max = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
-    auto s = use(select_pending);
-    s.bind(1, static_cast<std::int64_t>(limit < max ? limit : max));
+    auto s = use(which);
+    s.bind(1, static_cast<std::int64_t>(limit));
     for (;;) {
       const int rc = s.step();
       if (rc == SQLITE_DONE) break;
@@ -444,6 +467,11 @@ MCPCORE_DECL result<std::size_t> sqlite_approval_store::expire(approval_time now
 MCPCORE_DECL result<std::vector<approval_ticket>> sqlite_approval_store::pending(std::size_t limit) {
   return detail::sqlite_store::locked_call<result<std::vector<approval_ticket>>>(
       impl_, [&](impl& s) { return s.pending(limit); });
+}
+
+MCPCORE_DECL result<std::vector<approval_ticket>> sqlite_approval_store::recently_reviewed(std::size_t limit) {
+  return detail::sqlite_store::locked_call<result<std::vector<approval_ticket>>>(
+      impl_, [&](impl& s) { return s.recently_reviewed(limit); });
 }
 
 MCPCORE_DECL result<std::size_t> sqlite_approval_store::prune(approval_time older_than,

@@ -43,6 +43,15 @@ inline constexpr const char* approval_prune_batch_sql =
     " WHERE (status IN ('rejected', 'expired') OR consumed_at IS NOT NULL)"
     " AND COALESCE(consumed_at, expired_at, reviewed_at) < ?1 LIMIT ?2)";
 
+// The approval store's history (sqlite_approval_store::recently_reviewed; ?1 limit): the tickets a
+// reviewer decided, newest review first, ties by id. The predicate and the order are those of the
+// partial index mcpcore_approvals_reviewed (reviewed_at DESC, id), so SQLite reads ?1 entries of
+// it and sorts nothing. The columns are the store's ticket columns, in their order.
+inline constexpr const char* approval_select_reviewed_sql =
+    "SELECT id, definition_id, status, origin, submitted_by, submitted_at, reviewed_by, reviewed_at,"
+    " review_comment, scope, consumed_at, consumed_by, expired_at, server"
+    " FROM mcpcore_approvals WHERE reviewed_by <> '' ORDER BY reviewed_at DESC, id LIMIT ?1";
+
 // --- errors -----------------------------------------------------------------------------------
 
 // The error for an SQLite result code (primary or extended). `Errc` is approval_store_errc or

@@ -22,6 +22,7 @@
 
 #include <mcpcore/dispatch/server.hpp>
 #include <mcpcore/governance/approval_endpoint.hpp>
+#include <mcpcore/governance/approvals_page.hpp>
 #include <mcpcore/governance/metrics.hpp>
 #include <mcpcore/governance/policy.hpp>
 #include <mcpcore/session/session_stream.hpp>
@@ -273,6 +274,7 @@ struct http_endpoint::impl {
   std::unique_ptr<detail::audit_base> audit;
   detail::http_audit_forward audit_fwd;
   const approval_endpoint* approvals = nullptr;
+  const approvals_page* page = nullptr;
   std::function<bool()> ready;
   // The executor, owned by whoever bound it (`bind_executor`); never null itself.
   const std::shared_ptr<detail::http_executor_slot> executor = std::make_shared<detail::http_executor_slot>();
@@ -974,6 +976,8 @@ MCPCORE_DECL void http_endpoint::set_audit(detail::audit_base* audit) {
 
 MCPCORE_DECL void http_endpoint::set_approvals(const approval_endpoint& approvals) { impl_->approvals = &approvals; }
 
+MCPCORE_DECL void http_endpoint::set_approvals_page(const approvals_page& page) { impl_->page = &page; }
+
 MCPCORE_DECL void http_endpoint::set_readiness(std::function<bool()> ready) { impl_->ready = std::move(ready); }
 
 inline void http_endpoint::impl::route(const http_request_view& req, std::optional<principal> handed,
@@ -981,6 +985,23 @@ inline void http_endpoint::impl::route(const http_request_view& req, std::option
   const std::string_view path = detail::http_path_of(req.target);
   if (is_mcp_path(path)) {
     handle_mcp(req, std::move(handed), done);
+    return;
+  }
+  if (page != nullptr && page->matches(req.target)) {
+    // The Host check against DNS rebinding first; the page checks Origin itself
+    // (docs/approvals-page.md#web-security).
+    if (std::optional<http_reply> refused = host_guard(req)) {
+      detail::http_deliver(done, std::move(*refused));
+      return;
+    }
+    std::optional<http_response> answer = page->handle(req);
+    http_reply r;
+    if (answer) {
+      r.head = std::move(*answer);
+    } else {
+      r = detail::http_empty(404);
+    }
+    detail::http_deliver(done, std::move(r));
     return;
   }
   if (approvals != nullptr && approvals->matches(req.target)) {
@@ -1029,6 +1050,11 @@ inline std::optional<http_response> http_endpoint::impl::head_verdict(const http
       return too_large;
     }
     return std::nullopt;
+  }
+  if (page != nullptr && page->matches(head.target)) {
+    who.reset();  // the page reads its own session cookie
+    if (std::optional<http_reply> refused = host_guard(head)) return std::move(refused->head);
+    return page->check_head(head);
   }
   if (approvals != nullptr && approvals->matches(head.target)) {
     if (std::optional<http_reply> refused = host_guard(head)) {
@@ -1093,6 +1119,7 @@ MCPCORE_DECL bool http_endpoint::matches(std::string_view target) const noexcept
   const std::string_view path = detail::http_path_of(target);
   if (e.is_mcp_path(path)) return true;
   if (e.approvals != nullptr && e.approvals->matches(target)) return true;
+  if (e.page != nullptr && e.page->matches(target)) return true;
   return (!e.options.metrics_path.empty() && path == e.options.metrics_path) ||
          (!e.options.healthz_path.empty() && path == e.options.healthz_path) ||
          (!e.options.readyz_path.empty() && path == e.options.readyz_path) || e.resource_doc.serves(path);
