@@ -24,8 +24,9 @@
 //     (execute_instruction's free path argument) and in a reject comment: nothing runs (window.__pwned stays
 //     undefined), the text shows verbatim, the invisible characters as span.cc escapes, and no
 //     Content-Security-Policy violation was needed to stop it (violations are recorded and reported);
-//   - a form on another origin that posts P/tickets/<id>/approve (a guessed csrf, then none) gets 403 and the
-//     ticket stays pending (mcpcore-admin show); a same-origin POST with a wrong csrf gets 403 too;
+//   - a form on another origin that posts P/tickets/<id>/approve (a guessed csrf; none; a guessed csrf from a page
+//     whose no-referrer policy makes the browser send `Origin: null`) gets 403 and the ticket stays pending
+//     (mcpcore-admin show); a same-origin POST with a wrong csrf gets 403 too;
 //   - on a second host started with --approvals-page-fresh-s 1, a decision from a sign-in older than that is sent to
 //     P/login?reauth=1 (#reauth-notice) and the ticket stays pending;
 //   - the pages' headers (Content-Security-Policy with frame-ancestors 'none', X-Frame-Options, nosniff,
@@ -609,18 +610,22 @@ await withQueue('no Content-Security-Policy violation was needed: escaping alone
 
 let target;
 
-await withQueue('a cross-origin form posting approve gets 403 (guessed csrf, then none); the ticket stays pending', async () => {
+await withQueue('a cross-origin form posting approve gets 403 (guessed csrf, none, Origin: null); the ticket stays pending', async () => {
   target = await ticketFor(agent, key(5));
   const approveUrl = `${base}/tickets/${target}/approve`;
+  const guess = `<input type="hidden" name="csrf" value="${randomBytes(32).toString('base64url')}">`;
+  // Each form: [its csrf field, a head of its own, the Origin the browser must send with its post]. With
+  // Referrer-Policy no-referrer a browser sends `Origin: null` (the Fetch standard), as from a sandboxed frame.
   const forms = {
-    '/guess': `<input type="hidden" name="csrf" value="${randomBytes(32).toString('base64url')}">`,
-    '/absent': '',
+    '/guess': [guess, '', 'page'],
+    '/absent': ['', '', 'page'],
+    '/null-origin': [guess, '<meta name="referrer" content="no-referrer">', 'null'],
   };
   evilServer = createServer((req, res) => {
-    const field = forms[new URL(req.url, 'http://x').pathname];
-    if (field === undefined) { res.writeHead(404); res.end(); return; }
+    const form = forms[new URL(req.url, 'http://x').pathname];
+    if (form === undefined) { res.writeHead(404); res.end(); return; }
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
-    res.end(`<!doctype html><title>elsewhere</title><form method="post" action="${approveUrl}">${field}`
+    res.end(`<!doctype html>${form[1]}<title>elsewhere</title><form method="post" action="${approveUrl}">${form[0]}`
       + '<input type="hidden" name="comment" value="approved from elsewhere"></form>'
       + '<script>document.forms[0].submit();</script>');
   });
@@ -633,7 +638,9 @@ await withQueue('a cross-origin form posting approve gets 403 (guessed csrf, the
         { timeout: REQUEST_TIMEOUT_MS });
       await tab.goto(`${evilOrigin}${path}`);
       const response = await post;
-      expectEqual(response.status(), 403, `the status of the post from ${evilOrigin}${path}`);
+      const sent = response.request().headers().origin;
+      expectEqual([response.status(), sent], [403, forms[path][2] === 'null' ? 'null' : evilOrigin],
+        `[status, Origin] of the post from ${evilOrigin}${path}`);
     }
   } finally {
     await tab.close();
