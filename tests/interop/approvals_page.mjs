@@ -30,7 +30,7 @@
 //   - on a second host started with --approvals-page-fresh-s 1, a decision from a sign-in older than that is sent to
 //     P/login?reauth=1 (#reauth-notice) and the ticket stays pending;
 //   - the pages' headers (Content-Security-Policy with frame-ancestors 'none', X-Frame-Options, nosniff,
-//     no-referrer, Cache-Control: no-store); the session cookie is HttpOnly and SameSite=Strict; an unknown
+//     Referrer-Policy same-origin, Cache-Control: no-store); the session cookie is HttpOnly and SameSite=Strict; an unknown
 //     ticket is the 404 page; logging out clears the session.
 // Saves approvals-queue.png, approvals-ticket.png and approvals-hostile.png into <screenshot-dir>.
 // Prints one line per check ("ok - ..." / "not ok - ...") and "# N passed, M failed".
@@ -705,7 +705,7 @@ await withQueue('the pages carry the contract\'s security headers; the session c
       .filter(Boolean).map((d) => { const [name, ...v] = d.split(/\s+/); return [name.toLowerCase(), v.join(' ')]; }));
     expectEqual(csp, EXPECTED_CSP, `${what}'s Content-Security-Policy (${fmt(h['content-security-policy'])})`);
     expectEqual([h['x-frame-options'], h['x-content-type-options'], h['referrer-policy']],
-      ['DENY', 'nosniff', 'no-referrer'], `${what}'s [X-Frame-Options, X-Content-Type-Options, Referrer-Policy]`);
+      ['DENY', 'nosniff', 'same-origin'], `${what}'s [X-Frame-Options, X-Content-Type-Options, Referrer-Policy]`);
     expect((h['cache-control'] ?? '').split(',').map((s) => s.trim()).includes('no-store'),
       `${what}'s Cache-Control ${fmt(h['cache-control'])}`);
   }
