@@ -66,7 +66,7 @@ inline void append_text(std::string& out, std::string_view s) {
   for_each_display_piece(
       s, [&out](std::string_view plain) { append_escaped_html(out, plain); },
       [&out](std::string_view escape) {
-        out += "<span class=\"cc\">";
+        out += R"(<span class="cc">)";
         append_escaped_html(out, escape);
         out += "</span>";
       });
@@ -102,7 +102,7 @@ inline void append_duration(std::string& out, std::chrono::milliseconds d) {
 
 inline void append_time(std::string& out, approval_time t) {
   const std::string iso = to_rfc3339(t);
-  out.append("<time datetime=\"").append(iso).append("\">").append(iso).append("</time>");
+  out.append(R"(<time datetime=")").append(iso).append(R"(">)").append(iso).append("</time>");
 }
 
 [[nodiscard]] inline std::string_view tool_of(const approval_ticket& t) noexcept {
@@ -421,23 +421,23 @@ struct frame {
 
   void open(std::string& out, std::string_view title, std::string_view main_attrs) const {
     out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>";
+           R"(<meta name="viewport" content="width=device-width, initial-scale=1"><title>)";
     append_text(out, title);
-    out += " — Approvals</title><link rel=\"stylesheet\" href=\"";
+    out += R"( — Approvals</title><link rel="stylesheet" href=")";
     append_attr(out, o.path);
-    out += "/static/app.css\"><script src=\"";
+    out += R"(/static/app.css"><script src=")";
     append_attr(out, o.path);
     out += "/static/app.js\" defer></script></head>\n<body><header><h1><a href=\"";
     append_attr(out, o.path);
-    out += "\">Approvals</a></h1>";
+    out += R"(">Approvals</a></h1>)";
     if (who != nullptr) {
-      out += "<div class=\"who\">Signed in as <strong id=\"whoami\">";
+      out += R"(<div class="who">Signed in as <strong id="whoami">)";
       append_text(out, who->who.id);
-      out += "</strong> <form id=\"logout\" method=\"post\" action=\"";
+      out += R"(</strong> <form id="logout" method="post" action=")";
       append_attr(out, o.path);
-      out += "/logout\"><input type=\"hidden\" name=\"csrf\" value=\"";
+      out += R"(/logout"><input type="hidden" name="csrf" value=")";
       append_attr(out, who->csrf);
-      out += "\"><button id=\"logout-submit\" type=\"submit\">Sign out</button></form></div>";
+      out += R"("><button id="logout-submit" type="submit">Sign out</button></form></div>)";
     }
     out += "</header>\n<main ";
     out += main_attrs;
@@ -451,14 +451,14 @@ struct frame {
                                                 std::string_view title, std::string_view message) {
   http_response r = base_response(status, "text/html; charset=utf-8");
   const frame f{o, who};
-  f.open(r.body, title, "id=\"message\"");
+  f.open(r.body, title, R"(id="message")");
   r.body += "<h2>";
   append_text(r.body, title);
-  r.body += "</h2><p class=\"error\" id=\"error\">";
+  r.body += R"(</h2><p class="error" id="error">)";
   append_text(r.body, message);
-  r.body += "</p><p><a href=\"";
+  r.body += R"(</p><p><a href=")";
   append_attr(r.body, o.path);
-  r.body += "\">Back to the approvals</a></p>";
+  r.body += R"(">Back to the approvals</a></p>)";
   frame::close(r.body);
   return r;
 }
@@ -485,17 +485,17 @@ inline void append_json_text(std::string& out, json::value v) {
 
 inline void layout(std::string& out, json::value v, int depth) {
   if (depth >= max_layout_depth) {
-    out += "<span class=\"lit\">";
+    out += R"(<span class="lit">)";
     append_json_text(out, v);
     out += "</span>";
     return;
   }
   if (v.is_object()) {
     if (v.size() == 0) {
-      out += "<span class=\"lit\">{}</span>";
+      out += R"(<span class="lit">{}</span>)";
       return;
     }
-    out += "<dl class=\"obj\">";
+    out += R"(<dl class="obj">)";
     for (const json::member m : v.members()) {
       out += "<dt>";
       append_text(out, m.key);
@@ -508,10 +508,10 @@ inline void layout(std::string& out, json::value v, int depth) {
   }
   if (v.is_array()) {
     if (v.size() == 0) {
-      out += "<span class=\"lit\">[]</span>";
+      out += R"(<span class="lit">[]</span>)";
       return;
     }
-    out += "<ol class=\"arr\" start=\"0\">";
+    out += R"(<ol class="arr" start="0">)";
     for (const json::value e : v.elements()) {
       out += "<li>";
       layout(out, e, depth + 1);
@@ -521,12 +521,12 @@ inline void layout(std::string& out, json::value v, int depth) {
     return;
   }
   if (v.is_string()) {
-    out += "<span class=\"str\">&quot;";
+    out += R"(<span class="str">&quot;)";
     append_text(out, v.as_string());
     out += "&quot;</span>";
     return;
   }
-  out += "<span class=\"lit\">";
+  out += R"(<span class="lit">)";
   append_json_text(out, v);
   out += "</span>";
 }
@@ -594,7 +594,7 @@ inline void append_arguments(std::string& out, std::string_view scope) {
   if (parsed) {
     layout(out, *parsed, 0);
   } else {
-    out += "<span class=\"str\">";
+    out += R"(<span class="str">)";
     append_text(out, scope);
     out += "</span>";
   }
@@ -603,11 +603,11 @@ inline void append_arguments(std::string& out, std::string_view scope) {
 // ---- rendering ----------------------------------------------------------------------------------
 
 inline void append_ticket_link(std::string& out, const approvals_page_options& o, std::string_view id) {
-  out += "<a class=\"open\" href=\"";
+  out += R"(<a class="open" href=")";
   append_attr(out, o.path);
   out += "/tickets/";
   append_attr(out, id);
-  out += "\">";
+  out += R"(">)";
 }
 
 [[nodiscard]] inline approval_time expires_at(const approval_service& s, const approval_ticket& t) {
@@ -625,22 +625,22 @@ inline void append_ticket_link(std::string& out, const approvals_page_options& o
   }
   out += "<h2>Pending</h2>";
   if (pending->empty()) {
-    out += "<p id=\"no-pending\">Nothing is waiting for a decision.</p>";
+    out += R"(<p id="no-pending">Nothing is waiting for a decision.</p>)";
   } else {
-    out += "<table id=\"pending\"><thead><tr><th>Tool</th><th>Submitted by</th><th>Age</th><th>Time left</th>"
+    out += R"(<table id="pending"><thead><tr><th>Tool</th><th>Submitted by</th><th>Age</th><th>Time left</th>)"
            "<th>Arguments</th><th></th></tr></thead><tbody>";
     for (const approval_ticket& t : *pending) {
-      out += "<tr class=\"ticket\" data-id=\"";
+      out += R"(<tr class="ticket" data-id=")";
       append_attr(out, t.id);
-      out += "\"><td class=\"tool\">";
+      out += R"("><td class="tool">)";
       append_text(out, tool_of(t));
-      out += "</td><td class=\"submitter\">";
+      out += R"(</td><td class="submitter">)";
       append_text(out, t.submitted_by);
-      out += "</td><td class=\"age\">";
+      out += R"(</td><td class="age">)";
       append_duration(out, now - t.submitted_at);
-      out += "</td><td class=\"left\">";
+      out += R"(</td><td class="left">)";
       append_duration(out, expires_at(service, t) - now);
-      out += "</td><td class=\"args\"><code>";
+      out += R"(</td><td class="args"><code>)";
       append_queue_arguments(out, t.scope);
       out += "</code></td><td>";
       append_ticket_link(out, o, t.id);
@@ -650,7 +650,7 @@ inline void append_ticket_link(std::string& out, const approvals_page_options& o
   }
   out += "<h2>Recent decisions</h2>";
   if (!service.has_history()) {
-    out += "<p id=\"no-history\">This approval store keeps no list of decisions.</p>";
+    out += R"(<p id="no-history">This approval store keeps no list of decisions.</p>)";
     return true;
   }
   auto recent = service.recently_reviewed(o.recent_listed);
@@ -659,31 +659,31 @@ inline void append_ticket_link(std::string& out, const approvals_page_options& o
     return false;
   }
   if (recent->empty()) {
-    out += "<p id=\"no-recent\">No decisions yet.</p>";
+    out += R"(<p id="no-recent">No decisions yet.</p>)";
     return true;
   }
-  out += "<table id=\"recent\"><thead><tr><th>Tool</th><th>Decision</th><th>By</th><th>When</th><th>Comment</th>"
+  out += R"(<table id="recent"><thead><tr><th>Tool</th><th>Decision</th><th>By</th><th>When</th><th>Comment</th>)"
          "</tr></thead><tbody>";
   for (const approval_ticket& t : *recent) {
     const bool approved = t.status == approval_status::approved;
     const std::string_view decision = approved || t.consumed_at ? "approved" : "rejected";
-    out += "<tr class=\"decision\" data-id=\"";
+    out += R"(<tr class="decision" data-id=")";
     append_attr(out, t.id);
-    out += "\" data-status=\"";
+    out += R"(" data-status=")";
     out += decision;
-    out += "\"><td class=\"tool\">";
+    out += R"("><td class="tool">)";
     append_ticket_link(out, o, t.id);
     append_text(out, tool_of(t));
-    out += "</a></td><td class=\"status status-";
+    out += R"(</a></td><td class="status status-)";
     out += decision;
-    out += "\">";
+    out += R"(">)";
     out += decision;
     if (t.consumed_at) out += ", used";
-    out += "</td><td class=\"reviewer\">";
+    out += R"(</td><td class="reviewer">)";
     append_text(out, t.reviewed_by);
-    out += "</td><td class=\"when\">";
+    out += R"(</td><td class="when">)";
     append_duration(out, now - t.reviewed_at);
-    out += " ago</td><td class=\"comment\">";
+    out += R"( ago</td><td class="comment">)";
     append_text(out, t.review_comment);
     out += "</td></tr>";
   }
@@ -700,11 +700,11 @@ inline void append_ticket_link(std::string& out, const approvals_page_options& o
 inline void render_ticket_live(std::string& out, const approval_service& service, const approval_ticket& t) {
   const approval_time now = service.now();
   const std::string_view status = shown_status(t);
-  out += "<div id=\"ticket-state\" data-status=\"";
+  out += R"(<div id="ticket-state" data-status=")";
   out += status;
-  out += "\"><p class=\"status status-";
+  out += R"("><p class="status status-)";
   out += status;
-  out += "\">";
+  out += R"(">)";
   if (t.status == approval_status::pending) {
     out += "Waiting for a decision";
   } else if (t.consumed_at) {
@@ -716,9 +716,9 @@ inline void render_ticket_live(std::string& out, const approval_service& service
   } else {
     out += "Expired";
   }
-  out += "</p></div><dl class=\"facts\"><dt>Tool</dt><dd id=\"ticket-tool\">";
+  out += R"(</p></div><dl class="facts"><dt>Tool</dt><dd id="ticket-tool">)";
   append_text(out, tool_of(t));
-  out += "</dd><dt>Submitted by</dt><dd id=\"ticket-submitter\">";
+  out += R"(</dd><dt>Submitted by</dt><dd id="ticket-submitter">)";
   append_text(out, t.submitted_by);
   out += "</dd><dt>Submitted</dt><dd>";
   append_time(out, t.submitted_at);
@@ -726,7 +726,7 @@ inline void render_ticket_live(std::string& out, const approval_service& service
   append_duration(out, now - t.submitted_at);
   out += " ago)</dd>";
   if (t.status == approval_status::pending) {
-    out += "<dt>Time left</dt><dd id=\"ticket-left\">";
+    out += R"(<dt>Time left</dt><dd id="ticket-left">)";
     append_duration(out, expires_at(service, t) - now);
     out += "</dd>";
   }
@@ -734,19 +734,19 @@ inline void render_ticket_live(std::string& out, const approval_service& service
   append_text(out, t.id);
   out += "</code></dd></dl>";
   if (!t.reviewed_by.empty()) {
-    out += "<div id=\"decision\"><p>Decided by <strong id=\"reviewer\">";
+    out += R"(<div id="decision"><p>Decided by <strong id="reviewer">)";
     append_text(out, t.reviewed_by);
     out += "</strong> at ";
     append_time(out, t.reviewed_at);
     out += ".</p>";
     if (!t.review_comment.empty()) {
-      out += "<p>Comment: <span id=\"review-comment\">";
+      out += R"(<p>Comment: <span id="review-comment">)";
       append_text(out, t.review_comment);
       out += "</span></p>";
     }
     out += "</div>";
   }
-  out += "<h2>Arguments</h2><div id=\"arguments\">";
+  out += R"(<h2>Arguments</h2><div id="arguments">)";
   append_arguments(out, t.scope);
   out += "</div>";
 }
@@ -934,24 +934,24 @@ class request_handler {
     http_response r = base_response(status, "text/html; charset=utf-8");
     r.headers.push_back({"Set-Cookie", cookie(signin_cookie, *nonce, o_, signin_form_lifetime)});
     const frame f{o_, nullptr};
-    f.open(r.body, "Sign in", "id=\"signin-page\"");
+    f.open(r.body, "Sign in", R"(id="signin-page")");
     r.body += "<h2>Sign in to decide approvals</h2>";
     if (reauth_notice || query_param(req_.target, "reauth") == "1") {
-      r.body += "<p class=\"notice\" id=\"reauth-notice\">Deciding needs a recent sign-in. Sign in again, then "
+      r.body += R"(<p class="notice" id="reauth-notice">Deciding needs a recent sign-in. Sign in again, then )"
                 "decide.</p>";
     }
     if (!error.empty()) {
-      r.body += "<p class=\"error\" id=\"signin-error\" role=\"alert\">";
+      r.body += R"(<p class="error" id="signin-error" role="alert">)";
       append_text(r.body, error);
       r.body += "</p>";
     }
-    r.body += "<form id=\"signin\" method=\"post\" action=\"";
+    r.body += R"(<form id="signin" method="post" action=")";
     append_attr(r.body, o_.path);
-    r.body += "/login\"><input type=\"hidden\" name=\"csrf\" value=\"";
+    r.body += R"(/login"><input type="hidden" name="csrf" value=")";
     r.body += signin_token(*nonce);
-    r.body += "\"><p><label for=\"credential\">Your access token</label><br>"
-              "<input id=\"credential\" name=\"credential\" type=\"password\" autocomplete=\"current-password\" "
-              "required autofocus></p><p><button id=\"signin-submit\" type=\"submit\">Sign in</button></p></form>";
+    r.body += R"("><p><label for="credential">Your access token</label><br>)"
+              R"(<input id="credential" name="credential" type="password" autocomplete="current-password" )"
+              R"(required autofocus></p><p><button id="signin-submit" type="submit">Sign in</button></p></form>)";
     frame::close(r.body);
     return r;
   }
@@ -1063,7 +1063,7 @@ class request_handler {
   [[nodiscard]] http_response queue(const signed_in& who) {
     http_response r = base_response(200, "text/html; charset=utf-8");
     const frame f{o_, &who};
-    std::string attrs = "id=\"queue\"";
+    std::string attrs = R"(id="queue")";
     std::string live;
     std::error_code ec;
     if (!render_queue_live(live, service_, o_, ec)) return store_error_page(o_, &who, ec);
@@ -1076,11 +1076,11 @@ class request_handler {
   }
 
   void live_region(std::string& out, const std::string& url) const {
-    out += "<div id=\"live\" aria-live=\"polite\" data-live-url=\"";
+    out += R"(<div id="live" aria-live="polite" data-live-url=")";
     append_attr(out, url);
-    out += "\" data-interval-ms=\"";
+    out += R"(" data-interval-ms=")";
     out += std::to_string(o_.poll_interval.count() > 0 ? o_.poll_interval.count() : 1);
-    out += "\">";
+    out += R"(">)";
   }
 
   [[nodiscard]] http_response queue_live(const signed_in& who) {
@@ -1098,22 +1098,23 @@ class request_handler {
     if (!is_approval_id(id)) return fragment ? base_response(404, "text/plain; charset=utf-8") : not_found_page(&who);
     auto found = service_.get(id);
     if (!found) return store_error_page(o_, &who, found.error().code());
-    if (!found->has_value()) return fragment ? base_response(404, "text/plain; charset=utf-8") : not_found_page(&who);
-    const approval_ticket& t = **found;
+    const std::optional<approval_ticket>& maybe = *found;
+    if (!maybe) return fragment ? base_response(404, "text/plain; charset=utf-8") : not_found_page(&who);
+    const approval_ticket& t = *maybe;
     http_response r = base_response(200, "text/html; charset=utf-8");
     if (fragment) {
       render_ticket_live(r.body, service_, t);
       return r;
     }
-    std::string attrs = "id=\"ticket-page\" data-id=\"";
+    std::string attrs = R"(id="ticket-page" data-id=")";
     append_attr(attrs, t.id);
-    attrs += "\"";
+    attrs += R"(")";
     const frame f{o_, &who};
     std::string title{"Request for "};
     title.append(tool_of(t));
     f.open(r.body, title, attrs);
     if (const std::string_view sentence = result_sentence(query_param(req_.target, "result")); !sentence.empty()) {
-      r.body += "<p class=\"notice\" id=\"flash\" role=\"status\">";
+      r.body += R"(<p class="notice" id="flash" role="status">)";
       append_text(r.body, sentence);
       r.body += "</p>";
     }
@@ -1132,38 +1133,38 @@ class request_handler {
 
   void decision_forms(std::string& out, const signed_in& who, const approval_ticket& t) const {
     if (who.who.id == t.submitted_by) {
-      out += "<p class=\"notice\" id=\"own-ticket\">You submitted this request, so another approver must decide "
+      out += R"(<p class="notice" id="own-ticket">You submitted this request, so another approver must decide )"
              "it.</p>";
       return;
     }
     if (const approver_assurance a = assess_approver(who.who); a != approver_assurance::ok) {
-      out += "<p class=\"notice\" id=\"cannot-decide\">Your sign-in may read but not decide (";
+      out += R"(<p class="notice" id="cannot-decide">Your sign-in may read but not decide ()";
       append_text(out, to_string(a));
       out += "): approvers must be assured, human-interactive principals.</p>";
       return;
     }
     const auto form_open = [&](std::string_view id, std::string_view action) {
-      out += "<form id=\"";
+      out += R"(<form id=")";
       out += id;
-      out += "\" method=\"post\" action=\"";
+      out += R"(" method="post" action=")";
       append_attr(out, o_.path);
       out += "/tickets/";
       append_attr(out, t.id);
       out += "/";
       out += action;
-      out += "\"><input type=\"hidden\" name=\"csrf\" value=\"";
+      out += R"("><input type="hidden" name="csrf" value=")";
       append_attr(out, who.csrf);
-      out += "\">";
+      out += R"(">)";
     };
-    out += "<section id=\"decide\" aria-label=\"Decide\">";
+    out += R"(<section id="decide" aria-label="Decide">)";
     form_open("approve", "approve");
-    out += "<p>Run exactly these arguments, once.</p><button id=\"approve-submit\" type=\"submit\">Approve</button>"
+    out += R"(<p>Run exactly these arguments, once.</p><button id="approve-submit" type="submit">Approve</button>)"
            "</form>";
     form_open("reject", "reject");
-    out += "<label for=\"comment\">Why (shown to the submitter)</label><textarea id=\"comment\" name=\"comment\" "
-           "maxlength=\"";
+    out += R"(<label for="comment">Why (shown to the submitter)</label><textarea id="comment" name="comment" )"
+           R"(maxlength=")";
     out += std::to_string(service_.options().max_review_comment_bytes);
-    out += "\"></textarea><button id=\"reject-submit\" type=\"submit\">Reject</button></form></section>";
+    out += R"("></textarea><button id="reject-submit" type="submit">Reject</button></form></section>)";
   }
 
   [[nodiscard]] http_response decide(route r) {
