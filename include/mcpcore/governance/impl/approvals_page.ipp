@@ -971,7 +971,12 @@ class request_handler {
         // Full buckets first (they hold nothing); then any one, so the table stays bounded.
         std::erase_if(st_.signin_tat, [this](const auto& e) { return e.second <= now_; });
         if (st_.signin_tat.size() >= at_least_one(o_.max_signin_clients)) {
-          st_.signin_tat.erase(st_.signin_tat.begin());
+          std::string any;
+          for (const auto& e : st_.signin_tat) {
+            any = e.first;
+            break;
+          }
+          st_.signin_tat.erase(any);
         }
       }
       it = st_.signin_tat.emplace(address, now_).first;
@@ -1031,9 +1036,15 @@ class request_handler {
         return now_ - e.second.last_used >= o_.session_idle_timeout || now_ - e.second.signed_in_at >= o_.session_lifetime;
       });
       if (st_.sessions.size() >= at_least_one(o_.max_sessions)) {
-        auto oldest = st_.sessions.begin();
-        for (auto it = st_.sessions.begin(); it != st_.sessions.end(); ++it) {
-          if (it->second.last_used < oldest->second.last_used) oldest = it;
+        // The least recently used, erased by key (an iterator erase here trips GCC 12's
+        // -Wnull-dereference at -O2, though the table is not empty).
+        std::string oldest;
+        approval_time oldest_use = approval_time::max();
+        for (const auto& [k, s] : st_.sessions) {
+          if (s.last_used < oldest_use) {
+            oldest = k;
+            oldest_use = s.last_used;
+          }
         }
         st_.sessions.erase(oldest);
       }
