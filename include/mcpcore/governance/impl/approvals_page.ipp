@@ -5,6 +5,7 @@
 
 #include <mcpcore/governance/approvals_page.hpp>
 
+#include <mcpcore/detail/ascii.hpp>
 #include <mcpcore/detail/random.hpp>
 #include <mcpcore/detail/sha256.hpp>
 #include <mcpcore/wire/json.hpp>
@@ -113,25 +114,14 @@ inline void append_time(std::string& out, approval_time t) {
 
 // ---- requests -----------------------------------------------------------------------------------
 
-// application/x-www-form-urlencoded `value` decoded ('+' is a space); false on a bad escape.
-[[nodiscard]] inline bool form_decode(std::string_view value, std::string& out) {
-  out.clear();
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const char c = value[i];
-    if (c == '+') {
-      out += ' ';
-    } else if (c == '%') {
-      if (i + 2 >= value.size()) return false;
-      const int hi = hex_value(value[i + 1]);
-      const int lo = hex_value(value[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out += static_cast<char>((hi << 4) | lo);
-      i += 2;
-    } else {
-      out += c;
-    }
+// application/x-www-form-urlencoded `value` decoded: '+' is a space, then the percent escapes
+// (detail::percent_decode; a '+' written as %2B stays a '+'). `std::nullopt` on a bad escape.
+[[nodiscard]] inline std::optional<std::string> form_decode(std::string_view value) {
+  std::string spaced{value};
+  for (char& c : spaced) {
+    if (c == '+') c = ' ';
   }
-  return true;
+  return percent_decode(spaced);
 }
 
 // The form's fields the page reads; others are ignored. A repeated field, or a bad escape in one
@@ -158,8 +148,8 @@ struct form {
     if (name == "comment") slot = &f.comment;
     if (slot == nullptr) continue;
     if (slot->has_value()) return std::nullopt;
-    std::string value;
-    if (!form_decode(raw, value)) return std::nullopt;
+    std::optional<std::string> value = form_decode(raw);
+    if (!value) return std::nullopt;
     *slot = std::move(value);
   }
   return f;
