@@ -92,16 +92,7 @@ TEST_SUITE("concurrency") {
     for (int i = 0; i < tickets; ++i) {
       ids.push_back(approval_tickets::tid(static_cast<unsigned>(i + 1)));
       const std::string scope = R"({"n":)" + std::to_string(i) + "}";
-      const auto r = store.mint(approval_mint_request{.id = ids.back(),
-                                                      .definition_id = "mcp.delete_tag",
-                                                      .origin = approval_origin_mcp,
-                                                      .submitted_by = "agent",
-                                                      .scope = scope,
-                                                      .now = service.now(),
-                                                      .lifetime = service.options().ticket_lifetime,
-                                                      .per_submitter_cap = 100,
-                                                      .global_cap = 1000});
-      REQUIRE(r.has_value());
+      approval_tickets::mint_pending(store, service, ids.back(), "agent", scope);
     }
 
     constexpr int threads = 8;

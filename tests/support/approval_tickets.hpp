@@ -34,6 +34,26 @@ inline mcpcore::principal make_principal(std::string id, mcpcore::principal_kind
   return p;
 }
 
+/// Mints a pending ticket `id` for `submitter` directly in `store`, at `service`'s clock and
+/// ticket lifetime with the default caps (as the MCP surface would); REQUIREs that it was created.
+template <class Store>
+void mint_pending(Store& store, const mcpcore::approval_service& service, std::string_view id,
+                  std::string_view submitter, std::string_view scope,
+                  std::string_view definition_id = "mcp.delete_tag") {
+  const auto r = store.mint(mcpcore::approval_mint_request{.id = id,
+                                                           .definition_id = definition_id,
+                                                           .origin = mcpcore::approval_origin_mcp,
+                                                           .submitted_by = submitter,
+                                                           .scope = scope,
+                                                           .now = service.now(),
+                                                           .lifetime = service.options().ticket_lifetime,
+                                                           .per_submitter_cap = 25,
+                                                           .global_cap = 1000});
+  REQUIRE(r.has_value());
+  REQUIRE(r->status == mcpcore::approval_mint_status::created);
+  REQUIRE(r->id == id);
+}
+
 /// The authorizer of the approval surfaces' tests: the role `approver` may `Approve` on `Approval`.
 inline mcpcore::role_table_authorizer approvers() {
   mcpcore::role_table_authorizer a;

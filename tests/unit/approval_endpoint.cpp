@@ -115,18 +115,7 @@ struct basic_fixture {
   // Mints a pending ticket directly in the store (as the MCP surface would).
   void mint(std::string_view id, std::string_view submitter = "alice", std::string_view scope = scope_x,
             std::string_view definition_id = "mcp.delete_tag") {
-    const auto r = store.mint(approval_mint_request{.id = id,
-                                                    .definition_id = definition_id,
-                                                    .origin = approval_origin_mcp,
-                                                    .submitted_by = submitter,
-                                                    .scope = scope,
-                                                    .now = service.now(),
-                                                    .lifetime = service.options().ticket_lifetime,
-                                                    .per_submitter_cap = 25,
-                                                    .global_cap = 1000});
-    REQUIRE(r.has_value());
-    REQUIRE(r->status == approval_mint_status::created);
-    REQUIRE(r->id == id);
+    approval_tickets::mint_pending(store, service, id, submitter, scope, definition_id);
   }
 
   approval_ticket ticket(std::string_view id) {

@@ -80,17 +80,7 @@ struct fixture {
   }
 
   void mint(std::string_view id, std::string_view submitter = "alice", std::string_view scope = R"({"tag":"x"})") {
-    const auto r = store.mint(approval_mint_request{.id = id,
-                                                    .definition_id = "mcp.delete_tag",
-                                                    .origin = approval_origin_mcp,
-                                                    .submitted_by = submitter,
-                                                    .scope = scope,
-                                                    .now = service.now(),
-                                                    .lifetime = service.options().ticket_lifetime,
-                                                    .per_submitter_cap = 25,
-                                                    .global_cap = 1000});
-    REQUIRE(r.has_value());
-    REQUIRE(r->status == approval_mint_status::created);
+    approval_tickets::mint_pending(store, service, id, submitter, scope);
   }
 };
 
