@@ -814,7 +814,7 @@ class request_handler {
     switch (r.kind) {
       case route_kind::script: return static_file(app_js, "text/javascript; charset=utf-8");
       case route_kind::style: return static_file(app_css, "text/css; charset=utf-8");
-      case route_kind::login: return req_.method == "GET" ? signin_form(200, {}, false) : signin();
+      case route_kind::login: return req_.method == "GET" ? signin_form(200, {}) : signin();
       case route_kind::logout: return signout();
       case route_kind::approve:
       case route_kind::reject: return decide(r);
@@ -917,8 +917,9 @@ class request_handler {
     return hex_of(hmac_sha256(st_.key, message));
   }
 
-  // The sign-in page; `error` (when not empty) says why the last attempt failed.
-  [[nodiscard]] http_response signin_form(int status, std::string_view error, bool reauth_notice) {
+  // The sign-in page; `error` (when not empty) says why the last attempt failed, and `?reauth=1`
+  // (where a stale decision is sent) adds the notice that deciding needs a fresh sign-in.
+  [[nodiscard]] http_response signin_form(int status, std::string_view error) {
     auto nonce = random_hex(16);
     if (!nonce) return message_page(o_, nullptr, 503, "Unavailable", "The system's random source failed.");
     http_response r = base_response(status, "text/html; charset=utf-8");
@@ -926,7 +927,7 @@ class request_handler {
     const frame f{o_, nullptr};
     f.open(r.body, "Sign in", R"(id="signin-page")");
     r.body += "<h2>Sign in to decide approvals</h2>";
-    if (reauth_notice || query_param(req_.target, "reauth") == "1") {
+    if (query_param(req_.target, "reauth") == "1") {
       r.body += R"(<p class="notice" id="reauth-notice">Deciding needs a recent sign-in. Sign in again, then )"
                 "decide.</p>";
     }
@@ -980,18 +981,18 @@ class request_handler {
   [[nodiscard]] http_response signin() {
     if (!same_origin()) return cross_origin(nullptr);
     if (const auto wait = take_signin_attempt()) {
-      http_response r = signin_form(429, "Too many sign-in attempts from your address; wait a moment.", false);
+      http_response r = signin_form(429, "Too many sign-in attempts from your address; wait a moment.");
       r.headers.push_back({"Retry-After", std::to_string((wait->count() + 999) / 1000)});
       return r;
     }
     if (req_.body.size() > o_.max_form_bytes) return message_page(o_, nullptr, 413, "Too large", "The form is too large.");
     const std::optional<form> f = parse_form(req_.body);
     if (!f || !f->csrf || !f->credential) {
-      return signin_form(400, "The sign-in form was not understood; try again.", false);
+      return signin_form(400, "The sign-in form was not understood; try again.");
     }
     const std::optional<std::string_view> nonce = find_cookie(req_, signin_cookie);
     if (!nonce || nonce->empty() || !constant_time_equals(signin_token(*nonce), *f->csrf)) {
-      return signin_form(403, "The sign-in form expired; try again.", false);
+      return signin_form(403, "The sign-in form expired; try again.");
     }
     const std::string& credential = *f->credential;
     bool printable = !credential.empty() && credential.size() <= max_credential_bytes;
@@ -1012,8 +1013,8 @@ class request_handler {
         who.reset();  // a throw is a failed authentication (authenticator requirement 3)
       }
     }
-    if (!who || who->id.empty()) return signin_form(401, "That credential was not accepted.", false);
-    if (!is_approver(*who)) return signin_form(403, "This page is for approvers; your credential is not one.", false);
+    if (!who || who->id.empty()) return signin_form(401, "That credential was not accepted.");
+    if (!is_approver(*who)) return signin_form(403, "This page is for approvers; your credential is not one.");
     auto sid = random_hex(32);
     auto csrf = random_hex(32);
     if (!sid || !csrf) return message_page(o_, nullptr, 503, "Unavailable", "The system's random source failed.");
@@ -1064,11 +1065,10 @@ class request_handler {
   [[nodiscard]] http_response queue(const signed_in& who) {
     http_response r = base_response(200, "text/html; charset=utf-8");
     const frame f{o_, &who};
-    std::string attrs = R"(id="queue")";
     std::string live;
     std::error_code ec;
     if (!render_queue_live(live, service_, o_, ec)) return store_error_page(o_, &who, ec);
-    f.open(r.body, "Pending approvals", attrs);
+    f.open(r.body, "Pending approvals", R"(id="queue")");
     live_region(r.body, o_.path + "/live");
     r.body += live;
     r.body += "</div>";
